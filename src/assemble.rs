@@ -1,0 +1,405 @@
+//! The shared state of one decoded turn, and the tool-call assembler for OpenAI-style streams.
+//!
+//! Every provider's decoder translates its wire into calls on [`Turn`], so the rules of
+//! DESIGN.md section 6 live in one place:
+//!
+//! - fragments are keyed by wire `index`; a missing or negative index falls back to a non-empty
+//!   id, else to the fragment's position in its chunk;
+//! - a new non-empty id (or a different non-empty name) at a key holding another call starts a
+//!   new call;
+//! - `""`/null id and name mean absent, and a repeated id or name is never concatenated;
+//! - calls are finalized only at the end of the turn, never because the buffer parses;
+//! - argument text is appended (O(n) in total) and parsed once, at the end;
+//! - `length` (or a broken stream) leaves unfinished calls `truncated`, invalid JSON is
+//!   `malformed`, and `raw_arguments` is kept byte for byte either way;
+//! - calls without an id get `call_<n>`, unique in the response and marked synthetic.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::provider::ProviderKind;
+use crate::types::{ChatResponse, FinishReason, StreamEvent, ToolCall, Usage};
+
+/// One tool-call fragment as an OpenAI-style wire sends it. Empty strings mean absent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fragment<'a> {
+    /// The wire `index`, if present.
+    pub index: Option<i64>,
+    /// The call id, if present.
+    pub id: Option<&'a str>,
+    /// The function name, if present.
+    pub name: Option<&'a str>,
+    /// A piece of the argument text.
+    pub arguments: Option<&'a str>,
+}
+
+#[derive(Debug)]
+struct Slot {
+    id: Option<String>,
+    name: String,
+    args: String,
+    extra: Map<String, Value>,
+}
+
+/// Where a fragment without a usable index is keyed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Index(i64),
+    Id(String),
+    Position(usize),
+}
+
+/// The state of one turn: text, reasoning, tool calls, usage and finish reason.
+#[derive(Debug)]
+pub struct Turn {
+    provider: ProviderKind,
+    text: String,
+    reasoning: String,
+    slots: Vec<Slot>,
+    keys: HashMap<Key, usize>,
+    usage: Option<Usage>,
+    finish: Option<FinishReason>,
+    finalized: Option<Vec<ToolCall>>,
+    extra: Map<String, Value>,
+}
+
+impl Turn {
+    /// A fresh turn for `provider`.
+    pub fn new(provider: ProviderKind) -> Self {
+        Self {
+            provider,
+            text: String::new(),
+            reasoning: String::new(),
+            slots: Vec::new(),
+            keys: HashMap::new(),
+            usage: None,
+            finish: None,
+            finalized: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// Whether the turn has ended (a finish reason arrived).
+    pub fn is_finished(&self) -> bool {
+        self.finalized.is_some()
+    }
+
+    /// Appends visible text.
+    pub fn text(&mut self, text: &str, out: &mut Vec<StreamEvent>) {
+        if !text.is_empty() {
+            self.text.push_str(text);
+            out.push(StreamEvent::TextDelta { text: text.into() });
+        }
+    }
+
+    /// Appends reasoning text.
+    pub fn reasoning(&mut self, text: &str, out: &mut Vec<StreamEvent>) {
+        if !text.is_empty() {
+            self.reasoning.push_str(text);
+            out.push(StreamEvent::ReasoningDelta { text: text.into() });
+        }
+    }
+
+    /// Records usage; the last report wins (several providers repeat running totals).
+    pub fn usage(&mut self, usage: Usage, out: &mut Vec<StreamEvent>) {
+        if self.usage != Some(usage) {
+            self.usage = Some(usage);
+            out.push(StreamEvent::Usage { usage });
+        }
+    }
+
+    /// Sets a provider field on the response (e.g. a finish message).
+    pub fn set_extra(&mut self, key: &str, value: Value) {
+        self.extra.insert(key.to_owned(), value);
+    }
+
+    /// Applies one tool-call fragment; `position` is its place in the chunk's list.
+    pub fn fragment(&mut self, position: usize, f: Fragment<'_>, out: &mut Vec<StreamEvent>) {
+        if self.finalized.is_some() {
+            return;
+        }
+        let id = f.id.filter(|s| !s.is_empty());
+        let name = f.name.filter(|s| !s.is_empty());
+        let key = match f.index {
+            Some(i) if i >= 0 => Key::Index(i),
+            _ => match id {
+                Some(id) => Key::Id(id.to_owned()),
+                None => Key::Position(position),
+            },
+        };
+        let existing = self.keys.get(&key).copied().filter(|&slot| {
+            let s = &self.slots[slot];
+            let new_id = matches!((id, &s.id), (Some(a), Some(b)) if a != b);
+            let new_name =
+                matches!(name, Some(n) if !s.name.is_empty() && n != s.name) && id.is_none();
+            !(new_id || new_name)
+        });
+        let slot = match existing {
+            Some(slot) => slot,
+            None => {
+                let slot = self.slots.len();
+                self.slots.push(Slot {
+                    id: id.map(str::to_owned),
+                    name: name.unwrap_or_default().to_owned(),
+                    args: String::new(),
+                    extra: Map::new(),
+                });
+                if let Some(id) = id {
+                    self.keys.insert(Key::Id(id.to_owned()), slot);
+                }
+                self.keys.insert(key, slot);
+                out.push(StreamEvent::ToolCallStarted {
+                    index: slot,
+                    id: id.map(str::to_owned),
+                    name: name.unwrap_or_default().to_owned(),
+                });
+                slot
+            }
+        };
+        let s = &mut self.slots[slot];
+        if s.id.is_none()
+            && let Some(id) = id
+        {
+            s.id = Some(id.to_owned());
+        }
+        if s.name.is_empty()
+            && let Some(name) = name
+        {
+            s.name = name.to_owned();
+        }
+        if let Some(args) = f.arguments.filter(|a| !a.is_empty()) {
+            s.args.push_str(args);
+            out.push(StreamEvent::ToolCallDelta {
+                index: slot,
+                fragment: args.to_owned(),
+            });
+        }
+    }
+
+    /// Adds a call that arrived whole (Gemini, a non-streamed body); returns its position.
+    pub fn whole_call(
+        &mut self,
+        id: Option<&str>,
+        name: &str,
+        arguments: &str,
+        extra: Map<String, Value>,
+        out: &mut Vec<StreamEvent>,
+    ) -> usize {
+        let slot = self.slots.len();
+        let id = id.filter(|s| !s.is_empty()).map(str::to_owned);
+        out.push(StreamEvent::ToolCallStarted {
+            index: slot,
+            id: id.clone(),
+            name: name.to_owned(),
+        });
+        if !arguments.is_empty() {
+            out.push(StreamEvent::ToolCallDelta {
+                index: slot,
+                fragment: arguments.to_owned(),
+            });
+        }
+        self.slots.push(Slot {
+            id,
+            name: name.to_owned(),
+            args: arguments.to_owned(),
+            extra,
+        });
+        slot
+    }
+
+    /// Provider data for the call at `position` (echoed back on later requests).
+    pub fn call_extra(&mut self, position: usize) -> Option<&mut Map<String, Value>> {
+        self.slots.get_mut(position).map(|s| &mut s.extra)
+    }
+
+    /// Number of calls so far.
+    pub fn call_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The turn ended with `reason`: finalizes every call (once; a repeated finish is ignored)
+    /// and emits their `ToolCallComplete` events and `Finish`.
+    pub fn finish(&mut self, reason: FinishReason, out: &mut Vec<StreamEvent>) {
+        if self.finalized.is_some() {
+            return;
+        }
+        let cut_short = !reason.is_normal_end();
+        let calls = self.finalize_calls(cut_short, out);
+        let mut reason = reason;
+        if reason.is_normal_end() && calls.iter().any(ToolCall::is_complete) {
+            reason = FinishReason::ToolCalls;
+        }
+        self.finalized = Some(calls);
+        self.finish = Some(reason.clone());
+        out.push(StreamEvent::Finish { reason });
+    }
+
+    fn finalize_calls(&mut self, cut_short: bool, out: &mut Vec<StreamEvent>) -> Vec<ToolCall> {
+        let native: std::collections::HashSet<String> =
+            self.slots.iter().filter_map(|s| s.id.clone()).collect();
+        let mut minted = std::collections::HashSet::new();
+        let mut calls = Vec::with_capacity(self.slots.len());
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            let args = std::mem::take(&mut slot.args);
+            let (id, synthetic) = match slot.id.take() {
+                Some(id) => (id, false),
+                None => {
+                    let mut n = i;
+                    let mut id = format!("call_{n}");
+                    while native.contains(&id) || minted.contains(&id) {
+                        n += 1;
+                        id = format!("call_{n}");
+                    }
+                    minted.insert(id.clone());
+                    (id, true)
+                }
+            };
+            let mut call = if cut_short {
+                ToolCall::new_cut_short(id, std::mem::take(&mut slot.name), args)
+            } else {
+                ToolCall::new(id, std::mem::take(&mut slot.name), args)
+            };
+            call.extra = std::mem::take(&mut slot.extra);
+            if synthetic {
+                call.extra
+                    .insert(ToolCall::SYNTHETIC_ID.to_owned(), Value::Bool(true));
+            }
+            out.push(StreamEvent::ToolCallComplete {
+                index: i,
+                call: call.clone(),
+            });
+            calls.push(call);
+        }
+        calls
+    }
+
+    /// The response so far. Before [`Turn::finish`] its calls are empty.
+    fn response(&mut self) -> ChatResponse {
+        ChatResponse {
+            text: (!self.text.is_empty()).then(|| std::mem::take(&mut self.text)),
+            reasoning: (!self.reasoning.is_empty()).then(|| std::mem::take(&mut self.reasoning)),
+            tool_calls: self.finalized.take().unwrap_or_default(),
+            finish_reason: self.finish.take().unwrap_or(FinishReason::Error),
+            usage: self.usage,
+            extra: std::mem::take(&mut self.extra),
+        }
+    }
+
+    /// The stream is over. A turn that never got its finish is a broken stream: its calls are
+    /// finalized as cut short and the error carries the partial response.
+    pub fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse> {
+        if self.finalized.is_some() {
+            return Ok(self.response());
+        }
+        let calls = self.finalize_calls(true, out);
+        self.finalized = Some(calls);
+        self.finish = Some(FinishReason::Error);
+        let partial = self.response();
+        Err(Error::Stream {
+            provider: self.provider,
+            reason: "stream ended before the turn finished".into(),
+            partial: Some(Box::new(partial)),
+        })
+    }
+
+    /// Ends the turn as if the stream was over (for providers whose end of stream is the
+    /// terminal signal, e.g. Gemini): finishes with `reason` if no finish came, then ends.
+    pub fn end_with(
+        &mut self,
+        reason: FinishReason,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<ChatResponse> {
+        self.finish(reason, out);
+        self.end(out)
+    }
+
+    /// The partial response of an interrupted turn (an error event mid-stream): unfinished calls
+    /// come out `truncated`.
+    pub fn interrupt(&mut self) -> ChatResponse {
+        let mut sink = Vec::new();
+        if self.finalized.is_none() {
+            let calls = self.finalize_calls(true, &mut sink);
+            self.finalized = Some(calls);
+            self.finish = Some(FinishReason::Error);
+        }
+        self.response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ArgumentsErrorKind;
+
+    fn frag<'a>(
+        index: Option<i64>,
+        id: Option<&'a str>,
+        name: Option<&'a str>,
+        args: &'a str,
+    ) -> Fragment<'a> {
+        Fragment {
+            index,
+            id,
+            name,
+            arguments: Some(args),
+        }
+    }
+
+    #[test]
+    fn index_keying_and_new_id_at_same_index() {
+        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut out = Vec::new();
+        t.fragment(0, frag(Some(0), Some("a"), Some("f"), "{\"x\":"), &mut out);
+        t.fragment(0, frag(Some(0), Some(""), None, "1}"), &mut out);
+        t.fragment(0, frag(Some(0), Some("b"), Some("g"), "{}"), &mut out);
+        t.finish(FinishReason::Stop, &mut out);
+        let r = t.end(&mut out).unwrap();
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(r.tool_calls[0].raw_arguments, "{\"x\":1}");
+        assert_eq!(r.tool_calls[1].name, "g");
+        assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+    }
+
+    #[test]
+    fn missing_index_by_position_and_minted_ids() {
+        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut out = Vec::new();
+        t.fragment(0, frag(Some(-1), None, Some("f"), "{}"), &mut out);
+        t.fragment(1, frag(Some(-1), None, Some("g"), "{}"), &mut out);
+        t.fragment(2, frag(None, Some("call_0"), Some("h"), "{}"), &mut out);
+        t.finish(FinishReason::ToolCalls, &mut out);
+        let r = t.end(&mut out).unwrap();
+        let ids: Vec<_> = r.tool_calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["call_1", "call_2", "call_0"]);
+        assert!(r.tool_calls[0].has_synthetic_id());
+        assert!(!r.tool_calls[2].has_synthetic_id());
+    }
+
+    #[test]
+    fn length_truncates_and_eof_is_broken() {
+        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut out = Vec::new();
+        t.fragment(
+            0,
+            frag(Some(0), Some("a"), Some("f"), "{\"x\":\"ab"),
+            &mut out,
+        );
+        t.finish(FinishReason::Length, &mut out);
+        let r = t.end(&mut out).unwrap();
+        assert_eq!(r.finish_reason, FinishReason::Length);
+        let err = r.tool_calls[0].error.as_ref().unwrap();
+        assert_eq!(err.kind, ArgumentsErrorKind::Truncated);
+
+        let mut t = Turn::new(ProviderKind::OpenAi);
+        t.fragment(
+            0,
+            frag(Some(0), Some("a"), Some("f"), "{\"x\":1}"),
+            &mut out,
+        );
+        let err = t.end(&mut out).unwrap_err();
+        let partial = err.partial().unwrap();
+        assert_eq!(partial.tool_calls[0].raw_arguments, "{\"x\":1}");
+    }
+}

@@ -1,0 +1,255 @@
+//! The crate's one error type. Variants are chosen by what the caller does next.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::provider::ProviderKind;
+use crate::types::ChatResponse;
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A boxed source error.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong, grouped by what the caller does next.
+///
+/// Tool problems (malformed arguments, unknown tools, failing handlers) are not errors: they
+/// become error results sent back to the model.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The request never got an answer: DNS, connect, TLS, a dropped connection. Retry may help.
+    #[error("{provider}: transport error: {message}")]
+    Transport {
+        /// The provider being called.
+        provider: ProviderKind,
+        /// What failed (never contains the API key).
+        message: String,
+        /// Whether the failure happened while connecting (safe to retry).
+        connect: bool,
+        /// The underlying error.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// A configured time limit ran out.
+    #[error("{provider}: {phase} timeout after {limit:?}")]
+    Timeout {
+        /// The provider being called.
+        provider: ProviderKind,
+        /// Which limit.
+        phase: TimeoutPhase,
+        /// The configured limit.
+        limit: Duration,
+    },
+    /// The provider answered with an error.
+    #[error("{0}")]
+    Api(Box<ApiError>),
+    /// A body or stream payload did not have the shape the provider's wire format promises.
+    #[error("{provider}: cannot decode {what}: {message}")]
+    Decode {
+        /// The provider whose wire format was expected.
+        provider: ProviderKind,
+        /// What was being decoded and where (e.g. "SSE line 12", "response body").
+        what: String,
+        /// The parser's reason.
+        message: String,
+    },
+    /// A stream broke: it ended without its terminal signal or a limit was crossed. The partial
+    /// response (with unfinished calls marked `truncated`) is kept.
+    #[error("{provider}: stream broken: {reason}")]
+    Stream {
+        /// The provider being streamed.
+        provider: ProviderKind,
+        /// What happened.
+        reason: String,
+        /// What had arrived, unfinished calls marked `truncated`.
+        partial: Option<Box<ChatResponse>>,
+    },
+    /// The request cannot be expressed on this provider's wire without changing its meaning.
+    #[error("{provider}: unsupported: {feature}")]
+    Unsupported {
+        /// The provider.
+        provider: ProviderKind,
+        /// What cannot be sent, and why.
+        feature: String,
+    },
+    /// Canonical input is invalid: a bad tool name, a schema with a cyclic `$ref`, a history that
+    /// breaks a provider's turn rules.
+    #[error("invalid input at {path}: {message}")]
+    Input {
+        /// Where: a JSON path or field name.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The agent loop reached its turn limit.
+    #[error("agent stopped after {0} turns (max_turns)")]
+    MaxTurns(usize),
+}
+
+impl Error {
+    pub(crate) fn input(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Input {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn decode(
+        provider: ProviderKind,
+        what: impl Into<String>,
+        message: impl fmt::Display,
+    ) -> Self {
+        Self::Decode {
+            provider,
+            what: what.into(),
+            message: message.to_string(),
+        }
+    }
+
+    pub(crate) fn unsupported(provider: ProviderKind, feature: impl Into<String>) -> Self {
+        Self::Unsupported {
+            provider,
+            feature: feature.into(),
+        }
+    }
+
+    /// Whether sending the same request again may succeed: connect failures, timeouts before
+    /// any output, and API errors with status 408, 409, 429 or 5xx (or a provider code that
+    /// means the same).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Transport { connect, .. } => *connect,
+            Self::Timeout { phase, .. } => {
+                matches!(phase, TimeoutPhase::Connect | TimeoutPhase::FirstByte)
+            }
+            Self::Api(api) => api.is_retryable(),
+            _ => false,
+        }
+    }
+
+    /// The HTTP status of an API error.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Api(api) => api.status,
+            _ => None,
+        }
+    }
+
+    /// The provider involved, if any.
+    pub fn provider(&self) -> Option<ProviderKind> {
+        match self {
+            Self::Transport { provider, .. }
+            | Self::Timeout { provider, .. }
+            | Self::Decode { provider, .. }
+            | Self::Stream { provider, .. }
+            | Self::Unsupported { provider, .. } => Some(*provider),
+            Self::Api(api) => Some(api.provider),
+            Self::Input { .. } | Self::MaxTurns(_) => None,
+        }
+    }
+
+    /// The API error, when the provider said no.
+    pub fn api(&self) -> Option<&ApiError> {
+        match self {
+            Self::Api(api) => Some(api),
+            _ => None,
+        }
+    }
+
+    /// What had arrived before the failure, when a stream broke or errored mid-way.
+    pub fn partial(&self) -> Option<&ChatResponse> {
+        match self {
+            Self::Stream { partial, .. } => partial.as_deref(),
+            Self::Api(api) => api.partial.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+impl From<ApiError> for Error {
+    fn from(e: ApiError) -> Self {
+        Self::Api(Box::new(e))
+    }
+}
+
+/// Which time limit ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TimeoutPhase {
+    /// Establishing the connection.
+    Connect,
+    /// Waiting for the response head and first body byte.
+    FirstByte,
+    /// The gap between two chunks of a stream.
+    Idle,
+    /// The whole request.
+    Total,
+}
+
+impl fmt::Display for TimeoutPhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Connect => "connect",
+            Self::FirstByte => "first-byte",
+            Self::Idle => "idle",
+            Self::Total => "total",
+        })
+    }
+}
+
+/// An error answer from a provider, its own code and message kept verbatim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    /// Who answered.
+    pub provider: ProviderKind,
+    /// The HTTP status; `None` for an error event inside a 200 stream.
+    pub status: Option<u16>,
+    /// The provider's error code (`"rate_limit_exceeded"`, `"1113"`, `"RESOURCE_EXHAUSTED"`), verbatim.
+    pub code: Option<String>,
+    /// The provider's message, verbatim.
+    pub message: String,
+    /// How long the provider asked us to wait (`Retry-After`, Gemini `retryDelay`).
+    pub retry_after: Option<Duration>,
+    /// The raw error body (for logs; never holds the API key, which is only ever in headers).
+    pub body: String,
+    /// What the stream had delivered before the error event, if it came mid-stream.
+    pub partial: Option<Box<ChatResponse>>,
+}
+
+impl ApiError {
+    /// An error with just a message.
+    pub fn new(provider: ProviderKind, status: Option<u16>, message: impl Into<String>) -> Self {
+        Self {
+            provider,
+            status,
+            code: None,
+            message: message.into(),
+            retry_after: None,
+            body: String::new(),
+            partial: None,
+        }
+    }
+
+    /// Whether the same request may succeed later.
+    pub fn is_retryable(&self) -> bool {
+        match self.status {
+            Some(s) => matches!(s, 408 | 409 | 429) || (500..600).contains(&s),
+            None => false,
+        }
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.provider)?;
+        if let Some(status) = self.status {
+            write!(f, " HTTP {status}")?;
+        }
+        if let Some(code) = &self.code {
+            write!(f, " [{code}]")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}

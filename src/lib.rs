@@ -1,0 +1,20 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod assemble;
+pub mod error;
+pub mod provider;
+pub mod providers;
+pub mod replay;
+pub mod schema;
+pub mod sse;
+pub mod types;
+
+pub use error::{ApiError, Error, Result, TimeoutPhase};
+pub use provider::{HttpRequest, NameMap, Provider, ProviderKind, StreamDecoder};
+pub use providers::provider_for;
+pub use types::{
+    ArgumentsError, ArgumentsErrorKind, AssistantMessage, ChatRequest, ChatResponse, FinishReason,
+    Message, SchemaMode, StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
+};

@@ -1,0 +1,351 @@
+//! The provider contract: pure translation between the canonical model and one wire format.
+//!
+//! A provider does no IO and is not async. `encode` turns a [`ChatRequest`] into the body and
+//! path to send, `decode` turns a response body into a [`ChatResponse`], and `decoder` gives a
+//! fresh [`StreamDecoder`] for one streamed turn. The client ([`crate::client`]) does the IO, so
+//! a fixture test is just "encode and compare" or "feed payloads and compare".
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{ApiError, Error, Result};
+use crate::types::{ChatRequest, ChatResponse, SchemaMode, StreamEvent, ToolDefinition};
+
+/// The built-in providers. One spelling everywhere: module, `fixtures/`, `providers/*.md`, CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions, and any OpenAI-compatible server given a base URL.
+    OpenAi,
+    /// Google Gemini API (`generateContent`).
+    Gemini,
+    /// Zhipu GLM (open.bigmodel.cn, api.z.ai).
+    Glm,
+    /// Qwen through DashScope's OpenAI-compatible mode.
+    Qwen,
+    /// DashScope's native protocol.
+    DashScope,
+    /// StepFun.
+    StepFun,
+}
+
+impl ProviderKind {
+    /// Every provider, in display order.
+    pub const ALL: [ProviderKind; 6] = [
+        Self::OpenAi,
+        Self::Gemini,
+        Self::Glm,
+        Self::Qwen,
+        Self::DashScope,
+        Self::StepFun,
+    ];
+
+    /// The provider's one spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Gemini => "gemini",
+            Self::Glm => "glm",
+            Self::Qwen => "qwen",
+            Self::DashScope => "dashscope",
+            Self::StepFun => "stepfun",
+        }
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for ProviderKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
+                Error::input(
+                    "provider",
+                    format!(
+                        "unknown provider {s:?}; expected one of {}",
+                        names.join(", ")
+                    ),
+                )
+            })
+    }
+}
+
+/// How the API key goes on the request. Never in the URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// `Authorization: Bearer <key>`.
+    Bearer,
+    /// The key in the named header (Gemini: `x-goog-api-key`).
+    Header(&'static str),
+}
+
+/// Static facts about a provider, for the client and `toolwire providers`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderInfo {
+    /// Which provider.
+    pub kind: ProviderKind,
+    /// Default base URL; paths from `encode` are appended to it.
+    pub base_url: &'static str,
+    /// Environment variables holding the API key, first found wins.
+    pub key_vars: &'static [&'static str],
+    /// How the key is sent.
+    pub auth: Auth,
+    /// One line on what the provider can do, for `toolwire providers`.
+    pub capabilities: &'static str,
+}
+
+/// A request ready to send: path (appended to the base URL), extra headers (never auth) and
+/// the JSON body, plus the tool-name map needed to read the answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpRequest {
+    /// Path and query, appended to the base URL.
+    pub path: String,
+    /// Headers other than auth and content type.
+    pub headers: Vec<(String, String)>,
+    /// The JSON body.
+    pub body: Value,
+    /// Wire names that differ from canonical ones; apply to what comes back.
+    pub names: NameMap,
+}
+
+/// Pure translation between the canonical model and one wire format.
+pub trait Provider: Send + Sync + fmt::Debug {
+    /// Static facts: name, base URL, key variables, auth.
+    fn info(&self) -> &ProviderInfo;
+
+    /// Canonical request → wire request. `stream` selects the streaming form.
+    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<HttpRequest>;
+
+    /// A complete (non-streamed) response body → canonical response. An error body gives
+    /// [`Error::Api`].
+    fn decode(&self, body: &[u8]) -> Result<ChatResponse>;
+
+    /// A fresh decoder for one streamed turn.
+    fn decoder(&self) -> Box<dyn StreamDecoder>;
+
+    /// An error body (any status) → [`ApiError`], the provider's code and message verbatim.
+    fn decode_error(&self, status: Option<u16>, body: &[u8]) -> ApiError {
+        generic_error(self.info().kind, status, body)
+    }
+
+    /// The `parameters` schema this provider will receive for `tool`.
+    fn encode_parameters(&self, tool: &ToolDefinition, mode: Option<SchemaMode>) -> Result<Value> {
+        let _ = mode;
+        Ok(tool.parameters.clone())
+    }
+}
+
+/// Decodes one streamed turn from SSE `data:` payloads.
+pub trait StreamDecoder: Send {
+    /// One SSE event's data (and its `event:` name, if any). Emits zero or more events.
+    fn feed(&mut self, event: Option<&str>, data: &str, out: &mut Vec<StreamEvent>) -> Result<()>;
+
+    /// The stream ended. Finalizes pending calls and returns the whole response; a stream that
+    /// ended without its terminal signal is [`Error::Stream`] carrying the partial response.
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse>;
+}
+
+/// Reads the common error body shapes: `{"error": {"code", "message", "type"}}`,
+/// `{"error": "text"}`, `{"code", "message"}`, `[{"error": ...}]`, or plain text.
+pub fn generic_error(provider: ProviderKind, status: Option<u16>, body: &[u8]) -> ApiError {
+    let text = String::from_utf8_lossy(body).into_owned();
+    let mut err = ApiError::new(provider, status, "");
+    let parsed: Option<Value> = serde_json::from_slice(body).ok();
+    let root = match &parsed {
+        Some(Value::Array(items)) => items.first(),
+        other => other.as_ref(),
+    };
+    let obj = root.map(|r| r.get("error").unwrap_or(r));
+    match obj {
+        Some(Value::Object(map)) => {
+            err.code = ["code", "status", "type"]
+                .iter()
+                .find_map(|k| map.get(*k).and_then(scalar_text));
+            err.message = map
+                .get("message")
+                .and_then(scalar_text)
+                .unwrap_or_else(|| text.trim().to_owned());
+        }
+        Some(Value::String(s)) => err.message = s.clone(),
+        _ => err.message = text.trim().to_owned(),
+    }
+    if err.message.is_empty() {
+        err.message = match status {
+            Some(s) => format!("HTTP {s} with an empty body"),
+            None => "error with an empty body".to_owned(),
+        };
+    }
+    err.body = text;
+    err
+}
+
+/// A string or number as text; other JSON is `None`.
+pub(crate) fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Maps canonical tool names to names a provider accepts, and back.
+///
+/// Built from the request's tools and history at encode time; a name the provider accepts maps
+/// to itself. Others are rewritten (invalid characters to `_`, a prefix when the first character
+/// is not allowed, cut to 64) and made unique with a numeric suffix, so the map is reversible.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NameMap {
+    to_wire: HashMap<String, String>,
+    to_canonical: HashMap<String, String>,
+}
+
+impl NameMap {
+    /// Maps every name in `names` (in order) that `valid` rejects.
+    pub fn build<'a>(
+        names: impl IntoIterator<Item = &'a str>,
+        valid: impl Fn(&str) -> bool,
+    ) -> Self {
+        let names: Vec<&str> = names.into_iter().collect();
+        let mut map = Self::default();
+        let mut taken: std::collections::HashSet<String> = names
+            .iter()
+            .filter(|n| valid(n))
+            .map(|n| (*n).to_owned())
+            .collect();
+        for name in names {
+            if valid(name) || map.to_wire.contains_key(name) {
+                continue;
+            }
+            let mut base: String = name
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            if !valid(&base) {
+                base.insert(0, '_');
+            }
+            base.truncate(60);
+            let mut wire = base.clone();
+            let mut n = 2;
+            while taken.contains(&wire) || !valid(&wire) {
+                wire = format!("{base}_{n}");
+                n += 1;
+                if n > 10_000 {
+                    break;
+                }
+            }
+            taken.insert(wire.clone());
+            map.to_canonical.insert(wire.clone(), name.to_owned());
+            map.to_wire.insert(name.to_owned(), wire);
+        }
+        map
+    }
+
+    /// Whether no name is rewritten.
+    pub fn is_empty(&self) -> bool {
+        self.to_wire.is_empty()
+    }
+
+    /// The wire name for a canonical name.
+    pub fn wire<'a>(&'a self, canonical: &'a str) -> &'a str {
+        self.to_wire
+            .get(canonical)
+            .map_or(canonical, String::as_str)
+    }
+
+    /// The canonical name for a wire name.
+    pub fn canonical<'a>(&'a self, wire: &'a str) -> &'a str {
+        self.to_canonical.get(wire).map_or(wire, String::as_str)
+    }
+
+    /// Restores canonical names in a decoded response.
+    pub fn restore_response(&self, response: &mut ChatResponse) {
+        if self.is_empty() {
+            return;
+        }
+        for call in &mut response.tool_calls {
+            self.restore(&mut call.name);
+        }
+    }
+
+    /// Restores canonical names in a stream event.
+    pub fn restore_event(&self, event: &mut StreamEvent) {
+        if self.is_empty() {
+            return;
+        }
+        match event {
+            StreamEvent::ToolCallStarted { name, .. } => self.restore(name),
+            StreamEvent::ToolCallComplete { call, .. } => self.restore(&mut call.name),
+            _ => {}
+        }
+    }
+
+    fn restore(&self, name: &mut String) {
+        if let Some(c) = self.to_canonical.get(name.as_str()) {
+            *name = c.clone();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn openai_valid(n: &str) -> bool {
+        !n.is_empty()
+            && n.len() <= 64
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    }
+
+    #[test]
+    fn name_map_is_reversible_and_unique() {
+        let map = NameMap::build(["weather.get", "weather_get", "weather:get"], openai_valid);
+        let a = map.wire("weather.get").to_owned();
+        let b = map.wire("weather:get").to_owned();
+        assert_eq!(map.wire("weather_get"), "weather_get");
+        assert_ne!(a, "weather_get");
+        assert_ne!(a, b);
+        assert!(openai_valid(&a) && openai_valid(&b));
+        assert_eq!(map.canonical(&a), "weather.get");
+        assert_eq!(map.canonical(&b), "weather:get");
+    }
+
+    #[test]
+    fn generic_error_shapes() {
+        let e = generic_error(
+            ProviderKind::OpenAi,
+            Some(429),
+            br#"{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}"#,
+        );
+        assert_eq!(e.code.as_deref(), Some("rate_limit_exceeded"));
+        assert_eq!(e.message, "slow down");
+        let e = generic_error(
+            ProviderKind::Glm,
+            Some(400),
+            br#"{"error":{"code":1113,"message":"x"}}"#,
+        );
+        assert_eq!(e.code.as_deref(), Some("1113"));
+        let e = generic_error(ProviderKind::OpenAi, Some(502), b"Bad Gateway");
+        assert_eq!(e.message, "Bad Gateway");
+        let e = generic_error(ProviderKind::OpenAi, Some(500), b"");
+        assert!(e.message.contains("500"));
+    }
+}

@@ -1,0 +1,80 @@
+//! OpenAI Chat Completions, and the shared implementation of every OpenAI-compatible wire.
+//!
+//! A compatible provider is a [`Dialect`] value handed to [`OpenAi::with_dialect`]; the quirk
+//! sheet for OpenAI itself follows.
+#![doc = include_str!("../../../providers/openai.md")]
+
+mod decode;
+mod dialect;
+mod encode;
+mod wire;
+
+pub use dialect::{Dialect, OPENAI, OPENAI_COMPATIBLE, openai_name};
+
+use serde_json::Value;
+
+use crate::error::Result;
+use crate::provider::{HttpRequest, Provider, ProviderInfo, StreamDecoder};
+use crate::types::{ChatRequest, ChatResponse, SchemaMode, ToolDefinition};
+
+/// The Chat Completions wire, configured by a [`Dialect`].
+#[derive(Debug, Clone, Copy)]
+pub struct OpenAi {
+    dialect: &'static Dialect,
+}
+
+impl OpenAi {
+    /// OpenAI itself.
+    pub fn new() -> Self {
+        Self { dialect: &OPENAI }
+    }
+
+    /// Another OpenAI-compatible server (vLLM, Ollama, DeepSeek, a gateway).
+    pub fn compatible() -> Self {
+        Self {
+            dialect: &OPENAI_COMPATIBLE,
+        }
+    }
+
+    /// Any dialect of the wire.
+    pub fn with_dialect(dialect: &'static Dialect) -> Self {
+        Self { dialect }
+    }
+
+    /// The dialect in use.
+    pub fn dialect(&self) -> &'static Dialect {
+        self.dialect
+    }
+}
+
+impl Default for OpenAi {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Provider for OpenAi {
+    fn info(&self) -> &ProviderInfo {
+        &self.dialect.info
+    }
+
+    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
+        encode::encode(self.dialect, req, stream)
+    }
+
+    fn decode(&self, body: &[u8]) -> Result<ChatResponse> {
+        decode::decode_body(self.dialect, body)
+    }
+
+    fn decoder(&self) -> Box<dyn StreamDecoder> {
+        Box::new(decode::Decoder::new(self.dialect))
+    }
+
+    fn encode_parameters(&self, tool: &ToolDefinition, _mode: Option<SchemaMode>) -> Result<Value> {
+        Ok(if tool.strict {
+            crate::schema::to_strict(&tool.parameters)
+        } else {
+            tool.parameters.clone()
+        })
+    }
+}

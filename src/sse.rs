@@ -1,0 +1,269 @@
+//! An incremental Server-Sent Events parser: bytes in any chunking → events with line numbers.
+//!
+//! Pure (no IO), so the client, `toolwire replay`, the mock provider and the property tests all
+//! share it. It follows the WHATWG rules (LF, CRLF or CR line ends, `:` comments, one optional
+//! space after the colon, multi-line `data`) with two tolerances real servers need: a `data:`
+//! line holding a new JSON object right after a complete one starts a new event even without
+//! the blank line between them, and a final event without its blank line is still delivered.
+//! Bytes are only decoded as UTF-8 once a line is complete, so chunk boundaries may fall inside
+//! a character. The pending event is bounded by `max_event_bytes`.
+
+use std::fmt;
+
+/// One SSE event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` name, if one was given.
+    pub event: Option<String>,
+    /// The data lines joined with `\n`.
+    pub data: String,
+    /// The 1-based line of the event's first `data:` line.
+    pub line: usize,
+}
+
+/// Why the byte stream is not valid SSE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SseError {
+    /// A line is not UTF-8.
+    InvalidUtf8 {
+        /// The 1-based line number.
+        line: usize,
+    },
+    /// An event grew past the limit.
+    TooLarge {
+        /// The 1-based line number where the limit was crossed.
+        line: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for SseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidUtf8 { line } => write!(f, "line {line}: not valid UTF-8"),
+            Self::TooLarge { line, limit } => {
+                write!(f, "line {line}: event larger than {limit} bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SseError {}
+
+/// The incremental parser. Feed it bytes with [`SseParser::push`], then call
+/// [`SseParser::finish`] at end of stream.
+#[derive(Debug)]
+pub struct SseParser {
+    line_buf: Vec<u8>,
+    skip_lf: bool,
+    line: usize,
+    data: String,
+    has_data: bool,
+    data_line: usize,
+    event: Option<String>,
+    max_event_bytes: usize,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        Self::new(Self::DEFAULT_MAX_EVENT_BYTES)
+    }
+}
+
+impl SseParser {
+    /// 64 MiB: larger than any sane single payload, small enough to bound memory.
+    pub const DEFAULT_MAX_EVENT_BYTES: usize = 64 << 20;
+
+    /// A parser that refuses events larger than `max_event_bytes`.
+    pub fn new(max_event_bytes: usize) -> Self {
+        Self {
+            line_buf: Vec::new(),
+            skip_lf: false,
+            line: 0,
+            data: String::new(),
+            has_data: false,
+            data_line: 0,
+            event: None,
+            max_event_bytes,
+        }
+    }
+
+    /// The number of complete lines seen.
+    pub fn lines(&self) -> usize {
+        self.line
+    }
+
+    /// Feeds bytes; complete events are appended to `out`.
+    pub fn push(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        while !bytes.is_empty() {
+            if self.skip_lf {
+                self.skip_lf = false;
+                if bytes[0] == b'\n' {
+                    bytes = &bytes[1..];
+                    continue;
+                }
+            }
+            match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+                Some(pos) => {
+                    self.skip_lf = bytes[pos] == b'\r';
+                    if self.line_buf.is_empty() {
+                        self.line(&bytes[..pos], out)?;
+                    } else {
+                        self.line_buf.extend_from_slice(&bytes[..pos]);
+                        let buf = std::mem::take(&mut self.line_buf);
+                        self.line(&buf, out)?;
+                        self.line_buf = buf;
+                        self.line_buf.clear();
+                    }
+                    bytes = &bytes[pos + 1..];
+                }
+                None => {
+                    if self.line_buf.len() + bytes.len() + self.data.len() > self.max_event_bytes {
+                        return Err(SseError::TooLarge {
+                            line: self.line + 1,
+                            limit: self.max_event_bytes,
+                        });
+                    }
+                    self.line_buf.extend_from_slice(bytes);
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// End of stream: delivers a last line without its line end and a last event without its
+    /// blank line.
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        if !self.line_buf.is_empty() {
+            let buf = std::mem::take(&mut self.line_buf);
+            self.line(&buf, out)?;
+        }
+        self.dispatch(out);
+        Ok(())
+    }
+
+    fn line(&mut self, raw: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        self.line += 1;
+        let line =
+            std::str::from_utf8(raw).map_err(|_| SseError::InvalidUtf8 { line: self.line })?;
+        if line.is_empty() {
+            self.dispatch(out);
+            return Ok(());
+        }
+        if line.starts_with(':') {
+            return Ok(());
+        }
+        let (field, value) = match line.find(':') {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(' ').unwrap_or(v))
+            }
+            None => (line, ""),
+        };
+        match field {
+            "data" => {
+                if self.has_data && starts_new_payload(&self.data, value) {
+                    self.dispatch(out);
+                }
+                if self.data.len() + value.len() > self.max_event_bytes {
+                    return Err(SseError::TooLarge {
+                        line: self.line,
+                        limit: self.max_event_bytes,
+                    });
+                }
+                if self.has_data {
+                    self.data.push('\n');
+                } else {
+                    self.data_line = self.line;
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            "event" => self.event = Some(value.to_owned()),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+        if self.has_data {
+            out.push(SseEvent {
+                event: self.event.take(),
+                data: std::mem::take(&mut self.data),
+                line: self.data_line,
+            });
+            self.has_data = false;
+        } else {
+            self.event = None;
+        }
+    }
+}
+
+/// A data line that opens a new JSON object (or `[DONE]`) right after a complete one cannot
+/// continue it: no JSON text has `}` followed by `{`.
+fn starts_new_payload(pending: &str, next: &str) -> bool {
+    let next = next.trim_start();
+    let pending = pending.trim_end();
+    (next.starts_with('{') || next == "[DONE]") && (pending.ends_with('}') || pending == "[DONE]")
+}
+
+/// Parses a whole SSE body at once.
+pub fn parse_all(body: &[u8]) -> Result<Vec<SseEvent>, SseError> {
+    let mut parser = SseParser::default();
+    let mut out = Vec::new();
+    parser.push(body, &mut out)?;
+    parser.finish(&mut out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn datas(events: &[SseEvent]) -> Vec<&str> {
+        events.iter().map(|e| e.data.as_str()).collect()
+    }
+
+    #[test]
+    fn framing_variants() {
+        let body = b": comment\r\ndata:{\"a\":1}\r\n\r\nid: 3\nevent: result\ndata: {\"b\":2}\n\ndata: [DONE]\n\n";
+        let events = parse_all(body).unwrap();
+        assert_eq!(datas(&events), ["{\"a\":1}", "{\"b\":2}", "[DONE]"]);
+        assert_eq!(events[1].event.as_deref(), Some("result"));
+        assert_eq!(events[0].line, 2);
+    }
+
+    #[test]
+    fn every_split_gives_the_same_events() {
+        let body = "data: {\"t\":\"北京\"}\r\n\r\ndata: {\"u\":1}\rdata: [DONE]".as_bytes();
+        let whole = parse_all(body).unwrap();
+        for cut in 0..=body.len() {
+            let mut p = SseParser::default();
+            let mut out = Vec::new();
+            p.push(&body[..cut], &mut out).unwrap();
+            p.push(&body[cut..], &mut out).unwrap();
+            p.finish(&mut out).unwrap();
+            assert_eq!(out, whole, "cut at {cut}");
+        }
+        assert_eq!(whole.len(), 3);
+    }
+
+    #[test]
+    fn bad_utf8_and_limits_are_typed() {
+        assert_eq!(
+            parse_all(b"data: ok\n\ndata: \xff\n\n").unwrap_err(),
+            SseError::InvalidUtf8 { line: 3 }
+        );
+        let mut p = SseParser::new(8);
+        let err = p.push(b"data: 0123456789", &mut Vec::new()).unwrap_err();
+        assert!(matches!(err, SseError::TooLarge { .. }));
+    }
+
+    #[test]
+    fn multi_line_data_joins() {
+        let events = parse_all(b"data: {\ndata: \"a\": 1\ndata: }\n\n").unwrap();
+        assert_eq!(datas(&events), ["{\n\"a\": 1\n}"]);
+    }
+}

@@ -1,0 +1,178 @@
+//! Conversation messages and tool results.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::ToolCall;
+
+/// One message of a conversation. JSON: `{"role": "system" | "user" | "assistant" | "tool", ...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum Message {
+    /// Instructions for the model.
+    System {
+        /// The instruction text.
+        content: String,
+    },
+    /// What the user said.
+    User {
+        /// The user's text.
+        content: String,
+    },
+    /// A model turn: text, reasoning and tool calls, as a [`crate::ChatResponse`] reported them.
+    Assistant(AssistantMessage),
+    /// The result of one tool call.
+    Tool(ToolResult),
+}
+
+impl Message {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::System {
+            content: content.into(),
+        }
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::User {
+            content: content.into(),
+        }
+    }
+
+    /// An assistant message with text only.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::Assistant(AssistantMessage {
+            content: Some(content.into()),
+            ..AssistantMessage::default()
+        })
+    }
+}
+
+/// A model turn kept in the history.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AssistantMessage {
+    /// The visible text, if any.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// The reasoning text, if any (some providers need it sent back with tool-call turns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// The calls the model made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Provider data to echo back (e.g. a signature on the text); flattened into the object.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl From<crate::ChatResponse> for AssistantMessage {
+    fn from(r: crate::ChatResponse) -> Self {
+        Self {
+            content: r.text,
+            reasoning: r.reasoning,
+            tool_calls: r.tool_calls,
+            extra: r.extra,
+        }
+    }
+}
+
+/// The result of running one tool call, sent back to the model.
+///
+/// `output` is any JSON; on failure `is_error` is true and `error` is a message for the model
+/// (the output may still carry detail).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The id of the call this answers.
+    pub call_id: String,
+    /// The tool's canonical name (Gemini matches results by name).
+    pub name: String,
+    /// What the tool returned.
+    #[serde(default)]
+    pub output: Value,
+    /// Whether the call failed.
+    #[serde(default)]
+    pub is_error: bool,
+    /// A human-readable failure message.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl ToolResult {
+    /// A successful result.
+    pub fn ok(call: &ToolCall, output: Value) -> Self {
+        Self {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            output,
+            is_error: false,
+            error: None,
+        }
+    }
+
+    /// A failed result carrying `message` for the model.
+    pub fn error(call: &ToolCall, message: impl Into<String>) -> Self {
+        Self {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            output: Value::Null,
+            is_error: true,
+            error: Some(message.into()),
+        }
+    }
+
+    /// The result as one text: a string output as is, other JSON serialized; an error result
+    /// leads with its message. Used by wires whose tool message content is a string.
+    pub fn content_text(&self) -> String {
+        let output = match &self.output {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        match (&self.error, self.is_error) {
+            (Some(message), _) if output.is_empty() => format!("Error: {message}"),
+            (Some(message), _) => format!("Error: {message}\n{output}"),
+            (None, true) if output.is_empty() => "Error".to_owned(),
+            (None, true) => format!("Error: {output}"),
+            (None, false) => output,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn message_json_shapes() {
+        let m: Message = serde_json::from_value(json!({
+            "role": "tool", "call_id": "c", "name": "f", "output": {"t": 1}
+        }))
+        .unwrap();
+        let Message::Tool(r) = &m else {
+            panic!("not a tool message")
+        };
+        assert!(!r.is_error);
+        assert_eq!(r.content_text(), r#"{"t":1}"#);
+        let m: Message = serde_json::from_value(json!({
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "c", "name": "f", "raw_arguments": "{}"}]
+        }))
+        .unwrap();
+        let Message::Assistant(a) = m else {
+            panic!("not an assistant message")
+        };
+        assert_eq!(a.tool_calls.len(), 1);
+    }
+
+    #[test]
+    fn content_text_of_errors() {
+        let call = ToolCall::new("c", "f", "{}");
+        assert_eq!(
+            ToolResult::error(&call, "boom").content_text(),
+            "Error: boom"
+        );
+        assert_eq!(ToolResult::ok(&call, json!("hi")).content_text(), "hi");
+    }
+}

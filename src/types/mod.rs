@@ -1,0 +1,29 @@
+//! The canonical model: pure data with serde, no IO. Its JSON is pinned by DESIGN.md section 3.
+
+mod call;
+mod event;
+mod message;
+mod request;
+mod response;
+mod tool;
+
+pub use call::{ArgumentsError, ArgumentsErrorKind, ToolCall, parse_arguments};
+pub use event::StreamEvent;
+pub use message::{AssistantMessage, Message, ToolResult};
+pub use request::{ChatRequest, SchemaMode};
+pub use response::{ChatResponse, FinishReason, Usage};
+pub use tool::{NAME_RULE, ToolChoice, ToolDefinition, empty_parameters, is_valid_name};
+
+pub(crate) use tool::check_name;
+
+/// Names the kind of a JSON value, for error messages.
+pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
+}

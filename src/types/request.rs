@@ -1,0 +1,75 @@
+//! The canonical chat request.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{Message, ToolChoice, ToolDefinition};
+
+/// How tool parameter schemas go on the wire, for providers that offer a choice (Gemini).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchemaMode {
+    /// Lowered to the provider's own schema subset.
+    Lowered,
+    /// Sent as JSON Schema unchanged.
+    JsonSchema,
+}
+
+/// One request to a model: the conversation, the tools and the sampling settings.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatRequest {
+    /// The model name, as the provider spells it.
+    pub model: String,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// Tools the model may call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDefinition>,
+    /// Which tools the model may or must call; `None` leaves the provider's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    /// Whether the model may call several tools in one turn; `None` leaves the provider's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+    /// Maximum output tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Turn the model's thinking mode on or off where the provider has one; `None` leaves the
+    /// provider's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<bool>,
+    /// How schemas go on the wire where a provider offers a choice; `None` is its default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_mode: Option<SchemaMode>,
+    /// Fields merged into the top level of the wire body last, for provider options toolwire
+    /// has no name for.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extra_body: Map<String, Value>,
+}
+
+impl ChatRequest {
+    /// A request for `model` with these messages.
+    pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
+        Self {
+            model: model.into(),
+            messages,
+            ..Self::default()
+        }
+    }
+
+    /// Adds tools.
+    pub fn with_tools(mut self, tools: impl IntoIterator<Item = ToolDefinition>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Sets the tool choice.
+    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+}

@@ -1,0 +1,122 @@
+//! The canonical response: text, reasoning, tool calls, finish reason and usage.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use super::ToolCall;
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub enum FinishReason {
+    /// A natural end.
+    #[default]
+    Stop,
+    /// The model called tools (reported whenever the turn ended normally with a complete call).
+    ToolCalls,
+    /// The output hit the token limit.
+    Length,
+    /// A safety filter stopped the output.
+    ContentFilter,
+    /// The provider failed while generating.
+    Error,
+    /// Any other value, verbatim as the provider sent it.
+    Other(String),
+}
+
+impl FinishReason {
+    /// The canonical string.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Stop => "stop",
+            Self::ToolCalls => "tool_calls",
+            Self::Length => "length",
+            Self::ContentFilter => "content_filter",
+            Self::Error => "error",
+            Self::Other(s) => s,
+        }
+    }
+
+    /// Parses a canonical name; anything else is [`FinishReason::Other`].
+    pub fn from_canonical(s: &str) -> Self {
+        match s {
+            "stop" => Self::Stop,
+            "tool_calls" => Self::ToolCalls,
+            "length" => Self::Length,
+            "content_filter" => Self::ContentFilter,
+            "error" => Self::Error,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+
+    /// Whether the turn ended normally (not cut short, filtered or failed): the only case in
+    /// which complete tool calls turn the reason into `tool_calls`.
+    pub fn is_normal_end(&self) -> bool {
+        matches!(self, Self::Stop | Self::ToolCalls)
+    }
+}
+
+impl fmt::Display for FinishReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for FinishReason {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FinishReason {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(Self::from_canonical(&s))
+    }
+}
+
+/// Token counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens (including reasoning, where the provider counts it there).
+    pub output_tokens: u64,
+    /// Reasoning tokens, when the provider reports them separately.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+}
+
+/// What the model answered in one turn.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// The visible text; `None` when there was none.
+    pub text: Option<String>,
+    /// The reasoning text; `None` when there was none.
+    pub reasoning: Option<String>,
+    /// The tool calls, in the order the model made them.
+    pub tool_calls: Vec<ToolCall>,
+    /// Why the turn ended.
+    pub finish_reason: FinishReason,
+    /// Token counts; `None` when the provider sent none.
+    pub usage: Option<Usage>,
+    /// Provider data (e.g. a Gemini text signature, a finish message); flattened into the object.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl ChatResponse {
+    /// Applies the rule every provider shares: a turn that ended normally with at least one
+    /// complete tool call reports `tool_calls`, whatever the wire said.
+    pub fn settle_finish_reason(&mut self) {
+        if self.finish_reason.is_normal_end() && self.tool_calls.iter().any(ToolCall::is_complete) {
+            self.finish_reason = FinishReason::ToolCalls;
+        }
+    }
+
+    /// The calls that can be executed.
+    pub fn complete_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.tool_calls.iter().filter(|c| c.is_complete())
+    }
+}
