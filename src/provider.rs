@@ -140,6 +140,26 @@ pub trait Provider: Send + Sync + fmt::Debug {
         generic_error(self.info().kind, status, body)
     }
 
+    /// The inverse of decoding, for the mock provider: the body this provider would send for
+    /// `response`, as JSON or (when `stream`) as its SSE stream with arguments and text split
+    /// into small fragments the way the real service streams them.
+    fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
+        let _ = (response, stream);
+        Err(Error::unsupported(
+            self.info().kind,
+            "encoding responses (mock provider)",
+        ))
+    }
+
+    /// The inverse of [`Provider::decode_error`], for the mock provider: the HTTP status and
+    /// body this provider would send for `error` (SSE-framed when `stream` and the provider
+    /// frames errors in streams).
+    fn encode_error(&self, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
+        let _ = stream;
+        let body = serde_json::json!({"error": {"code": error.code, "message": error.message}});
+        (error.status.unwrap_or(500), body.to_string().into_bytes())
+    }
+
     /// The `parameters` schema this provider will receive for `tool`.
     fn encode_parameters(&self, tool: &ToolDefinition, mode: Option<SchemaMode>) -> Result<Value> {
         let _ = mode;
