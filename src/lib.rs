@@ -3,6 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod assemble;
+pub mod conformance;
 pub mod error;
 pub mod provider;
 pub mod providers;
