@@ -4,7 +4,8 @@
 //! DESIGN.md section 6 live in one place:
 //!
 //! - fragments are keyed by wire `index`; a missing or negative index falls back to a non-empty
-//!   id, else to the fragment's position in its chunk;
+//!   id, else to the fragment's position in its chunk (which continues the call last seen at
+//!   that position without an index);
 //! - a new non-empty id (or a different non-empty name) at a key holding another call starts a
 //!   new call;
 //! - `""`/null id and name mean absent, and a repeated id or name is never concatenated;
@@ -129,6 +130,7 @@ impl Turn {
                 None => Key::Position(position),
             },
         };
+        let indexed = matches!(key, Key::Index(_));
         let existing = self.keys.get(&key).copied().filter(|&slot| {
             let s = &self.slots[slot];
             let new_id = matches!((id, &s.id), (Some(a), Some(b)) if a != b);
@@ -158,6 +160,12 @@ impl Turn {
                 slot
             }
         };
+        if !indexed {
+            // Without a usable index, later id-less fragments at this position continue the
+            // call that last appeared here, even when it was keyed by its id (a gateway that
+            // sends `index: -1` on a call's first fragment and on every continuation).
+            self.keys.insert(Key::Position(position), slot);
+        }
         let s = &mut self.slots[slot];
         if s.id.is_none()
             && let Some(id) = id
@@ -375,6 +383,24 @@ mod tests {
         assert_eq!(ids, ["call_1", "call_2", "call_0"]);
         assert!(r.tool_calls[0].has_synthetic_id());
         assert!(!r.tool_calls[2].has_synthetic_id());
+    }
+
+    #[test]
+    fn negative_index_continuations_follow_their_call() {
+        // bedrock-access-gateway#203: `index: -1` on the first fragment (with id) and on every
+        // id-less continuation; the next call arrives at index 0.
+        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut out = Vec::new();
+        t.fragment(0, frag(Some(-1), Some("a"), Some("f"), ""), &mut out);
+        t.fragment(0, frag(Some(-1), None, None, "{\"x\":"), &mut out);
+        t.fragment(0, frag(Some(-1), None, None, "1}"), &mut out);
+        t.fragment(0, frag(Some(0), Some("b"), Some("g"), "{}"), &mut out);
+        t.finish(FinishReason::ToolCalls, &mut out);
+        let r = t.end(&mut out).unwrap();
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(r.tool_calls[0].id, "a");
+        assert_eq!(r.tool_calls[0].raw_arguments, "{\"x\":1}");
+        assert_eq!(r.tool_calls[1].id, "b");
     }
 
     #[test]

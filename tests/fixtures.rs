@@ -36,7 +36,40 @@ macro_rules! cases {
     };
 }
 
-cases!(openai: error_body, stream_single_call);
+cases!(
+    openai: error_body,
+    quirk_calls_with_finish_reason,
+    quirk_done_without_finish,
+    quirk_empty_arguments,
+    quirk_empty_id_name_type,
+    quirk_eof_without_done,
+    quirk_error_mid_stream,
+    quirk_index_reused_new_id,
+    quirk_index_sparse_start,
+    quirk_missing_ids,
+    quirk_missing_index,
+    quirk_negative_index,
+    quirk_parallel_tool_calls_false,
+    quirk_parsable_prefix,
+    quirk_reasoning_content,
+    quirk_repeated_id_name,
+    quirk_several_entries_one_chunk,
+    quirk_sse_framing,
+    quirk_tool_choice_named,
+    quirk_tool_choice_none,
+    quirk_tool_choice_required,
+    quirk_tool_name_mapped,
+    quirk_usage_only_final_chunk,
+    schema_translation,
+    single_call,
+    stream_malformed_args,
+    stream_parallel_calls,
+    stream_single_call,
+    stream_text_then_call,
+    stream_truncated_args,
+    tool_result_roundtrip,
+    zero_arg_call,
+);
 
 /// Every provider's registered cases.
 const REGISTERED: &[(&str, &[&str])] = &[("openai", openai::CASES)];
