@@ -56,12 +56,16 @@ pub fn replay_chunks<'a>(
         }
         Ok::<(), Error>(())
     };
+    // Events parsed before an SSE error are fed first, so an error the decoder finds earlier in
+    // the byte stream wins however the body was chunked.
     for chunk in chunks {
-        parser.push(chunk, &mut sse).map_err(sse_error)?;
+        let pushed = parser.push(chunk, &mut sse);
         feed(&mut sse, &mut events)?;
+        pushed.map_err(sse_error)?;
     }
-    parser.finish(&mut sse).map_err(sse_error)?;
+    let finished = parser.finish(&mut sse);
     feed(&mut sse, &mut events)?;
+    finished.map_err(sse_error)?;
     let response = decoder.finish(&mut events)?;
     Ok(Replay { events, response })
 }
@@ -79,5 +83,23 @@ fn at_line(e: Error, line: usize) -> Error {
             message,
         },
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::openai::OpenAi;
+
+    #[test]
+    fn an_error_before_bad_bytes_wins_however_chunked() {
+        let body: &[u8] =
+            b"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\ndata: \xff\n\n";
+        let provider = OpenAi::new();
+        let whole = replay_chunks(&provider, [body]).unwrap_err();
+        let cut = body.iter().position(|&b| b == 0xff).unwrap();
+        let split = replay_chunks(&provider, [&body[..cut], &body[cut..]]).unwrap_err();
+        assert!(matches!(whole, Error::Api(_)), "{whole}");
+        assert_eq!(whole.to_string(), split.to_string());
     }
 }

@@ -119,7 +119,9 @@ impl SseParser {
                     bytes = &bytes[pos + 1..];
                 }
                 None => {
-                    if self.line_buf.len() + bytes.len() + self.data.len() > self.max_event_bytes {
+                    // The same limit `line` applies to a complete line, checked early so a
+                    // line without an end cannot grow without bound.
+                    if self.line_buf.len() + bytes.len() > self.max_event_bytes {
                         return Err(SseError::TooLarge {
                             line: self.line + 1,
                             limit: self.max_event_bytes,
@@ -146,6 +148,12 @@ impl SseParser {
 
     fn line(&mut self, raw: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
         self.line += 1;
+        if raw.len() > self.max_event_bytes {
+            return Err(SseError::TooLarge {
+                line: self.line,
+                limit: self.max_event_bytes,
+            });
+        }
         let line =
             std::str::from_utf8(raw).map_err(|_| SseError::InvalidUtf8 { line: self.line })?;
         if line.is_empty() {
@@ -259,6 +267,27 @@ mod tests {
         let mut p = SseParser::new(8);
         let err = p.push(b"data: 0123456789", &mut Vec::new()).unwrap_err();
         assert!(matches!(err, SseError::TooLarge { .. }));
+    }
+
+    #[test]
+    fn limits_do_not_depend_on_chunking() {
+        // A long comment line, then a small event: the same error (or the same events) whether
+        // the long line arrives whole or in pieces.
+        let body = format!(": {}\ndata: x\n\n", "k".repeat(30));
+        let body = body.as_bytes();
+        let run = |pieces: &[&[u8]]| {
+            let mut p = SseParser::new(16);
+            let mut out = Vec::new();
+            for piece in pieces {
+                p.push(piece, &mut out)?;
+            }
+            p.finish(&mut out).map(|()| out)
+        };
+        let whole = run(&[body]);
+        assert_eq!(whole, Err(SseError::TooLarge { line: 1, limit: 16 }));
+        for cut in 0..=body.len() {
+            assert_eq!(run(&[&body[..cut], &body[cut..]]), whole, "cut at {cut}");
+        }
     }
 
     #[test]

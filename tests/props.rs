@@ -1,0 +1,532 @@
+//! Property tests of stream decoding.
+//!
+//! 1. Chunking never matters: every `fixtures/*/*/response.sse` (all providers, found at run
+//!    time) decodes to the same events and response (or the same error) whether the body arrives
+//!    whole, cut in two at every byte, one byte at a time, or cut at random points biased towards
+//!    the middle of UTF-8 characters and `\r\n` pairs.
+//! 2. The events agree with the response: each call's argument deltas concatenate to its
+//!    `raw_arguments`, calls are completed only at the end of the turn (never while fragments
+//!    still arrive), and `Finish` carries the response's finish reason.
+//! 3. Nothing panics: arbitrary bytes, arbitrary JSON payloads and random OpenAI-shaped chunk
+//!    sequences give `Ok` or a typed `Err`, the same for any chunking.
+//!
+//! The runners use a fixed seed so the suite is deterministic; case counts are modest so the
+//! file runs in seconds.
+
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use serde_json::{Map, Value, json};
+use toolwire::conformance::{self, error_json};
+use toolwire::replay::{Replay, replay, replay_chunks};
+use toolwire::sse::{SseError, SseEvent, SseParser};
+use toolwire::{ChatResponse, Provider, ProviderKind, StreamEvent, provider_for};
+
+/// What a decode produced, comparable across chunkings: the events and response, or the error
+/// as its golden JSON (kind, provider, status, code, message, partial response).
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Ok(Replay),
+    Err(Value),
+}
+
+fn decode<'a>(provider: &dyn Provider, chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
+    match replay_chunks(provider, chunks) {
+        Ok(r) => Outcome::Ok(r),
+        Err(e) => {
+            // Displaying an error must not panic either.
+            let _ = e.to_string();
+            Outcome::Err(error_json(&e))
+        }
+    }
+}
+
+/// `body` cut at the (sorted, deduplicated) `cuts`.
+fn pieces<'a>(body: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+    let mut out = Vec::with_capacity(cuts.len() + 1);
+    let mut start = 0;
+    for &cut in cuts {
+        let cut = cut.min(body.len());
+        if cut > start {
+            out.push(&body[start..cut]);
+            start = cut;
+        }
+    }
+    out.push(&body[start..]);
+    out
+}
+
+fn runner(cases: u32) -> TestRunner {
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha))
+}
+
+/// Every stream fixture whose provider is built in, with that provider.
+fn stream_fixtures() -> Vec<(PathBuf, Box<dyn Provider>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut out = Vec::new();
+    for case in conformance::case_dirs(&root).expect("fixtures/ is readable") {
+        let body = case.join("response.sse");
+        if !body.is_file() {
+            continue;
+        }
+        let meta = conformance::load_meta(&case).ok();
+        let Some(kind) = conformance::case_provider(&case, meta.as_ref()) else {
+            panic!("{}: cannot tell the provider", case.display());
+        };
+        // A provider whose module has not landed yet has nothing to decode with; its
+        // conformance test fails on its own.
+        if let Ok(provider) = provider_for(kind) {
+            out.push((body, provider));
+        }
+    }
+    assert!(!out.is_empty(), "no stream fixtures found");
+    out
+}
+
+/// Byte positions where a cut is most likely to expose a bug: inside a UTF-8 character,
+/// between `\r` and `\n`, and right before or after a line end.
+fn tricky_cuts(body: &[u8]) -> Vec<usize> {
+    (1..body.len())
+        .filter(|&i| {
+            let (prev, cur) = (body[i - 1], body[i]);
+            (cur & 0xC0) == 0x80 || prev == b'\r' || prev == b'\n' || cur == b'\r' || cur == b'\n'
+        })
+        .collect()
+}
+
+/// Checks that the events tell the same story as the response.
+fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
+    let Replay { events, response } = replay;
+    let calls = &response.tool_calls;
+    let mut raw: Vec<String> = vec![String::new(); calls.len()];
+    let mut started = vec![false; calls.len()];
+    let mut completed = vec![false; calls.len()];
+    let mut first_complete = None;
+    let mut finish = None;
+    let slot = |index: usize, what: &str| {
+        if index < calls.len() {
+            Ok(index)
+        } else {
+            Err(format!(
+                "{name}: {what} for call {index}, but the response has {} calls",
+                calls.len()
+            ))
+        }
+    };
+    for (pos, event) in events.iter().enumerate() {
+        match event {
+            StreamEvent::ToolCallStarted { index, .. } => {
+                let i = slot(*index, "ToolCallStarted")?;
+                if started[i] || first_complete.is_some() {
+                    return Err(format!(
+                        "{name}: call {i} started twice or after completion"
+                    ));
+                }
+                started[i] = true;
+            }
+            StreamEvent::ToolCallDelta { index, fragment } => {
+                let i = slot(*index, "ToolCallDelta")?;
+                if !started[i] || first_complete.is_some() {
+                    return Err(format!(
+                        "{name}: argument delta for call {i} before its start or after a completion"
+                    ));
+                }
+                raw[i].push_str(fragment);
+            }
+            StreamEvent::ToolCallComplete { index, call } => {
+                let i = slot(*index, "ToolCallComplete")?;
+                if completed[i] {
+                    return Err(format!("{name}: call {i} completed twice"));
+                }
+                if call != &calls[i] {
+                    return Err(format!(
+                        "{name}: completed call {i} differs from the response"
+                    ));
+                }
+                completed[i] = true;
+                first_complete.get_or_insert(pos);
+            }
+            StreamEvent::Finish { reason } => {
+                if finish.is_some() {
+                    return Err(format!("{name}: two Finish events"));
+                }
+                if reason != &response.finish_reason {
+                    return Err(format!(
+                        "{name}: Finish says {reason}, the response says {}",
+                        response.finish_reason
+                    ));
+                }
+                finish = Some(pos);
+            }
+            _ => {}
+        }
+    }
+    for (i, call) in calls.iter().enumerate() {
+        if !started[i] || !completed[i] {
+            return Err(format!(
+                "{name}: call {i} has no start or no completion event"
+            ));
+        }
+        if raw[i] != call.raw_arguments {
+            return Err(format!(
+                "{name}: call {i}: deltas {:?} do not add up to raw_arguments {:?}",
+                raw[i], call.raw_arguments
+            ));
+        }
+    }
+    // Calls are finalized together at the end of the turn, right before Finish.
+    if let (Some(first), Some(finish)) = (first_complete, finish)
+        && finish != first + calls.len()
+    {
+        return Err(format!(
+            "{name}: completions are not contiguous right before Finish"
+        ));
+    }
+    if finish.is_none() {
+        return Err(format!("{name}: a decoded stream has no Finish event"));
+    }
+    Ok(())
+}
+
+#[test]
+fn fixture_events_agree_with_the_response() {
+    for (path, provider) in stream_fixtures() {
+        let body = std::fs::read(&path).expect("readable fixture");
+        let name = path.display().to_string();
+        if let Outcome::Ok(r) = decode(provider.as_ref(), [body.as_slice()]) {
+            if let Err(problem) = check_events(&name, &r) {
+                panic!("{problem}");
+            }
+            // `replay` (the entry point the CLI uses) agrees with the chunked path.
+            let direct = replay(provider.as_ref(), &body).expect("decodes like replay_chunks");
+            assert_eq!(direct, r, "{name}: replay and replay_chunks differ");
+        }
+    }
+}
+
+/// The SSE events of `pieces`, or the parser's error.
+fn sse_events(pieces: &[&[u8]]) -> Result<Vec<SseEvent>, SseError> {
+    let mut parser = SseParser::default();
+    let mut out = Vec::new();
+    for piece in pieces {
+        parser.push(piece, &mut out)?;
+    }
+    parser.finish(&mut out)?;
+    Ok(out)
+}
+
+/// Every two-piece cut, exhaustively. A decoder sees only the SSE events (it never sees chunk
+/// boundaries), so identical events at every cut mean an identical decode at every cut; the
+/// full decode is checked with one byte per chunk here and at random cuts below.
+#[test]
+fn fixtures_decode_the_same_at_every_single_cut() {
+    for (path, provider) in stream_fixtures() {
+        let body = std::fs::read(&path).expect("readable fixture");
+        let events = sse_events(&[&body]);
+        for cut in 0..=body.len() {
+            let (a, b) = body.split_at(cut);
+            let split = sse_events(&[a, b]);
+            assert!(
+                split == events,
+                "{}: a cut at byte {cut} gives different SSE events:\nwhole: {events:?}\nsplit: {split:?}",
+                path.display()
+            );
+        }
+        let whole = decode(provider.as_ref(), [body.as_slice()]);
+        let bytes = decode(provider.as_ref(), body.chunks(1));
+        assert!(
+            bytes == whole,
+            "{}: one byte at a time differs",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn fixtures_decode_the_same_at_random_cuts() {
+    for (path, provider) in stream_fixtures() {
+        let body = std::fs::read(&path).expect("readable fixture");
+        let whole = decode(provider.as_ref(), [body.as_slice()]);
+        let tricky = tricky_cuts(&body);
+        let any_cut = 0..=body.len();
+        let cut = if tricky.is_empty() {
+            any_cut.boxed()
+        } else {
+            prop_oneof![any_cut, proptest::sample::select(tricky)].boxed()
+        };
+        let strategy = proptest::collection::vec(cut, 0..24);
+        runner(64)
+            .run(&strategy, |mut cuts| {
+                cuts.sort_unstable();
+                cuts.dedup();
+                let split = decode(provider.as_ref(), pieces(&body, &cuts));
+                prop_assert_eq!(&split, &whole, "cuts {:?}", cuts);
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+/// Every built-in provider, for the no-panic properties.
+fn providers() -> Vec<Box<dyn Provider>> {
+    ProviderKind::ALL
+        .into_iter()
+        .filter_map(|k| provider_for(k).ok())
+        .collect()
+}
+
+/// Decodes `body` whole, as JSON (via `replay`), and in the given pieces: nothing panics, and
+/// an SSE decode does not depend on the chunking.
+fn no_panic(body: &[u8], cuts: &[usize]) -> Result<(), TestCaseError> {
+    for provider in providers() {
+        let p = provider.as_ref();
+        if let Err(e) = replay(p, body) {
+            let _ = e.to_string();
+        }
+        let _ = p.decode(body);
+        let _ = p.decode_error(Some(500), body);
+        let whole = decode(p, [body]);
+        let split = decode(p, pieces(body, cuts));
+        prop_assert_eq!(
+            &split,
+            &whole,
+            "{}: chunking changed the result",
+            p.info().kind
+        );
+        if let Outcome::Ok(r) = &whole {
+            check_events("generated stream", r).map_err(TestCaseError::fail)?;
+        }
+    }
+    Ok(())
+}
+
+fn cuts_for(len: usize) -> impl Strategy<Value = Vec<usize>> {
+    proptest::collection::vec(0..=len.max(1), 0..8).prop_map(|mut c| {
+        c.sort_unstable();
+        c.dedup();
+        c
+    })
+}
+
+#[test]
+fn garbage_bytes_never_panic() {
+    let strategy = proptest::collection::vec(any::<u8>(), 0..400).prop_flat_map(|body| {
+        let len = body.len();
+        (Just(body), cuts_for(len))
+    });
+    runner(256)
+        .run(&strategy, |(body, cuts)| no_panic(&body, &cuts))
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Field names the decoders look for, so random JSON reaches their code paths.
+const KEYS: &[&str] = &[
+    "choices",
+    "delta",
+    "message",
+    "tool_calls",
+    "index",
+    "id",
+    "type",
+    "function",
+    "name",
+    "arguments",
+    "finish_reason",
+    "usage",
+    "error",
+    "content",
+    "reasoning_content",
+    "reasoning",
+    "prompt_tokens",
+    "completion_tokens",
+    "code",
+    "candidates",
+    "parts",
+    "functionCall",
+    "args",
+    "output",
+];
+
+fn arb_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        (-1e6f64..1e6).prop_map(|f| json!(f)),
+        "[{}\"\\\\a-z:,\u{4e2d}\u{1F600} ]{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        let key = prop_oneof![
+            proptest::sample::select(KEYS).prop_map(str::to_owned),
+            "[a-z_]{1,8}",
+        ];
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            proptest::collection::vec((key, inner), 0..6)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+/// An SSE body of `payloads`, optionally ended by `[DONE]`.
+fn sse_body(payloads: &[String], done: bool) -> Vec<u8> {
+    let mut body = String::new();
+    for p in payloads {
+        body.push_str("data: ");
+        body.push_str(p);
+        body.push_str("\n\n");
+    }
+    if done {
+        body.push_str("data: [DONE]\n\n");
+    }
+    body.into_bytes()
+}
+
+#[test]
+fn random_json_payloads_never_panic() {
+    let strategy = (proptest::collection::vec(arb_json(), 0..6), any::<bool>())
+        .prop_map(|(values, done)| {
+            let payloads: Vec<String> = values.iter().map(Value::to_string).collect();
+            sse_body(&payloads, done)
+        })
+        .prop_flat_map(|body| {
+            let len = body.len();
+            (Just(body), cuts_for(len))
+        });
+    runner(256)
+        .run(&strategy, |(body, cuts)| no_panic(&body, &cuts))
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// A JSON field that may be absent (`None`), null, empty or set.
+fn maybe(value: impl Strategy<Value = Value>) -> impl Strategy<Value = Option<Value>> {
+    prop_oneof![
+        Just(None),
+        Just(Some(Value::Null)),
+        Just(Some(json!(""))),
+        value.prop_map(Some),
+    ]
+}
+
+/// One OpenAI-shaped tool-call entry with every field optional and hostile values allowed.
+fn arb_tool_call() -> impl Strategy<Value = Value> {
+    let index = maybe(prop_oneof![
+        (-2i64..4).prop_map(|i| json!(i)),
+        any::<i64>().prop_map(|i| json!(i))
+    ]);
+    let id = maybe(prop_oneof![
+        Just(json!("call_a")),
+        Just(json!("call_b")),
+        Just(json!("call_0"))
+    ]);
+    let name = maybe(prop_oneof![
+        Just(json!("f")),
+        Just(json!("g")),
+        "[a-z.]{1,6}".prop_map(Value::String)
+    ]);
+    let args = maybe(prop_oneof![
+        "[{}\"\\\\:,a-z0-9\u{e9}\u{4e2d} ]{0,10}".prop_map(Value::String),
+        Just(json!({"x": 1})),
+        Just(json!(3)),
+    ]);
+    (index, id, name, args).prop_map(|(index, id, name, args)| {
+        let mut call = Map::new();
+        let mut function = Map::new();
+        if let Some(v) = index {
+            call.insert("index".into(), v);
+        }
+        if let Some(v) = id {
+            call.insert("id".into(), v);
+        }
+        if let Some(v) = name {
+            function.insert("name".into(), v);
+        }
+        if let Some(v) = args {
+            function.insert("arguments".into(), v);
+        }
+        call.insert("function".into(), Value::Object(function));
+        Value::Object(call)
+    })
+}
+
+/// One OpenAI-shaped chunk: a choice with text, reasoning, tool calls and a finish reason, any
+/// of them absent, plus sometimes usage or an error.
+fn arb_chunk() -> impl Strategy<Value = String> {
+    let finish = maybe(
+        proptest::sample::select(vec![
+            "stop",
+            "tool_calls",
+            "length",
+            "content_filter",
+            "null",
+            "weird",
+        ])
+        .prop_map(|s| json!(s)),
+    );
+    let content = maybe("[a-z \u{4e2d}]{0,6}".prop_map(Value::String));
+    let reasoning = maybe("[a-z ]{0,6}".prop_map(Value::String));
+    let calls = maybe(proptest::collection::vec(arb_tool_call(), 0..3).prop_map(Value::Array));
+    let usage = maybe(Just(json!({"prompt_tokens": 3, "completion_tokens": 4})));
+    let error = prop_oneof![8 => Just(None), 1 => Just(Some(json!({"message": "boom", "type": "server_error"})))];
+    (finish, content, reasoning, calls, usage, error).prop_map(
+        |(finish, content, reasoning, calls, usage, error)| {
+            let mut delta = Map::new();
+            for (k, v) in [
+                ("content", content),
+                ("reasoning_content", reasoning),
+                ("tool_calls", calls),
+            ] {
+                if let Some(v) = v {
+                    delta.insert(k.into(), v);
+                }
+            }
+            let mut choice = Map::new();
+            choice.insert("index".into(), json!(0));
+            choice.insert("delta".into(), Value::Object(delta));
+            if let Some(f) = finish {
+                choice.insert("finish_reason".into(), f);
+            }
+            let mut chunk = Map::new();
+            chunk.insert("choices".into(), json!([Value::Object(choice)]));
+            if let Some(u) = usage {
+                chunk.insert("usage".into(), u);
+            }
+            if let Some(e) = error {
+                chunk.insert("error".into(), e);
+            }
+            Value::Object(chunk).to_string()
+        },
+    )
+}
+
+#[test]
+fn random_chunk_sequences_never_panic() {
+    let strategy = (proptest::collection::vec(arb_chunk(), 0..10), any::<bool>())
+        .prop_map(|(payloads, done)| sse_body(&payloads, done))
+        .prop_flat_map(|body| {
+            let len = body.len();
+            (Just(body), cuts_for(len))
+        });
+    runner(256)
+        .run(&strategy, |(body, cuts)| no_panic(&body, &cuts))
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn a_response_survives_a_json_round_trip() {
+    // The golden format: what `toolwire replay` prints reads back as the same response.
+    for (path, provider) in stream_fixtures() {
+        let body = std::fs::read(&path).expect("readable fixture");
+        if let Outcome::Ok(r) = decode(provider.as_ref(), [body.as_slice()]) {
+            let text = serde_json::to_string(&r.response).expect("serializes");
+            let back: ChatResponse = serde_json::from_str(&text).expect("reads back");
+            assert_eq!(back, r.response, "{}", path.display());
+        }
+    }
+}
