@@ -1,9 +1,8 @@
 #![doc = include_str!("../README.md")]
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod assemble;
 pub mod client;
+pub mod conformance;
 pub mod error;
 #[cfg(feature = "mock")]
 pub mod mock;

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use toolwire::client::{Client, Limits, RetryPolicy, Timeouts};
+use toolwire::conformance;
 use toolwire::mock::{MockReply, MockServer, Script};
 use toolwire::provider::{Auth, ProviderInfo};
 use toolwire::providers::openai::{Dialect, OPENAI, OpenAi};
@@ -949,5 +950,43 @@ async fn recording_writes_fixture_cases_without_the_key() {
     assert_eq!(expected["error"]["code"], "invalid_json_schema");
     assert_eq!(expected["partial"], Value::Null);
     assert!(read(&third, "meta.toml").contains("status = 400"));
+
+    // The folders pass conformance as they are.
+    let reports = conformance::run_dir(&dir, None, conformance::Mode::Check).unwrap();
+    assert_eq!(reports.len(), 3);
+    for report in &reports {
+        assert!(report.passed(), "{report}: {:?}", report.failures());
+        assert!(report.checks.iter().any(|c| c.name == "encode"));
+        assert!(report.checks.iter().any(|c| c.name == "decode"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn recording_through_a_compatible_server_keeps_the_sent_body() {
+    // Against a non-OpenAI base URL the compatible dialect sends `max_tokens`; the golden is the
+    // `openai` encoding that conformance checks, and the body actually sent is kept beside it.
+    let dir = temp_dir("record-compatible");
+    let server = MockServer::start(ProviderKind::OpenAi, Script::new().then(text_reply()))
+        .await
+        .unwrap();
+    let client = Client::builder(ProviderKind::OpenAi)
+        .base_url(server.url())
+        .record_to(&dir)
+        .build()
+        .unwrap();
+    let mut req = request();
+    req.max_tokens = Some(64);
+    client.chat(&req).await.unwrap();
+    let case = &case_dirs(&dir)[0];
+    let sent: Value =
+        serde_json::from_slice(&std::fs::read(case.join("sent_request.json")).unwrap()).unwrap();
+    let golden: Value =
+        serde_json::from_slice(&std::fs::read(case.join("wire_request.json")).unwrap()).unwrap();
+    assert_eq!(sent["max_tokens"], 64);
+    assert_eq!(golden["max_completion_tokens"], 64);
+    assert_eq!(server.requests()[0].body, sent);
+    let reports = conformance::run_dir(&dir, None, conformance::Mode::Check).unwrap();
+    assert!(reports[0].passed(), "{:?}", reports[0].failures());
     let _ = std::fs::remove_dir_all(&dir);
 }

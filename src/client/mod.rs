@@ -429,7 +429,7 @@ impl Client {
         let result = inner.decode_body(&bytes, &wire.names);
         if let Some(recorder) = &inner.recorder {
             let rec = Recording::new(req, &wire, false, status, bytes);
-            recorder.write(inner, &wire.names, &rec)?;
+            recorder.write(inner, &rec)?;
         }
         result.map_err(|e| inner.redact(e))
     }
@@ -579,7 +579,7 @@ impl Inner {
     ) -> Error {
         if let (Some(recorder), Some((status, bytes))) = (&self.recorder, f.answer) {
             let rec = Recording::new(req, wire, stream, status, bytes);
-            if let Err(e) = recorder.write(self, &wire.names, &rec) {
+            if let Err(e) = recorder.write(self, &rec) {
                 return e;
             }
         }

@@ -334,7 +334,7 @@ impl State {
     /// Writes the recording once, whatever the outcome.
     fn record(&mut self) -> Result<()> {
         match (&self.inner.recorder, self.recording.take()) {
-            (Some(recorder), Some(rec)) => recorder.write(&self.inner, &self.names, &rec).map(drop),
+            (Some(recorder), Some(rec)) => recorder.write(&self.inner, &rec).map(drop),
             _ => Ok(()),
         }
     }
