@@ -2,6 +2,7 @@
 //! conformance case failed); 2 bad input or usage, with a one-line message naming the file,
 //! line and reason.
 
+mod chat;
 mod offline;
 
 use std::process::ExitCode;
@@ -28,6 +29,8 @@ enum Command {
     Providers,
     /// Run fixture cases (the repository's or your own recordings) and print a table.
     Conformance(offline::ConformanceArgs),
+    /// Talk to a live provider with two demo tools (clock, calculator), streaming the answer.
+    Chat(chat::ChatArgs),
 }
 
 /// Why a command failed, mapped to the exit status.
@@ -77,6 +80,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Schema(args) => offline::schema(&args),
         Command::Providers => offline::providers(),
         Command::Conformance(args) => offline::conformance(&args),
+        Command::Chat(args) => chat::chat(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
