@@ -990,3 +990,88 @@ async fn recording_through_a_compatible_server_keeps_the_sent_body() {
     assert!(reports[0].passed(), "{:?}", reports[0].failures());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn odd_sse_framing_and_a_byte_order_mark_are_tolerated() {
+    // CRLF line ends, comments and keep-alive pings, an `id:` line, two data lines without the
+    // blank line between them, and a last event without its blank line; with and without a BOM.
+    let sse = "\u{feff}: keep-alive\r\n\r\n\
+        id: 1\r\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"He\"}}]}\r\n\r\n\
+        : ping\r\n\
+        data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"llo\"}}]}\r\n\
+        data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\r\n\r\n\
+        data: [DONE]";
+    let plain = &sse["\u{feff}".len()..];
+    let mut script = Script::new();
+    for body in [sse, plain] {
+        for n in [1, 3, 1000] {
+            script = script.then(MockReply::raw_sse(body).chunk_size(n));
+        }
+    }
+    let json = OpenAi::new().encode_response(&text_reply(), false).unwrap();
+    let mut with_bom = b"\xEF\xBB\xBF".to_vec();
+    with_bom.extend_from_slice(&json);
+    let script = script
+        .then(MockReply::Raw {
+            status: 200,
+            content_type: "application/json".into(),
+            body: with_bom.clone(),
+        })
+        .then(MockReply::Raw {
+            status: 200,
+            content_type: "application/json".into(),
+            body: with_bom,
+        });
+    let (_server, client) = openai(script).await;
+    for _ in 0..6 {
+        let (events, result) = drain(&client, &request()).await;
+        let response = result.unwrap();
+        assert_eq!(response.text.as_deref(), Some("Hello"));
+        assert_eq!(response.finish_reason, FinishReason::Stop);
+        assert_eq!(streamed_text(&events), "Hello");
+    }
+    assert_eq!(client.chat(&request()).await.unwrap(), text_reply());
+    assert_eq!(drain(&client, &request()).await.1.unwrap(), text_reply());
+}
+
+#[tokio::test]
+async fn empty_and_redirect_answers_are_typed_errors() {
+    let script = Script::new()
+        .then(MockReply::Raw {
+            status: 200,
+            content_type: "application/json".into(),
+            body: Vec::new(),
+        })
+        .then(MockReply::raw_sse(""))
+        .then(
+            MockReply::Raw {
+                status: 302,
+                content_type: "text/plain".into(),
+                body: b"moved".to_vec(),
+            }
+            .header("location", "http://127.0.0.1:9/elsewhere"),
+        );
+    let (server, client) = openai(script).await;
+    let err = client.chat(&request()).await.unwrap_err();
+    assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+    assert!(err.to_string().contains("empty"), "{err}");
+    let err = drain(&client, &request()).await.1.unwrap_err();
+    assert!(matches!(err, Error::Stream { .. }), "{err:?}");
+    // Redirects are not followed: the key never travels to another host.
+    let err = client.chat(&request()).await.unwrap_err();
+    assert_eq!(err.status(), Some(302));
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn connection_closed_without_an_answer() {
+    let (server, client) = openai(Script::new().then(MockReply::Close).then(text_reply())).await;
+    let err = client.chat(&request()).await.unwrap_err();
+    // The server may have started the turn: not resent (it would be billed twice).
+    assert!(
+        matches!(err, Error::Transport { connect: false, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("connection closed"), "{err}");
+    assert_eq!(server.requests().len(), 1);
+}

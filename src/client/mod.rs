@@ -300,6 +300,9 @@ impl ClientBuilder {
         };
         let http = reqwest::Client::builder()
             .connect_timeout(self.timeouts.connect)
+            // A redirect would turn the POST into a GET or carry the key to another host; a 3xx
+            // is reported as the answer instead.
+            .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("toolwire/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| Error::Transport {
@@ -645,6 +648,14 @@ impl Inner {
 
     /// A whole body (JSON, or SSE from a server that streams anyway) → the canonical response.
     fn decode_body(&self, bytes: &[u8], names: &NameMap) -> Result<ChatResponse> {
+        let bytes = strip_bom(bytes);
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(Error::decode(
+                self.kind(),
+                "response body",
+                "the body is empty",
+            ));
+        }
         let mut response = match crate::replay::replay(self.provider.as_ref(), bytes) {
             Ok(r) => r.response,
             Err(mut e) => {
@@ -747,6 +758,13 @@ impl Inner {
             .map(|Secret(k)| k.trim())
             .filter(|k| k.len() >= 6)
     }
+}
+
+/// A UTF-8 byte order mark, which some servers put before a body or stream.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(BOM).unwrap_or(bytes)
 }
 
 fn argument_limit_reason(index: usize, max: usize) -> String {
