@@ -1075,3 +1075,51 @@ async fn connection_closed_without_an_answer() {
     assert!(err.to_string().contains("connection closed"), "{err}");
     assert_eq!(server.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn error_bodies_are_cut_at_their_limit() {
+    let body = format!(
+        r#"{{"error":{{"message":"upstream failed","code":"bad_gateway","detail":"{}"}}}}"#,
+        "d".repeat(100_000)
+    );
+    let reply = MockReply::Raw {
+        status: 502,
+        content_type: "application/json".into(),
+        body: body.into_bytes(),
+    };
+    let server = MockServer::start(ProviderKind::OpenAi, Script::new().then(reply))
+        .await
+        .unwrap();
+    let client = Client::builder(ProviderKind::OpenAi)
+        .base_url(server.url())
+        .retry(RetryPolicy::none())
+        .limits(Limits::default().with_max_error_body_bytes(1024))
+        .build()
+        .unwrap();
+    let err = client.chat(&request()).await.unwrap_err();
+    let api = err.api().unwrap();
+    assert_eq!(api.status, Some(502));
+    assert!(api.body.len() <= 1024, "{}", api.body.len());
+    assert!(
+        api.body
+            .starts_with(r#"{"error":{"message":"upstream failed""#)
+    );
+}
+
+#[tokio::test]
+async fn client_and_streams_move_across_tasks() {
+    fn send_sync<T: Send + Sync + Clone>(_: &T) {}
+    fn send_unpin<T: Send + Unpin + futures::Stream>(_: &T) {}
+    let (_server, client) = openai(Script::new().then(text_reply()).then(text_reply())).await;
+    send_sync(&client);
+    // Both futures are Send: they can run on a spawned task.
+    let c = client.clone();
+    let whole = tokio::spawn(async move { c.chat(&request()).await })
+        .await
+        .unwrap();
+    assert_eq!(whole.unwrap(), text_reply());
+    let stream = client.stream(&request()).await.unwrap();
+    send_unpin(&stream);
+    let streamed = tokio::spawn(stream.finish()).await.unwrap();
+    assert_eq!(streamed.unwrap(), text_reply());
+}
