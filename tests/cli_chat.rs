@@ -1,6 +1,6 @@
-#![cfg(feature = "mock")]
 //! `toolwire chat` end to end against the mock provider: a tool round, a provider error, bad
 //! usage, and recording.
+#![cfg(feature = "mock")]
 
 use std::process::{Command, Output};
 

@@ -1,9 +1,9 @@
-#![cfg(feature = "mock")]
 //! The client over the mock provider: every provider that can encode responses, streamed and
 //! not, odd chunking, retries, timeouts, broken streams, limits, key hygiene and recording.
 //!
 //! Time limits here are small (a few hundred milliseconds) and only ever bound a wait from
 //! above; the one lower-bound check (Retry-After honoured) cannot flake.
+#![cfg(feature = "mock")]
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
