@@ -37,9 +37,11 @@ macro_rules! cases {
 }
 
 cases!(openai: error_body, stream_single_call);
+cases!(dashscope: error_body, quirk_cumulative_multimodal_text, quirk_cumulative_output, quirk_forced_tool_choice_stop, quirk_multimodal_parallel_calls, quirk_multimodal_tool_result, quirk_replay_malformed_args, quirk_result_format_text, quirk_stream_ends_without_finish, quirk_stream_error_after_text, quirk_stream_error_event, quirk_thinking_forced_choice, quirk_unknown_fields_and_finish, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 
 /// Every provider's registered cases.
-const REGISTERED: &[(&str, &[&str])] = &[("openai", openai::CASES)];
+const REGISTERED: &[(&str, &[&str])] =
+    &[("openai", openai::CASES), ("dashscope", dashscope::CASES)];
 
 #[test]
 fn every_fixture_is_registered() {
