@@ -186,14 +186,16 @@ impl Deltas {
             (_, Some(id)) => CallKey::Id(id.to_owned()),
             _ => CallKey::Position(position),
         };
-        if let Some(&slot) = self.keys.get(&key) {
-            let same = match (&self.calls[slot].id, id) {
+        if let Some(&slot) = self.keys.get(&key)
+            && let Some(seen) = self.calls.get_mut(slot)
+        {
+            let same = match (&seen.id, id) {
                 (Some(held), Some(id)) => held == id,
                 _ => true,
             };
             if same {
-                if self.calls[slot].id.is_none() {
-                    self.calls[slot].id = id.map(str::to_owned);
+                if seen.id.is_none() {
+                    seen.id = id.map(str::to_owned);
                 }
                 return Some(slot);
             }
