@@ -4,7 +4,8 @@
 //! DESIGN.md section 6 live in one place:
 //!
 //! - fragments are keyed by wire `index`; a missing or negative index falls back to a non-empty
-//!   id, else to the fragment's position in its chunk;
+//!   id, else to the fragment's position in its chunk (an id-less fragment continues the call
+//!   last seen at that position);
 //! - a new non-empty id (or a different non-empty name) at a key holding another call starts a
 //!   new call;
 //! - `""`/null id and name mean absent, and a repeated id or name is never concatenated;
@@ -122,6 +123,7 @@ impl Turn {
         }
         let id = f.id.filter(|s| !s.is_empty());
         let name = f.name.filter(|s| !s.is_empty());
+        let indexed = matches!(f.index, Some(i) if i >= 0);
         let key = match f.index {
             Some(i) if i >= 0 => Key::Index(i),
             _ => match id {
@@ -158,6 +160,11 @@ impl Turn {
                 slot
             }
         };
+        if !indexed {
+            // Without an index, an id-less continuation joins the call last seen at its
+            // position in the chunk (StepFun's delta has no `index`).
+            self.keys.insert(Key::Position(position), slot);
+        }
         let s = &mut self.slots[slot];
         if s.id.is_none()
             && let Some(id) = id
@@ -375,6 +382,25 @@ mod tests {
         assert_eq!(ids, ["call_1", "call_2", "call_0"]);
         assert!(r.tool_calls[0].has_synthetic_id());
         assert!(!r.tool_calls[2].has_synthetic_id());
+    }
+
+    #[test]
+    fn no_index_continuations_join_the_call_at_their_position() {
+        let mut t = Turn::new(ProviderKind::StepFun);
+        let mut out = Vec::new();
+        t.fragment(0, frag(None, Some("a"), Some("f"), ""), &mut out);
+        t.fragment(0, frag(None, None, None, "{\"x\":"), &mut out);
+        t.fragment(0, frag(None, Some(""), None, "1}"), &mut out);
+        t.fragment(0, frag(None, Some("b"), Some("g"), "{\"y\""), &mut out);
+        t.fragment(0, frag(None, None, None, ":2}"), &mut out);
+        t.finish(FinishReason::ToolCalls, &mut out);
+        let r = t.end(&mut out).unwrap();
+        let calls: Vec<_> = r
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.raw_arguments.as_str()))
+            .collect();
+        assert_eq!(calls, [("a", "f", "{\"x\":1}"), ("b", "g", "{\"y\":2}")]);
     }
 
     #[test]
