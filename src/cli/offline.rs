@@ -80,8 +80,13 @@ fn read(path: &Path) -> Result<Vec<u8>, CliError> {
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, CliError> {
     let bytes = read(path)?;
     serde_json::from_slice(&bytes).map_err(|e| {
+        // serde_json appends " at line L column C"; the location leads the message instead.
+        let text = e.to_string();
+        let reason = text
+            .rsplit_once(" at line ")
+            .map_or(text.as_str(), |(r, _)| r);
         CliError::Input(format!(
-            "{}:{}:{}: {e}",
+            "{}:{}:{}: {reason}",
             path.display(),
             e.line(),
             e.column()
