@@ -4,8 +4,8 @@
 //! DESIGN.md section 6 live in one place:
 //!
 //! - fragments are keyed by wire `index`; a missing or negative index falls back to a non-empty
-//!   id, else to the fragment's position in its chunk (an id-less fragment continues the call
-//!   last seen at that position);
+//!   id, else to the fragment's position in its chunk (which continues the call last seen at
+//!   that position without an index);
 //! - a new non-empty id (or a different non-empty name) at a key holding another call starts a
 //!   new call;
 //! - `""`/null id and name mean absent, and a repeated id or name is never concatenated;
@@ -123,7 +123,6 @@ impl Turn {
         }
         let id = f.id.filter(|s| !s.is_empty());
         let name = f.name.filter(|s| !s.is_empty());
-        let indexed = matches!(f.index, Some(i) if i >= 0);
         let key = match f.index {
             Some(i) if i >= 0 => Key::Index(i),
             _ => match id {
@@ -131,6 +130,7 @@ impl Turn {
                 None => Key::Position(position),
             },
         };
+        let indexed = matches!(key, Key::Index(_));
         let existing = self.keys.get(&key).copied().filter(|&slot| {
             let s = &self.slots[slot];
             let new_id = matches!((id, &s.id), (Some(a), Some(b)) if a != b);
@@ -161,8 +161,9 @@ impl Turn {
             }
         };
         if !indexed {
-            // Without an index, an id-less continuation joins the call last seen at its
-            // position in the chunk (StepFun's delta has no `index`).
+            // Without a usable index, later id-less fragments at this position continue the
+            // call that last appeared here, even when it was keyed by its id (a gateway that
+            // sends `index: -1` on a call's first fragment and on every continuation).
             self.keys.insert(Key::Position(position), slot);
         }
         let s = &mut self.slots[slot];
@@ -382,25 +383,6 @@ mod tests {
         assert_eq!(ids, ["call_1", "call_2", "call_0"]);
         assert!(r.tool_calls[0].has_synthetic_id());
         assert!(!r.tool_calls[2].has_synthetic_id());
-    }
-
-    #[test]
-    fn no_index_continuations_join_the_call_at_their_position() {
-        let mut t = Turn::new(ProviderKind::StepFun);
-        let mut out = Vec::new();
-        t.fragment(0, frag(None, Some("a"), Some("f"), ""), &mut out);
-        t.fragment(0, frag(None, None, None, "{\"x\":"), &mut out);
-        t.fragment(0, frag(None, Some(""), None, "1}"), &mut out);
-        t.fragment(0, frag(None, Some("b"), Some("g"), "{\"y\""), &mut out);
-        t.fragment(0, frag(None, None, None, ":2}"), &mut out);
-        t.finish(FinishReason::ToolCalls, &mut out);
-        let r = t.end(&mut out).unwrap();
-        let calls: Vec<_> = r
-            .tool_calls
-            .iter()
-            .map(|c| (c.id.as_str(), c.name.as_str(), c.raw_arguments.as_str()))
-            .collect();
-        assert_eq!(calls, [("a", "f", "{\"x\":1}"), ("b", "g", "{\"y\":2}")]);
     }
 
     #[test]

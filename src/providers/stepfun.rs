@@ -75,6 +75,36 @@ mod tests {
     }
 
     #[test]
+    fn deltas_without_index_continue_the_call_at_their_position() {
+        let chunk = |call: serde_json::Value, finish: &str| {
+            json!({"choices": [{"index": 0, "delta": {"role": "", "content": "",
+                "tool_calls": [call]}, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}})
+            .to_string()
+        };
+        let body = [
+            chunk(json!({"id": "a", "type": "function", "function": {"name": "f", "arguments": ""}}), ""),
+            chunk(json!({"function": {"arguments": "{\"x\":"}}), ""),
+            chunk(json!({"id": "", "function": {"arguments": "1}"}}), ""),
+            chunk(json!({"id": "b", "type": "function", "function": {"name": "g", "arguments": "{\"y\""}}), ""),
+            chunk(json!({"function": {"arguments": ":2}"}}), "tool_calls"),
+        ]
+        .iter()
+        .map(|c| format!("data: {c}\n\n"))
+        .collect::<String>()
+            + "data: [DONE]\n\n";
+        let r = crate::replay::replay(&provider(), body.as_bytes())
+            .unwrap()
+            .response;
+        let calls: Vec<_> = r
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.raw_arguments.as_str()))
+            .collect();
+        assert_eq!(calls, [("a", "f", "{\"x\":1}"), ("b", "g", "{\"y\":2}")]);
+    }
+
+    #[test]
     fn undocumented_fields_are_not_sent() {
         let p = provider();
         let mut req = ChatRequest::new("step-3.5-flash", vec![Message::user("hi")])
