@@ -1123,3 +1123,22 @@ async fn client_and_streams_move_across_tasks() {
     let streamed = tokio::spawn(stream.finish()).await.unwrap();
     assert_eq!(streamed.unwrap(), text_reply());
 }
+
+#[tokio::test]
+async fn unbounded_limits_do_not_overflow() {
+    let server = MockServer::start(ProviderKind::OpenAi, Script::new().then(text_reply()))
+        .await
+        .unwrap();
+    let client = Client::builder(ProviderKind::OpenAi)
+        .base_url(server.url())
+        .timeouts(
+            Timeouts::default()
+                .with_first_byte(Duration::MAX)
+                .with_idle(Duration::MAX)
+                .with_total(Duration::MAX),
+        )
+        .limits(Limits::default().with_max_body_bytes(usize::MAX))
+        .build()
+        .unwrap();
+    assert_eq!(drain(&client, &request()).await.1.unwrap(), text_reply());
+}

@@ -249,14 +249,17 @@ impl ClientBuilder {
             }
         };
         let info = provider.info().clone();
-        let key = self.api_key.or_else(|| {
-            info.key_vars.iter().find_map(|var| {
-                std::env::var(var)
-                    .ok()
-                    .filter(|v| !v.trim().is_empty())
-                    .map(Secret)
-            })
-        });
+        let key = self
+            .api_key
+            .filter(|Secret(k)| !k.trim().is_empty())
+            .or_else(|| {
+                info.key_vars.iter().find_map(|var| {
+                    std::env::var(var)
+                        .ok()
+                        .filter(|v| !v.trim().is_empty())
+                        .map(Secret)
+                })
+            });
         if key.is_none() && self.base_url.is_none() {
             return Err(Error::input(
                 "api_key",
@@ -417,7 +420,7 @@ impl Client {
     /// One non-streamed turn.
     pub async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse> {
         let inner = &self.inner;
-        let total = Instant::now() + inner.timeouts.total;
+        let total = after(inner.timeouts.total);
         let wire = inner.provider.encode(req, false)?;
         let (response, deadlines) = match inner.open(&wire, false, total).await {
             Ok(ok) => ok,
@@ -441,7 +444,7 @@ impl Client {
     /// do. Retries happen only before that point.
     pub async fn stream(&self, req: &ChatRequest) -> Result<ChatStream> {
         let inner = &self.inner;
-        let total = Instant::now() + inner.timeouts.total;
+        let total = after(inner.timeouts.total);
         let wire = inner.provider.encode(req, true)?;
         let (response, deadlines) = match inner.open(&wire, true, total).await {
             Ok(ok) => ok,
@@ -499,7 +502,7 @@ impl Inner {
             let Some(wait) = self.retry.delay(retry, asked) else {
                 return Err(failure);
             };
-            if Instant::now() + wait >= total {
+            if after(wait) >= total {
                 return Err(failure);
             }
             tokio::time::sleep(wait).await;
@@ -517,7 +520,7 @@ impl Inner {
     ) -> std::result::Result<(reqwest::Response, Deadlines), Failure> {
         let t = &self.timeouts;
         let start = Instant::now();
-        let first_byte = (start + t.first_byte).min(total);
+        let first_byte = start.checked_add(t.first_byte).unwrap_or(total).min(total);
         let mut request = self
             .http
             .post(url)
@@ -758,6 +761,15 @@ impl Inner {
             .map(|Secret(k)| k.trim())
             .filter(|k| k.len() >= 6)
     }
+}
+
+/// The instant `d` from now; a limit too large to represent (`Duration::MAX` for "no limit")
+/// becomes a century.
+pub(crate) fn after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86_400)))
+        .unwrap_or(now)
 }
 
 /// A UTF-8 byte order mark, which some servers put before a body or stream.
