@@ -3,7 +3,7 @@
 //! Providers are pure translation; this module does all the IO. A [`Client`] encodes the
 //! canonical request with its provider, sends it (with the key in the provider's auth header,
 //! never in the URL), retries what is safe to retry, and decodes the answer under time and size
-//! limits. [`Client::stream`] yields each [`StreamEvent`] as soon as its bytes arrive; the body
+//! limits. [`Client::stream`] yields each [`StreamEvent`](crate::StreamEvent) as soon as its bytes arrive; the body
 //! is never buffered first. Tool names the provider's encoder rewrote are restored, so callers
 //! only see canonical names.
 //!
