@@ -353,15 +353,7 @@ fn decode_case(
     let mut result = decode_body(provider, &body, status);
     match &mut result {
         Ok(response) => names.restore_response(response),
-        Err(Error::Stream {
-            partial: Some(p), ..
-        }) => names.restore_response(p),
-        Err(Error::Api(api)) => {
-            if let Some(p) = &mut api.partial {
-                names.restore_response(p);
-            }
-        }
-        Err(_) => {}
+        Err(e) => names.restore_error(e),
     }
     Ok(golden_json(&result))
 }
