@@ -2,7 +2,7 @@
 //!
 //! A provider does no IO and is not async. `encode` turns a [`ChatRequest`] into the body and
 //! path to send, `decode` turns a response body into a [`ChatResponse`], and `decoder` gives a
-//! fresh [`StreamDecoder`] for one streamed turn. The client ([`crate::client`]) does the IO, so
+//! fresh [`StreamDecoder`] for one streamed turn. The client does the IO, so
 //! a fixture test is just "encode and compare" or "feed payloads and compare".
 
 use std::collections::HashMap;
@@ -308,6 +308,20 @@ impl NameMap {
         }
         for call in &mut response.tool_calls {
             self.restore(&mut call.name);
+        }
+    }
+
+    /// Restores canonical names in the partial response an error carries.
+    pub fn restore_error(&self, error: &mut Error) {
+        let partial = match error {
+            Error::Stream { partial, .. } | Error::Timeout { partial, .. } => {
+                partial.as_deref_mut()
+            }
+            Error::Api(api) => api.partial.as_deref_mut(),
+            _ => None,
+        };
+        if let Some(p) = partial {
+            self.restore_response(p);
         }
     }
 

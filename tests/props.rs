@@ -530,3 +530,27 @@ fn a_response_survives_a_json_round_trip() {
         }
     }
 }
+
+#[path = "support/stream.rs"]
+mod stream;
+
+#[test]
+fn large_interleaved_arguments_are_byte_exact() {
+    // 16 parallel calls, 4 KB of argument each, in 4-byte fragments that alternate between the
+    // calls: every argument comes out byte for byte, and chunking still does not matter.
+    let (calls, arg_len) = (16, 4 * 1024);
+    let body = stream::interleaved_calls(calls, arg_len, 4);
+    let provider = toolwire::providers::openai::OpenAi::new();
+    let whole = decode(&provider, [body.as_slice()]);
+    let Outcome::Ok(r) = &whole else {
+        panic!("the synthetic stream does not decode: {whole:?}");
+    };
+    assert_eq!(r.response.tool_calls.len(), calls);
+    for (i, call) in r.response.tool_calls.iter().enumerate() {
+        assert_eq!(call.raw_arguments, stream::argument(i, arg_len), "call {i}");
+        assert!(call.is_complete(), "call {i}: {:?}", call.error);
+    }
+    check_events("interleaved", r).unwrap_or_else(|e| panic!("{e}"));
+    let split = decode(&provider, body.chunks(1000));
+    assert!(split == whole, "1000-byte chunks decode differently");
+}
