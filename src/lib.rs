@@ -9,6 +9,7 @@ pub mod providers;
 pub mod replay;
 pub mod schema;
 pub mod sse;
+pub mod tools;
 pub mod types;
 
 pub use error::{ApiError, Error, Result, TimeoutPhase};
