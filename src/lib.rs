@@ -1,8 +1,7 @@
 #![doc = include_str!("../README.md")]
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod assemble;
+pub mod conformance;
 pub mod error;
 pub mod provider;
 pub mod providers;

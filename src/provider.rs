@@ -182,7 +182,13 @@ pub trait StreamDecoder: Send {
 pub fn generic_error(provider: ProviderKind, status: Option<u16>, body: &[u8]) -> ApiError {
     let text = String::from_utf8_lossy(body).into_owned();
     let mut err = ApiError::new(provider, status, "");
-    let parsed: Option<Value> = serde_json::from_slice(body).ok();
+    let parsed: Option<Value> = serde_json::from_slice(body).ok().or_else(|| {
+        // An error sent SSE-framed (`data: {"error": ...}`), as some providers do when the
+        // request asked for a stream.
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .find_map(|d| serde_json::from_str(d.trim()).ok())
+    });
     let root = match &parsed {
         Some(Value::Array(items)) => items.first(),
         other => other.as_ref(),
@@ -365,6 +371,12 @@ mod tests {
         assert_eq!(e.code.as_deref(), Some("1113"));
         let e = generic_error(ProviderKind::OpenAi, Some(502), b"Bad Gateway");
         assert_eq!(e.message, "Bad Gateway");
+        let e = generic_error(
+            ProviderKind::Qwen,
+            Some(400),
+            b"data: {\"error\":{\"code\":\"invalid_parameter_error\",\"message\":\"bad\"}}\n\n",
+        );
+        assert_eq!(e.code.as_deref(), Some("invalid_parameter_error"));
         let e = generic_error(ProviderKind::OpenAi, Some(500), b"");
         assert!(e.message.contains("500"));
     }

@@ -1,0 +1,93 @@
+//! `toolwire` subcommands. Exit status: 0 success; 1 the provider answered with an error (or a
+//! conformance case failed); 2 bad input or usage, with a one-line message naming the file,
+//! line and reason.
+
+mod offline;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// toolwire: LLM tool calling that works the same on every provider.
+#[derive(Debug, Parser)]
+#[command(name = "toolwire", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Decode a captured response body (SSE or JSON, auto-detected) into a ChatResponse.
+    Replay(offline::ReplayArgs),
+    /// Encode a canonical ChatRequest into the provider's wire request body.
+    Encode(offline::EncodeArgs),
+    /// Show the parameters schema a provider will receive for a JSON Schema.
+    Schema(offline::SchemaArgs),
+    /// List the providers: names, endpoints, key variables, capabilities.
+    Providers,
+    /// Run fixture cases (the repository's or your own recordings) and print a table.
+    Conformance(offline::ConformanceArgs),
+}
+
+/// Why a command failed, mapped to the exit status.
+#[derive(Debug)]
+pub(crate) enum CliError {
+    /// The provider answered with an error (exit 1).
+    Provider(String),
+    /// Checks failed (exit 1); the report is already printed.
+    Failed,
+    /// Bad input or usage (exit 2).
+    Input(String),
+}
+
+impl CliError {
+    /// Classifies a library error: what the provider said is exit 1, everything about the
+    /// input is exit 2.
+    pub(crate) fn from_error(context: &str, e: &toolwire::Error) -> Self {
+        use toolwire::Error;
+        let line = if context.is_empty() {
+            e.to_string()
+        } else {
+            format!("{context}: {e}")
+        };
+        match e {
+            Error::Api(_)
+            | Error::Stream { .. }
+            | Error::Transport { .. }
+            | Error::Timeout { .. } => Self::Provider(line),
+            _ => Self::Input(line),
+        }
+    }
+}
+
+/// Runs the CLI and maps the outcome to an exit status.
+pub(crate) fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Replay(args) => offline::replay(&args),
+        Command::Encode(args) => offline::encode(&args),
+        Command::Schema(args) => offline::schema(&args),
+        Command::Providers => offline::providers(),
+        Command::Conformance(args) => offline::conformance(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::Failed) => ExitCode::from(1),
+        Err(CliError::Provider(msg)) => {
+            eprintln!("toolwire: {msg}");
+            ExitCode::from(1)
+        }
+        Err(CliError::Input(msg)) => {
+            eprintln!("toolwire: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! The subcommands that need no network: replay, encode, schema, providers, conformance.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::Value;
+use toolwire::conformance::{self, Mode, Outcome};
+use toolwire::{ChatRequest, ProviderKind, SchemaMode, ToolDefinition, provider_for};
+
+use super::CliError;
+
+/// `toolwire replay`.
+#[derive(Debug, Args)]
+pub(crate) struct ReplayArgs {
+    /// Provider whose wire format the file is in.
+    #[arg(long, short)]
+    provider: ProviderKind,
+    /// HTTP status the body came with; 4xx/5xx bodies are decoded as error bodies.
+    #[arg(long)]
+    status: Option<u16>,
+    /// Print the stream events (one JSON object per line) before the response.
+    #[arg(long)]
+    events: bool,
+    /// The captured body (`-` for standard input).
+    file: PathBuf,
+}
+
+/// `toolwire encode`.
+#[derive(Debug, Args)]
+pub(crate) struct EncodeArgs {
+    /// Provider to encode for.
+    #[arg(long, short)]
+    provider: ProviderKind,
+    /// Encode the streaming form of the request.
+    #[arg(long)]
+    stream: bool,
+    /// A canonical ChatRequest JSON file (`-` for standard input).
+    request: PathBuf,
+}
+
+/// `toolwire schema`.
+#[derive(Debug, Args)]
+pub(crate) struct SchemaArgs {
+    /// Provider whose schema rules apply.
+    #[arg(long, short)]
+    provider: ProviderKind,
+    /// Lower the schema as a strict tool (OpenAI strict mode).
+    #[arg(long)]
+    strict: bool,
+    /// Send JSON Schema unchanged where the provider offers that (Gemini `parametersJsonSchema`).
+    #[arg(long)]
+    json_schema: bool,
+    /// A JSON Schema file (`-` for standard input).
+    schema: PathBuf,
+}
+
+/// `toolwire conformance`.
+#[derive(Debug, Args)]
+pub(crate) struct ConformanceArgs {
+    /// Only this provider's cases.
+    #[arg(long, short)]
+    provider: Option<ProviderKind>,
+    /// Rewrite goldens that differ with the current output (review the diff before committing).
+    #[arg(long)]
+    bless: bool,
+    /// A fixtures root, one provider's folder or one case folder (default: ./fixtures).
+    dir: Option<PathBuf>,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, CliError> {
+    let result = if path == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map(|_| buf)
+    } else {
+        std::fs::read(path)
+    };
+    result.map_err(|e| CliError::Input(format!("{}: {e}", path.display())))
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, CliError> {
+    let bytes = read(path)?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        // serde_json appends " at line L column C"; the location leads the message instead.
+        let text = e.to_string();
+        let reason = text
+            .rsplit_once(" at line ")
+            .map_or(text.as_str(), |(r, _)| r);
+        CliError::Input(format!(
+            "{}:{}:{}: {reason}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+fn print_json(value: &impl serde::Serialize) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => println!("{text}"),
+        Err(e) => eprintln!("toolwire: cannot print JSON: {e}"),
+    }
+}
+
+fn provider(kind: ProviderKind) -> Result<Box<dyn toolwire::Provider>, CliError> {
+    provider_for(kind).map_err(|e| CliError::Input(e.to_string()))
+}
+
+pub(crate) fn replay(args: &ReplayArgs) -> Result<(), CliError> {
+    let provider = provider(args.provider)?;
+    let body = read(&args.file)?;
+    let file = args.file.display().to_string();
+    let result = match args.status {
+        Some(s) if s >= 400 => Err(provider.decode_error(Some(s), &body).into()),
+        _ => toolwire::replay::replay(provider.as_ref(), &body),
+    };
+    match result {
+        Ok(replay) => {
+            if args.events {
+                for event in &replay.events {
+                    println!("{}", serde_json::to_string(event).unwrap_or_default());
+                }
+            }
+            print_json(&replay.response);
+            Ok(())
+        }
+        Err(e) => {
+            // Nothing is lost: what arrived before the failure goes to stdout.
+            if let Some(partial) = e.partial() {
+                print_json(partial);
+            }
+            Err(CliError::from_error(&file, &e))
+        }
+    }
+}
+
+pub(crate) fn encode(args: &EncodeArgs) -> Result<(), CliError> {
+    let provider = provider(args.provider)?;
+    let req: ChatRequest = read_json(&args.request)?;
+    let file = args.request.display().to_string();
+    let http = provider
+        .encode(&req, args.stream)
+        .map_err(|e| CliError::from_error(&file, &e))?;
+    print_json(&http.body);
+    Ok(())
+}
+
+pub(crate) fn schema(args: &SchemaArgs) -> Result<(), CliError> {
+    let provider = provider(args.provider)?;
+    let parameters: Value = read_json(&args.schema)?;
+    let file = args.schema.display().to_string();
+    let tool = ToolDefinition::new("schema", "")
+        .and_then(|t| t.with_parameters(parameters))
+        .map_err(|e| CliError::from_error(&file, &e))?
+        .with_strict(args.strict);
+    let mode = if args.json_schema {
+        Some(SchemaMode::JsonSchema)
+    } else {
+        None
+    };
+    let lowered = provider
+        .encode_parameters(&tool, mode)
+        .map_err(|e| CliError::from_error(&file, &e))?;
+    print_json(&lowered);
+    Ok(())
+}
+
+pub(crate) fn providers() -> Result<(), CliError> {
+    println!(
+        "{:<10} {:<55} {:<32} capabilities",
+        "name", "endpoint", "key variables"
+    );
+    for kind in ProviderKind::ALL {
+        match provider_for(kind) {
+            Ok(p) => {
+                let info = p.info();
+                println!(
+                    "{:<10} {:<55} {:<32} {}",
+                    kind.name(),
+                    info.base_url,
+                    info.key_vars.join(" or "),
+                    info.capabilities
+                );
+            }
+            Err(e) => println!("{:<10} ({e})", kind.name()),
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn conformance(args: &ConformanceArgs) -> Result<(), CliError> {
+    let dir = match &args.dir {
+        Some(d) => d.clone(),
+        None if Path::new("fixtures").is_dir() => PathBuf::from("fixtures"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
+    };
+    let mode = if args.bless { Mode::Bless } else { Mode::Check };
+    let reports = conformance::run_dir(&dir, args.provider, mode)
+        .map_err(|e| CliError::Input(e.to_string()))?;
+    if reports.is_empty() {
+        return Err(CliError::Input(format!(
+            "{}: no case folders (a case folder holds meta.toml)",
+            dir.display()
+        )));
+    }
+    let cell = |report: &conformance::CaseReport, name: &str| match report
+        .checks
+        .iter()
+        .find(|c| c.name == name)
+    {
+        None => "-",
+        Some(c) if c.outcome == Outcome::Pass => "pass",
+        Some(_) => "FAIL",
+    };
+    println!(
+        "{:<10} {:<40} {:<6} {:<6} {:<6} result",
+        "provider", "case", "encode", "decode", "schema"
+    );
+    let mut failed = 0;
+    for r in &reports {
+        let provider = r.provider.map_or("?", ProviderKind::name);
+        let result = if r.passed() { "ok" } else { "FAILED" };
+        println!(
+            "{:<10} {:<40} {:<6} {:<6} {:<6} {result}",
+            provider,
+            r.case,
+            cell(r, "encode"),
+            cell(r, "decode"),
+            cell(r, "schema")
+        );
+        if !r.passed() {
+            failed += 1;
+        }
+    }
+    for r in reports.iter().filter(|r| !r.passed()) {
+        for line in r.failures() {
+            eprintln!("{}: {line}", r.path.display());
+        }
+    }
+    println!("{} passed, {failed} failed", reports.len() - failed);
+    if failed > 0 {
+        Err(CliError::Failed)
+    } else {
+        Ok(())
+    }
+}

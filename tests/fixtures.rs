@@ -1,0 +1,85 @@
+//! Fixture conformance: one test per case folder (named after it), plus a completeness check
+//! that fails when a folder has no test, a test has no folder, or a canonical case is neither
+//! present nor listed in the provider's `SKIP` file.
+
+use std::path::{Path, PathBuf};
+
+use toolwire::conformance::{self, Mode};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+fn run(provider: &str, case: &str) {
+    let dir = fixtures().join(provider).join(case);
+    assert!(dir.is_dir(), "{} is missing", dir.display());
+    let report = conformance::run_case(&dir, Mode::Check);
+    assert!(
+        report.passed(),
+        "{provider}/{case} failed:\n{}",
+        report.failures().join("\n")
+    );
+}
+
+/// `cases!(provider: case, ...)` registers one `#[test]` per case folder.
+macro_rules! cases {
+    ($provider:ident: $($case:ident),* $(,)?) => {
+        mod $provider {
+            $(
+                #[test]
+                fn $case() {
+                    super::run(stringify!($provider), stringify!($case));
+                }
+            )*
+            pub(crate) const CASES: &[&str] = &[$(stringify!($case)),*];
+        }
+    };
+}
+
+cases!(openai: error_body, stream_single_call);
+
+/// Every provider's registered cases.
+const REGISTERED: &[(&str, &[&str])] = &[("openai", openai::CASES)];
+
+#[test]
+fn every_fixture_is_registered() {
+    let mut problems = Vec::new();
+    let root = fixtures();
+    for entry in std::fs::read_dir(&root).expect("fixtures/ exists") {
+        let dir = entry.expect("readable fixtures/").path();
+        if !dir.is_dir() {
+            continue;
+        }
+        let provider = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let registered = REGISTERED
+            .iter()
+            .find(|(p, _)| *p == provider)
+            .map(|(_, cases)| *cases)
+            .unwrap_or(&[]);
+        for case in std::fs::read_dir(&dir).expect("readable provider folder") {
+            let case = case.expect("readable case").path();
+            if case.is_dir() {
+                let name = case.file_name().unwrap().to_string_lossy().into_owned();
+                if !registered.contains(&name.as_str()) {
+                    problems.push(format!("{provider}/{name} has no test (add it to cases!)"));
+                }
+            }
+        }
+        for case in registered {
+            if !dir.join(case).is_dir() {
+                problems.push(format!("{provider}/{case} is registered but has no folder"));
+            }
+        }
+        for case in conformance::missing_canonical(&dir) {
+            problems.push(format!(
+                "{provider}/{case}: canonical case missing and not in {provider}/SKIP"
+            ));
+        }
+    }
+    for (provider, _) in REGISTERED {
+        if !root.join(provider).is_dir() {
+            problems.push(format!("fixtures/{provider} is registered but missing"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
