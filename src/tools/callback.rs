@@ -121,9 +121,8 @@ impl Callback {
 
 /// An answer body → output, or the error the envelope reports.
 fn read_answer(bytes: &[u8]) -> ToolOutput {
-    let value = match serde_json::from_slice::<Value>(bytes) {
-        Ok(v) => v,
-        Err(_) => return Ok(Value::String(String::from_utf8_lossy(bytes).into_owned())),
+    let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
+        return Ok(Value::String(String::from_utf8_lossy(bytes).into_owned()));
     };
     let Value::Object(mut map) = value else {
         return Ok(value);
