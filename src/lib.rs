@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod agent;
 pub mod assemble;
 pub mod client;
 pub mod conformance;
