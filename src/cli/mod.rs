@@ -2,6 +2,7 @@
 //! conformance case failed); 2 bad input or usage, with a one-line message naming the file,
 //! line and reason.
 
+mod demo;
 mod offline;
 
 use std::process::ExitCode;
@@ -26,6 +27,8 @@ enum Command {
     Schema(offline::SchemaArgs),
     /// List the providers: names, endpoints, key variables, capabilities.
     Providers,
+    /// Run the agent loop end to end: offline against the mock provider, or live with a key.
+    Demo(demo::DemoArgs),
     /// Run fixture cases (the repository's or your own recordings) and print a table.
     Conformance(offline::ConformanceArgs),
 }
@@ -77,6 +80,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Schema(args) => offline::schema(&args),
         Command::Providers => offline::providers(),
         Command::Conformance(args) => offline::conformance(&args),
+        Command::Demo(args) => demo::demo(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
