@@ -37,9 +37,19 @@ macro_rules! cases {
 }
 
 cases!(openai: error_body, stream_single_call);
+cases!(dashscope: error_body, quirk_cumulative_multimodal_text, quirk_cumulative_output, quirk_forced_tool_choice_stop, quirk_multimodal_parallel_calls, quirk_multimodal_tool_result, quirk_replay_malformed_args, quirk_result_format_text, quirk_stream_ends_without_finish, quirk_stream_error_after_text, quirk_stream_error_event, quirk_thinking_forced_choice, quirk_unknown_fields_and_finish, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(glm: error_body, quirk_arguments_object, quirk_error_code_number, quirk_finish_context_window, quirk_finish_network_error, quirk_finish_sensitive, quirk_index_minus_one_two_calls, quirk_thinking_disabled, quirk_tool_choice_required, quirk_tool_stream_override, quirk_whole_call_repeated_finish, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(qwen: error_body, quirk_data_inspection_failed, quirk_enable_search_with_tools, quirk_id_repeated, quirk_parallel_off, quirk_replay_malformed_history, quirk_sse_error_body, quirk_thinking_model_named_choice, quirk_thinking_reasoning, quirk_thinking_tool_choice_required, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(stepfun: quirk_missing_ids, quirk_no_index, quirk_one_field_per_chunk, quirk_property_key_rule, quirk_tool_choice_auto, quirk_tool_choice_required, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 
 /// Every provider's registered cases.
-const REGISTERED: &[(&str, &[&str])] = &[("openai", openai::CASES)];
+const REGISTERED: &[(&str, &[&str])] = &[
+    ("openai", openai::CASES),
+    ("glm", glm::CASES),
+    ("qwen", qwen::CASES),
+    ("stepfun", stepfun::CASES),
+    ("dashscope", dashscope::CASES),
+];
 
 #[test]
 fn every_fixture_is_registered() {

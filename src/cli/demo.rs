@@ -23,6 +23,25 @@ use toolwire::{
 
 use super::CliError;
 
+/// `print!` that ends the process quietly when standard output is a closed pipe, like
+/// `outln!` does for whole lines.
+macro_rules! out_inline {
+    ($($arg:tt)*) => {
+        write_inline(format_args!($($arg)*))
+    };
+}
+
+fn write_inline(args: std::fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("toolwire: cannot write to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// `toolwire demo`.
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
@@ -77,7 +96,7 @@ async fn run(args: &DemoArgs) -> Result<(), CliError> {
             .clone()
             .unwrap_or_else(|| live_model(kind).to_owned());
         let client = Client::new(kind).map_err(|e| CliError::from_error("", &e))?;
-        println!(
+        outln!(
             "toolwire demo: the agent loop, live against {kind} ({}), model {model}",
             client.base_url()
         );
@@ -99,7 +118,7 @@ async fn offline(kind: ProviderKind, registry: ToolRegistry) -> Result<(), CliEr
         .base_url(server.url())
         .build()
         .map_err(|e| CliError::from_error("", &e))?;
-    println!(
+    outln!(
         "toolwire demo: the agent loop, offline against the mock provider speaking the {kind} \
          wire at {}",
         server.url()
@@ -114,7 +133,7 @@ async fn offline(kind: ProviderKind, registry: ToolRegistry) -> Result<(), CliEr
         .map(|r| results_part(&r.body))
         .collect();
     if received == shown {
-        println!(
+        outln!(
             "checked: the {} follow-up requests the mock provider received carry exactly the \
              wire JSON shown above",
             received.len()
@@ -149,9 +168,9 @@ async fn drive(
         .into_iter()
         .map(|d| d.name)
         .collect();
-    println!("tools: {}", tools.join(", "));
-    println!("(call arguments are printed as they stream; | marks a fragment boundary)");
-    println!("\nuser> {PROMPT}");
+    outln!("tools: {}", tools.join(", "));
+    outln!("(call arguments are printed as they stream; | marks a fragment boundary)");
+    outln!("\nuser> {PROMPT}");
     let agent = Agent::new(client.clone(), registry.clone()).with_max_turns(6);
     let request = ChatRequest::new(model, vec![Message::user(PROMPT)]);
     let mut stream = agent.run(request);
@@ -174,7 +193,7 @@ async fn drive(
             } else {
                 "results"
             };
-            println!(
+            outln!(
                 "\nwire JSON sent back ({} {noun}, {} format):\n{}",
                 results.len(),
                 client.provider().info().kind,
@@ -239,9 +258,10 @@ fn summary(outcome: &AgentOutcome) {
         .iter()
         .filter(|m| matches!(m, Message::Tool(_)))
         .count();
-    println!(
+    outln!(
         "\ndone: {} turns, {results} tool results, finish reason {}",
-        outcome.turns, outcome.response.finish_reason
+        outcome.turns,
+        outcome.response.finish_reason
     );
 }
 
@@ -263,7 +283,7 @@ enum Open {
 impl Printer {
     fn line_break(&mut self) {
         if self.open != Open::Nothing {
-            println!();
+            outln!("");
             self.open = Open::Nothing;
         }
     }
@@ -273,28 +293,28 @@ impl Printer {
             AgentEvent::Model(StreamEvent::TextDelta { text }) => {
                 if self.open != Open::Text {
                     self.line_break();
-                    print!("model> ");
+                    out_inline!("model> ");
                     self.open = Open::Text;
                 }
-                print!("{text}");
+                out_inline!("{text}");
             }
             AgentEvent::Model(StreamEvent::ToolCallStarted { index, id, name }) => {
                 self.line_break();
                 let id = id.as_deref().unwrap_or("id pending");
-                print!("call [{index}] {name} ({id}) args: ");
+                out_inline!("call [{index}] {name} ({id}) args: ");
                 self.open = Open::Call(*index);
             }
             AgentEvent::Model(StreamEvent::ToolCallDelta { index, fragment }) => {
                 if self.open != Open::Call(*index) {
                     self.line_break();
-                    print!("call [{index}] args: ");
+                    out_inline!("call [{index}] args: ");
                     self.open = Open::Call(*index);
                 }
-                print!("{fragment}|");
+                out_inline!("{fragment}|");
             }
             AgentEvent::Model(StreamEvent::ToolCallComplete { call, .. }) => {
                 self.line_break();
-                println!(
+                outln!(
                     "  assembled {}: {}",
                     describe_call(call),
                     call.raw_arguments
@@ -302,36 +322,37 @@ impl Printer {
             }
             AgentEvent::Model(StreamEvent::Finish { reason }) => {
                 self.line_break();
-                println!("  finish: {reason}");
+                outln!("  finish: {reason}");
             }
             AgentEvent::Model(_) => {}
             AgentEvent::ToolStarted(call) => {
                 self.line_break();
-                println!("run  {} ({})", call.name, call.id);
+                outln!("run  {} ({})", call.name, call.id);
             }
             AgentEvent::ToolFinished(result) => {
                 self.line_break();
                 if result.is_error {
-                    println!(
+                    outln!(
                         "  <- {} ({}) error: {}",
                         result.name,
                         result.call_id,
                         result.error.as_deref().unwrap_or("")
                     );
                 } else {
-                    println!(
+                    outln!(
                         "  <- {} ({}) ok: {}",
-                        result.name, result.call_id, result.output
+                        result.name,
+                        result.call_id,
+                        result.output
                     );
                 }
             }
             AgentEvent::TurnDone { turn, .. } => {
                 self.line_break();
-                println!("-- turn {turn} done");
+                outln!("-- turn {turn} done");
             }
             _ => {}
         }
-        let _ = std::io::stdout().flush();
     }
 }
 

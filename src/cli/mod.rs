@@ -2,6 +2,14 @@
 //! conformance case failed); 2 bad input or usage, with a one-line message naming the file,
 //! line and reason.
 
+/// `println!` that ends the process quietly when standard output is a closed pipe
+/// (`toolwire replay ... | head`) instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::out(format_args!($($arg)*))
+    };
+}
+
 mod demo;
 mod offline;
 
@@ -61,6 +69,23 @@ impl CliError {
             | Error::Timeout { .. } => Self::Provider(line),
             _ => Self::Input(line),
         }
+    }
+}
+
+/// Writes one line to standard output; a closed pipe ends the process with status 0.
+pub(crate) fn out(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let result = stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.write_all(b"\n"))
+        .and_then(|()| stdout.flush());
+    if let Err(e) = result {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("toolwire: cannot write to standard output: {e}");
+        std::process::exit(1);
     }
 }
 

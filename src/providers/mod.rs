@@ -6,8 +6,12 @@
 //! verbatim), errors keeping the provider's code and message, the canonical fixture cases (or
 //! `SKIP` lines), and a quirk sheet in `providers/<name>.md`.
 
+pub mod dashscope;
+pub mod glm;
 pub mod openai;
+pub mod qwen;
 pub(crate) mod shared;
+pub mod stepfun;
 
 use crate::error::{Error, Result};
 use crate::provider::{Provider, ProviderKind};
@@ -16,6 +20,10 @@ use crate::provider::{Provider, ProviderKind};
 pub fn provider_for(kind: ProviderKind) -> Result<Box<dyn Provider>> {
     match kind {
         ProviderKind::OpenAi => Ok(Box::new(openai::OpenAi::new())),
+        ProviderKind::DashScope => Ok(Box::new(dashscope::DashScope::new())),
+        ProviderKind::Glm => Ok(Box::new(glm::provider())),
+        ProviderKind::Qwen => Ok(Box::new(qwen::provider())),
+        ProviderKind::StepFun => Ok(Box::new(stepfun::provider())),
         other => Err(Error::unsupported(
             other,
             "provider not built into this version yet",

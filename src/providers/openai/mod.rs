@@ -10,7 +10,10 @@ mod encode;
 mod respond;
 mod wire;
 
-pub use dialect::{Dialect, OPENAI, OPENAI_COMPATIBLE, openai_name};
+pub use dialect::{
+    Dialect, OPENAI, OPENAI_COMPATIBLE, ParallelCalls, ThinkingSwitch, ToolChoiceSupport,
+    openai_name,
+};
 
 use serde_json::Value;
 
@@ -84,6 +87,7 @@ impl Provider for OpenAi {
     }
 
     fn encode_parameters(&self, tool: &ToolDefinition, _mode: Option<SchemaMode>) -> Result<Value> {
+        encode::check_keys(self.dialect, tool)?;
         Ok(if tool.strict {
             crate::schema::to_strict(&tool.parameters)
         } else {
