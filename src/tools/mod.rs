@@ -7,8 +7,8 @@
 //!
 //! The [`ToolRegistry`] holds tools with their source, role, toolset, timeout and availability
 //! checks, decides which ones a request offers ([`ToolSelection`]), and runs calls
-//! ([`ToolRegistry::dispatch`]). Every tool problem becomes an error [`ToolResult`] for the
-//! model, never an [`Error`](crate::Error): malformed or truncated arguments (the handler never
+//! ([`ToolRegistry::dispatch`]). Every tool problem becomes an error [`ToolResult`](crate::ToolResult) for the
+//! model, never an [`Error`]: malformed or truncated arguments (the handler never
 //! runs), an unknown tool (the result lists the available ones), a schema violation (naming the
 //! parameter, the problem and the allowed values), a timeout, a handler error or panic.
 //!
