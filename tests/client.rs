@@ -1,9 +1,9 @@
-#![cfg(feature = "mock")]
 //! The client over the mock provider: every provider that can encode responses, streamed and
 //! not, odd chunking, retries, timeouts, broken streams, limits, key hygiene and recording.
 //!
 //! Time limits here are small (a few hundred milliseconds) and only ever bound a wait from
 //! above; the one lower-bound check (Retry-After honoured) cannot flake.
+#![cfg(feature = "mock")]
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use toolwire::client::{Client, Limits, RetryPolicy, Timeouts};
+use toolwire::conformance;
 use toolwire::mock::{MockReply, MockServer, Script};
 use toolwire::provider::{Auth, ProviderInfo};
 use toolwire::providers::openai::{Dialect, OPENAI, OpenAi};
@@ -949,5 +950,195 @@ async fn recording_writes_fixture_cases_without_the_key() {
     assert_eq!(expected["error"]["code"], "invalid_json_schema");
     assert_eq!(expected["partial"], Value::Null);
     assert!(read(&third, "meta.toml").contains("status = 400"));
+
+    // The folders pass conformance as they are.
+    let reports = conformance::run_dir(&dir, None, conformance::Mode::Check).unwrap();
+    assert_eq!(reports.len(), 3);
+    for report in &reports {
+        assert!(report.passed(), "{report}: {:?}", report.failures());
+        assert!(report.checks.iter().any(|c| c.name == "encode"));
+        assert!(report.checks.iter().any(|c| c.name == "decode"));
+    }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn recording_through_a_compatible_server_keeps_the_sent_body() {
+    // Against a non-OpenAI base URL the compatible dialect sends `max_tokens`; the golden is the
+    // `openai` encoding that conformance checks, and the body actually sent is kept beside it.
+    let dir = temp_dir("record-compatible");
+    let server = MockServer::start(ProviderKind::OpenAi, Script::new().then(text_reply()))
+        .await
+        .unwrap();
+    let client = Client::builder(ProviderKind::OpenAi)
+        .base_url(server.url())
+        .record_to(&dir)
+        .build()
+        .unwrap();
+    let mut req = request();
+    req.max_tokens = Some(64);
+    client.chat(&req).await.unwrap();
+    let case = &case_dirs(&dir)[0];
+    let sent: Value =
+        serde_json::from_slice(&std::fs::read(case.join("sent_request.json")).unwrap()).unwrap();
+    let golden: Value =
+        serde_json::from_slice(&std::fs::read(case.join("wire_request.json")).unwrap()).unwrap();
+    assert_eq!(sent["max_tokens"], 64);
+    assert_eq!(golden["max_completion_tokens"], 64);
+    assert_eq!(server.requests()[0].body, sent);
+    let reports = conformance::run_dir(&dir, None, conformance::Mode::Check).unwrap();
+    assert!(reports[0].passed(), "{:?}", reports[0].failures());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn odd_sse_framing_and_a_byte_order_mark_are_tolerated() {
+    // CRLF line ends, comments and keep-alive pings, an `id:` line, two data lines without the
+    // blank line between them, and a last event without its blank line; with and without a BOM.
+    let sse = "\u{feff}: keep-alive\r\n\r\n\
+        id: 1\r\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"He\"}}]}\r\n\r\n\
+        : ping\r\n\
+        data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"llo\"}}]}\r\n\
+        data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\r\n\r\n\
+        data: [DONE]";
+    let plain = &sse["\u{feff}".len()..];
+    let mut script = Script::new();
+    for body in [sse, plain] {
+        for n in [1, 3, 1000] {
+            script = script.then(MockReply::raw_sse(body).chunk_size(n));
+        }
+    }
+    let json = OpenAi::new().encode_response(&text_reply(), false).unwrap();
+    let mut with_bom = b"\xEF\xBB\xBF".to_vec();
+    with_bom.extend_from_slice(&json);
+    let script = script
+        .then(MockReply::Raw {
+            status: 200,
+            content_type: "application/json".into(),
+            body: with_bom.clone(),
+        })
+        .then(MockReply::Raw {
+            status: 200,
+            content_type: "application/json".into(),
+            body: with_bom,
+        });
+    let (_server, client) = openai(script).await;
+    for _ in 0..6 {
+        let (events, result) = drain(&client, &request()).await;
+        let response = result.unwrap();
+        assert_eq!(response.text.as_deref(), Some("Hello"));
+        assert_eq!(response.finish_reason, FinishReason::Stop);
+        assert_eq!(streamed_text(&events), "Hello");
+    }
+    assert_eq!(client.chat(&request()).await.unwrap(), text_reply());
+    assert_eq!(drain(&client, &request()).await.1.unwrap(), text_reply());
+}
+
+#[tokio::test]
+async fn empty_and_redirect_answers_are_typed_errors() {
+    let script = Script::new()
+        .then(MockReply::Raw {
+            status: 200,
+            content_type: "application/json".into(),
+            body: Vec::new(),
+        })
+        .then(MockReply::raw_sse(""))
+        .then(
+            MockReply::Raw {
+                status: 302,
+                content_type: "text/plain".into(),
+                body: b"moved".to_vec(),
+            }
+            .header("location", "http://127.0.0.1:9/elsewhere"),
+        );
+    let (server, client) = openai(script).await;
+    let err = client.chat(&request()).await.unwrap_err();
+    assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+    assert!(err.to_string().contains("empty"), "{err}");
+    let err = drain(&client, &request()).await.1.unwrap_err();
+    assert!(matches!(err, Error::Stream { .. }), "{err:?}");
+    // Redirects are not followed: the key never travels to another host.
+    let err = client.chat(&request()).await.unwrap_err();
+    assert_eq!(err.status(), Some(302));
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn connection_closed_without_an_answer() {
+    let (server, client) = openai(Script::new().then(MockReply::Close).then(text_reply())).await;
+    let err = client.chat(&request()).await.unwrap_err();
+    // The server may have started the turn: not resent (it would be billed twice).
+    assert!(
+        matches!(err, Error::Transport { connect: false, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("connection closed"), "{err}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn error_bodies_are_cut_at_their_limit() {
+    let body = format!(
+        r#"{{"error":{{"message":"upstream failed","code":"bad_gateway","detail":"{}"}}}}"#,
+        "d".repeat(100_000)
+    );
+    let reply = MockReply::Raw {
+        status: 502,
+        content_type: "application/json".into(),
+        body: body.into_bytes(),
+    };
+    let server = MockServer::start(ProviderKind::OpenAi, Script::new().then(reply))
+        .await
+        .unwrap();
+    let client = Client::builder(ProviderKind::OpenAi)
+        .base_url(server.url())
+        .retry(RetryPolicy::none())
+        .limits(Limits::default().with_max_error_body_bytes(1024))
+        .build()
+        .unwrap();
+    let err = client.chat(&request()).await.unwrap_err();
+    let api = err.api().unwrap();
+    assert_eq!(api.status, Some(502));
+    assert!(api.body.len() <= 1024, "{}", api.body.len());
+    assert!(
+        api.body
+            .starts_with(r#"{"error":{"message":"upstream failed""#)
+    );
+}
+
+#[tokio::test]
+async fn client_and_streams_move_across_tasks() {
+    fn send_sync<T: Send + Sync + Clone>(_: &T) {}
+    fn send_unpin<T: Send + Unpin + futures::Stream>(_: &T) {}
+    let (_server, client) = openai(Script::new().then(text_reply()).then(text_reply())).await;
+    send_sync(&client);
+    // Both futures are Send: they can run on a spawned task.
+    let c = client.clone();
+    let whole = tokio::spawn(async move { c.chat(&request()).await })
+        .await
+        .unwrap();
+    assert_eq!(whole.unwrap(), text_reply());
+    let stream = client.stream(&request()).await.unwrap();
+    send_unpin(&stream);
+    let streamed = tokio::spawn(stream.finish()).await.unwrap();
+    assert_eq!(streamed.unwrap(), text_reply());
+}
+
+#[tokio::test]
+async fn unbounded_limits_do_not_overflow() {
+    let server = MockServer::start(ProviderKind::OpenAi, Script::new().then(text_reply()))
+        .await
+        .unwrap();
+    let client = Client::builder(ProviderKind::OpenAi)
+        .base_url(server.url())
+        .timeouts(
+            Timeouts::default()
+                .with_first_byte(Duration::MAX)
+                .with_idle(Duration::MAX)
+                .with_total(Duration::MAX),
+        )
+        .limits(Limits::default().with_max_body_bytes(usize::MAX))
+        .build()
+        .unwrap();
+    assert_eq!(drain(&client, &request()).await.1.unwrap(), text_reply());
 }

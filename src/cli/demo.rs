@@ -59,18 +59,6 @@ pub(crate) struct DemoArgs {
 
 const PROMPT: &str = "What is the weather in Paris and Tokyo, and how far apart are they?";
 
-/// Models for a live run when `--model` is not given: small, cheap ones named in the research
-/// notes. They go stale; `--model` always wins.
-fn live_model(kind: ProviderKind) -> &'static str {
-    match kind {
-        ProviderKind::OpenAi => "gpt-4.1-nano",
-        ProviderKind::Gemini => "gemini-3.5-flash",
-        ProviderKind::Glm => "glm-4.5-flash",
-        ProviderKind::Qwen | ProviderKind::DashScope => "qwen-plus",
-        ProviderKind::StepFun => "step-3.5-flash",
-    }
-}
-
 pub(crate) fn demo(args: &DemoArgs) -> Result<(), CliError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -94,7 +82,7 @@ async fn run(args: &DemoArgs) -> Result<(), CliError> {
         let model = args
             .model
             .clone()
-            .unwrap_or_else(|| live_model(kind).to_owned());
+            .unwrap_or_else(|| super::chat::default_model(kind).to_owned());
         let client = Client::new(kind).map_err(|e| CliError::from_error("", &e))?;
         outln!(
             "toolwire demo: the agent loop, live against {kind} ({}), model {model}",

@@ -10,6 +10,7 @@ macro_rules! outln {
     };
 }
 
+mod chat;
 mod demo;
 mod offline;
 
@@ -39,6 +40,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run fixture cases (the repository's or your own recordings) and print a table.
     Conformance(offline::ConformanceArgs),
+    /// Talk to a live provider with two demo tools (clock, calculator), streaming the answer.
+    Chat(chat::ChatArgs),
 }
 
 /// Why a command failed, mapped to the exit status.
@@ -106,6 +109,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Providers => offline::providers(),
         Command::Conformance(args) => offline::conformance(&args),
         Command::Demo(args) => demo::demo(&args),
+        Command::Chat(args) => chat::chat(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

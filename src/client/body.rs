@@ -95,7 +95,7 @@ impl Body {
                 if self.received > self.limit {
                     return Poll::Ready(Err(BodyError::TooLarge(self.limit)));
                 }
-                let next = Instant::now() + self.deadlines.idle;
+                let next = super::after(self.deadlines.idle);
                 let (at, phase) = Self::next_deadline(&self.deadlines, next, false);
                 self.phase = phase;
                 self.timer.as_mut().reset(at);

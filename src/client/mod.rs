@@ -3,7 +3,7 @@
 //! Providers are pure translation; this module does all the IO. A [`Client`] encodes the
 //! canonical request with its provider, sends it (with the key in the provider's auth header,
 //! never in the URL), retries what is safe to retry, and decodes the answer under time and size
-//! limits. [`Client::stream`] yields each [`StreamEvent`] as soon as its bytes arrive; the body
+//! limits. [`Client::stream`] yields each [`StreamEvent`](crate::StreamEvent) as soon as its bytes arrive; the body
 //! is never buffered first. Tool names the provider's encoder rewrote are restored, so callers
 //! only see canonical names.
 //!
@@ -249,14 +249,17 @@ impl ClientBuilder {
             }
         };
         let info = provider.info().clone();
-        let key = self.api_key.or_else(|| {
-            info.key_vars.iter().find_map(|var| {
-                std::env::var(var)
-                    .ok()
-                    .filter(|v| !v.trim().is_empty())
-                    .map(Secret)
-            })
-        });
+        let key = self
+            .api_key
+            .filter(|Secret(k)| !k.trim().is_empty())
+            .or_else(|| {
+                info.key_vars.iter().find_map(|var| {
+                    std::env::var(var)
+                        .ok()
+                        .filter(|v| !v.trim().is_empty())
+                        .map(Secret)
+                })
+            });
         if key.is_none() && self.base_url.is_none() {
             return Err(Error::input(
                 "api_key",
@@ -300,6 +303,9 @@ impl ClientBuilder {
         };
         let http = reqwest::Client::builder()
             .connect_timeout(self.timeouts.connect)
+            // A redirect would turn the POST into a GET or carry the key to another host; a 3xx
+            // is reported as the answer instead.
+            .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("toolwire/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| Error::Transport {
@@ -414,7 +420,7 @@ impl Client {
     /// One non-streamed turn.
     pub async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse> {
         let inner = &self.inner;
-        let total = Instant::now() + inner.timeouts.total;
+        let total = after(inner.timeouts.total);
         let wire = inner.provider.encode(req, false)?;
         let (response, deadlines) = match inner.open(&wire, false, total).await {
             Ok(ok) => ok,
@@ -429,7 +435,7 @@ impl Client {
         let result = inner.decode_body(&bytes, &wire.names);
         if let Some(recorder) = &inner.recorder {
             let rec = Recording::new(req, &wire, false, status, bytes);
-            recorder.write(inner, &wire.names, &rec)?;
+            recorder.write(inner, &rec)?;
         }
         result.map_err(|e| inner.redact(e))
     }
@@ -438,7 +444,7 @@ impl Client {
     /// do. Retries happen only before that point.
     pub async fn stream(&self, req: &ChatRequest) -> Result<ChatStream> {
         let inner = &self.inner;
-        let total = Instant::now() + inner.timeouts.total;
+        let total = after(inner.timeouts.total);
         let wire = inner.provider.encode(req, true)?;
         let (response, deadlines) = match inner.open(&wire, true, total).await {
             Ok(ok) => ok,
@@ -496,7 +502,7 @@ impl Inner {
             let Some(wait) = self.retry.delay(retry, asked) else {
                 return Err(failure);
             };
-            if Instant::now() + wait >= total {
+            if after(wait) >= total {
                 return Err(failure);
             }
             tokio::time::sleep(wait).await;
@@ -514,7 +520,7 @@ impl Inner {
     ) -> std::result::Result<(reqwest::Response, Deadlines), Failure> {
         let t = &self.timeouts;
         let start = Instant::now();
-        let first_byte = (start + t.first_byte).min(total);
+        let first_byte = start.checked_add(t.first_byte).unwrap_or(total).min(total);
         let mut request = self
             .http
             .post(url)
@@ -579,7 +585,7 @@ impl Inner {
     ) -> Error {
         if let (Some(recorder), Some((status, bytes))) = (&self.recorder, f.answer) {
             let rec = Recording::new(req, wire, stream, status, bytes);
-            if let Err(e) = recorder.write(self, &wire.names, &rec) {
+            if let Err(e) = recorder.write(self, &rec) {
                 return e;
             }
         }
@@ -645,6 +651,14 @@ impl Inner {
 
     /// A whole body (JSON, or SSE from a server that streams anyway) → the canonical response.
     fn decode_body(&self, bytes: &[u8], names: &NameMap) -> Result<ChatResponse> {
+        let bytes = strip_bom(bytes);
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(Error::decode(
+                self.kind(),
+                "response body",
+                "the body is empty",
+            ));
+        }
         let mut response = match crate::replay::replay(self.provider.as_ref(), bytes) {
             Ok(r) => r.response,
             Err(mut e) => {
@@ -747,6 +761,22 @@ impl Inner {
             .map(|Secret(k)| k.trim())
             .filter(|k| k.len() >= 6)
     }
+}
+
+/// The instant `d` from now; a limit too large to represent (`Duration::MAX` for "no limit")
+/// becomes a century.
+pub(crate) fn after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86_400)))
+        .unwrap_or(now)
+}
+
+/// A UTF-8 byte order mark, which some servers put before a body or stream.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(BOM).unwrap_or(bytes)
 }
 
 fn argument_limit_reason(index: usize, max: usize) -> String {

@@ -3,7 +3,8 @@
 //! A case folder holds the canonical request (`request.json`), its encoding
 //! (`wire_request.json`), the provider's bytes exactly as received (`response.sse` or
 //! `response.json`), `meta.toml` and the golden `expected.json`: the bytes decoded again with no
-//! IO, so the folder passes `toolwire conformance` as is. The auth header is never written, and
+//! IO, exactly as [`crate::conformance`] decodes them (tool names as on the wire), so the folder
+//! passes `toolwire conformance` as is. The auth header is never written, and
 //! the key is replaced wherever a server echoed it.
 
 use std::fs;
@@ -12,12 +13,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Inner;
+use crate::conformance::{decode_body, error_json, golden_json};
 use crate::error::{Error, Result};
-use crate::provider::{HttpRequest, NameMap, Provider};
-use crate::replay::{is_json_body, replay};
+use crate::provider::{HttpRequest, Provider};
+use crate::replay::is_json_body;
 use crate::types::ChatRequest;
 
 /// Writes one case folder per exchange below `dir/<provider>/`.
@@ -31,6 +33,7 @@ pub(crate) struct Recorder {
 #[derive(Debug)]
 pub(crate) struct Recording {
     request: Value,
+    request_value: Option<ChatRequest>,
     wire: Value,
     model: String,
     stream: bool,
@@ -49,6 +52,7 @@ impl Recording {
     ) -> Self {
         Self {
             request: serde_json::to_value(req).unwrap_or(Value::Null),
+            request_value: Some(req.clone()),
             wire: wire.body.clone(),
             model: req.model.clone(),
             stream,
@@ -67,7 +71,7 @@ impl Recorder {
     }
 
     /// Writes the case folder and returns its path.
-    pub(crate) fn write(&self, inner: &Inner, names: &NameMap, rec: &Recording) -> Result<PathBuf> {
+    pub(crate) fn write(&self, inner: &Inner, rec: &Recording) -> Result<PathBuf> {
         let provider = inner.provider.as_ref();
         let parent = self.dir.join(provider.info().kind.name());
         fs::create_dir_all(&parent).map_err(|e| io_error(&parent, e))?;
@@ -94,14 +98,28 @@ impl Recorder {
         } else {
             "response.sse"
         };
-        let expected = golden(provider, names, rec.status, &bytes);
-        let files: [(&str, Vec<u8>); 5] = [
+        // The goldens are what `toolwire conformance` computes for this provider name, so the
+        // folder passes as is. A client with another dialect (an OpenAI-compatible base URL)
+        // may have sent a different body; that one is kept as `sent_request.json`.
+        let reference = crate::providers::provider_for(provider.info().kind).ok();
+        let golden_provider = reference.as_deref().unwrap_or(provider);
+        let expected = golden_json(&decode_body(golden_provider, &bytes, Some(rec.status)));
+        let wire = match &rec.request_value {
+            Some(req) => golden_provider
+                .encode(req, rec.stream)
+                .map_or_else(|e| error_json(&e), |w| w.body),
+            None => rec.wire.clone(),
+        };
+        let mut files: Vec<(&str, Vec<u8>)> = vec![
             ("request.json", scrub(pretty(&rec.request)).into_bytes()),
-            ("wire_request.json", scrub(pretty(&rec.wire)).into_bytes()),
+            ("wire_request.json", scrub(pretty(&wire)).into_bytes()),
             (response_file, bytes),
             ("expected.json", scrub(pretty(&expected)).into_bytes()),
             ("meta.toml", scrub(meta(provider, rec, now)).into_bytes()),
         ];
+        if wire != rec.wire {
+            files.push(("sent_request.json", scrub(pretty(&rec.wire)).into_bytes()));
+        }
         for (name, content) in files {
             let path = case.join(name);
             fs::write(&path, content).map_err(|e| io_error(&path, e))?;
@@ -138,50 +156,6 @@ fn replace_bytes(haystack: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
     out
 }
 
-/// What decoding the recorded bytes gives: the canonical response, or the error golden
-/// `{"error": {kind, provider, status, code, message}, "partial": …}`.
-pub(crate) fn golden(provider: &dyn Provider, names: &NameMap, status: u16, bytes: &[u8]) -> Value {
-    if !(200..300).contains(&status) {
-        let api = provider.decode_error(Some(status), bytes);
-        return error_golden(&Error::from(api));
-    }
-    match replay(provider, bytes) {
-        Ok(r) => {
-            let mut response = r.response;
-            names.restore_response(&mut response);
-            serde_json::to_value(&response).unwrap_or(Value::Null)
-        }
-        Err(mut e) => {
-            super::restore_partial(&mut e, names);
-            error_golden(&e)
-        }
-    }
-}
-
-fn error_golden(e: &Error) -> Value {
-    let kind = match e {
-        Error::Api(_) => "api",
-        Error::Decode { .. } => "decode",
-        Error::Unsupported { .. } => "unsupported",
-        Error::Input { .. } => "input",
-        _ => "stream",
-    };
-    let (code, message) = match e.api() {
-        Some(api) => (api.code.clone(), api.message.clone()),
-        None => (None, e.to_string()),
-    };
-    json!({
-        "error": {
-            "kind": kind,
-            "provider": e.provider().map(|p| p.name()),
-            "status": e.status(),
-            "code": code,
-            "message": message,
-        },
-        "partial": e.partial(),
-    })
-}
-
 fn meta(provider: &dyn Provider, rec: &Recording, now: SystemTime) -> String {
     let kind = provider.info().kind;
     let date = super::time::date(now);
@@ -196,7 +170,7 @@ fn meta(provider: &dyn Provider, rec: &Recording, now: SystemTime) -> String {
         &rec.model
     };
     format!(
-        "description = {}\nsource = {}\nprovider = {}\nmodel = {}\nstream = {}\nstatus = {}\n",
+        "description = {}\nsource = {}\nprovider = {}\nmodel = {}\nstream = {}\nstatus = {}\nrecorded = {}\n",
         toml_str(&format!(
             "Live {how} exchange with {kind} recorded by toolwire"
         )),
@@ -205,6 +179,7 @@ fn meta(provider: &dyn Provider, rec: &Recording, now: SystemTime) -> String {
         toml_str(&rec.model),
         rec.stream,
         rec.status,
+        toml_str(&super::time::rfc3339(now)),
     )
 }
 

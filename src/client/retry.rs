@@ -92,7 +92,8 @@ impl RetryPolicy {
         } else {
             0.0
         };
-        Some(backoff.mul_f64(1.0 - jitter * random_unit()))
+        let factor = 1.0 - jitter * random_unit();
+        Some(Duration::try_from_secs_f64(backoff.as_secs_f64() * factor).unwrap_or(backoff))
     }
 }
 
@@ -145,6 +146,8 @@ mod tests {
         assert_eq!(p.delay(2, None), Some(Duration::from_millis(400)));
         assert_eq!(p.delay(9, None), Some(Duration::from_millis(1000)));
         assert_eq!(p.delay(u32::MAX, None), Some(Duration::from_millis(1000)));
+        let unbounded = p.clone().with_max_delay(Duration::MAX).with_jitter(1.0);
+        assert!(unbounded.delay(40, None).is_some());
         let p = p.with_jitter(0.5);
         for _ in 0..50 {
             let d = p.delay(1, None).unwrap();

@@ -10,7 +10,7 @@ use futures::{Stream, StreamExt};
 
 use super::body::Body;
 use super::record::Recording;
-use super::{Inner, argument_limit_reason, restore_partial};
+use super::{BOM, Inner, argument_limit_reason, restore_partial};
 use crate::error::{Error, Result};
 use crate::provider::{NameMap, StreamDecoder};
 use crate::replay::{at_line, is_json_body};
@@ -181,6 +181,13 @@ impl State {
             }
             Mode::Sniff(seen) => {
                 seen.extend_from_slice(chunk);
+                // Wait until a byte order mark can be told apart from the start of the body.
+                if seen.len() < BOM.len() && BOM.starts_with(seen) {
+                    return Ok(());
+                }
+                if seen.starts_with(BOM) {
+                    seen.drain(..BOM.len());
+                }
                 if seen.iter().all(u8::is_ascii_whitespace) {
                     return Ok(());
                 }
@@ -334,7 +341,7 @@ impl State {
     /// Writes the recording once, whatever the outcome.
     fn record(&mut self) -> Result<()> {
         match (&self.inner.recorder, self.recording.take()) {
-            (Some(recorder), Some(rec)) => recorder.write(&self.inner, &self.names, &rec).map(drop),
+            (Some(recorder), Some(rec)) => recorder.write(&self.inner, &rec).map(drop),
             _ => Ok(()),
         }
     }

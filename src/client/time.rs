@@ -54,6 +54,18 @@ pub(crate) fn stamp(t: SystemTime) -> String {
     )
 }
 
+/// `YYYY-MM-DDTHH:MM:SSZ` (UTC).
+pub(crate) fn rfc3339(t: SystemTime) -> String {
+    let s = unix_seconds(t).rem_euclid(86_400);
+    format!(
+        "{}T{:02}:{:02}:{:02}Z",
+        date(t),
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
 /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form RFC 9110 requires senders
 /// to use. The obsolete RFC 850 and asctime forms are not accepted.
 pub(crate) fn parse_http_date(text: &str) -> Option<SystemTime> {
@@ -93,6 +105,7 @@ mod tests {
         assert_eq!(unix_seconds(t), 784_111_777);
         assert_eq!(date(t), "1994-11-06");
         assert_eq!(stamp(t), "19941106_084937");
+        assert_eq!(rfc3339(t), "1994-11-06T08:49:37Z");
         for bad in [
             "",
             "Sunday, 06-Nov-94 08:49:37 GMT",

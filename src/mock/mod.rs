@@ -69,6 +69,8 @@ pub enum MockReply {
     },
     /// Read the request, then never answer; the connection is held until the client leaves.
     Hang,
+    /// Read the request, then close the connection without answering.
+    Close,
     /// Another reply delivered with a [`Shape`].
     Shaped(Box<MockReply>, Shape),
 }
@@ -426,6 +428,9 @@ async fn serve(mut sock: TcpStream, shared: Arc<Shared>) {
     let (base, shape) = reply.unshape();
     let shape = shape.cloned().unwrap_or_default();
     let stream = shape.stream.unwrap_or(wants_stream);
+    if matches!(base, MockReply::Close) {
+        return;
+    }
     let Some(mut response) = render(shared.provider.as_ref(), base, stream) else {
         http::wait_for_close(&mut sock, None).await;
         return;
@@ -444,7 +449,7 @@ async fn serve(mut sock: TcpStream, shared: Arc<Shared>) {
     http::write_response(&mut sock, response, &delivery).await;
 }
 
-/// The HTTP response for a reply; `None` for [`MockReply::Hang`].
+/// The HTTP response for a reply; `None` for [`MockReply::Hang`] and [`MockReply::Close`].
 fn render(provider: &dyn Provider, reply: &MockReply, stream: bool) -> Option<Response> {
     let (status, body, mut headers) = match reply {
         MockReply::Response(r) => match provider.encode_response(r, stream) {
@@ -474,7 +479,7 @@ fn render(provider: &dyn Provider, reply: &MockReply, stream: bool) -> Option<Re
                 body: body.clone(),
             });
         }
-        MockReply::Hang => return None,
+        MockReply::Hang | MockReply::Close => return None,
         MockReply::Shaped(inner, _) => return render(provider, inner, stream),
     };
     let sse = !is_json_body(&body) && status == 200;
