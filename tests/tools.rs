@@ -902,3 +902,22 @@ async fn callback_handler_is_not_run_for_bad_arguments() {
             .starts_with("Invalid parameter \"unit\"")
     );
 }
+
+#[tokio::test]
+async fn checks_and_handlers_may_use_the_registry() {
+    // User code runs without the registry lock held: a check that writes must not deadlock.
+    let registry = ToolRegistry::new();
+    let handle = registry.clone();
+    registry
+        .register(echo("a").with_check(move || {
+            handle.unregister("no_such_tool");
+            Ok(())
+        }))
+        .unwrap();
+    assert_eq!(names(&registry, &everything()), ["a"]);
+    assert!(registry.availability_report().is_empty());
+    let result = registry
+        .dispatch(&ToolCall::new("c1", "a", "{}"), &everything())
+        .await;
+    assert!(!result.is_error, "{result:?}");
+}

@@ -339,10 +339,15 @@ impl ToolRegistry {
             .any(|e| e.tool.definition.name == name)
     }
 
+    /// The entries, copied out so availability checks (user code) run without the lock held:
+    /// a check or handler may register tools itself.
+    fn snapshot(&self) -> Vec<Entry> {
+        self.read().entries.clone()
+    }
+
     /// Every registered tool, in registration order, with why it is unavailable if it is.
     pub fn list(&self) -> Vec<ToolInfo> {
-        self.read()
-            .entries
+        self.snapshot()
             .iter()
             .map(|e| ToolInfo {
                 name: e.tool.definition.name.clone(),
@@ -361,8 +366,7 @@ impl ToolRegistry {
     /// The tools that are registered but not offered because a required environment variable
     /// is missing or their check fails, and why.
     pub fn availability_report(&self) -> Vec<Unavailable> {
-        self.read()
-            .entries
+        self.snapshot()
             .iter()
             .filter_map(|e| {
                 e.unavailable().map(|reason| Unavailable {
@@ -376,9 +380,8 @@ impl ToolRegistry {
 
     /// The entries `selection` offers, one per name, in registration order of the name.
     fn offered(&self, selection: &ToolSelection) -> Vec<Entry> {
-        let inner = self.read();
         let mut out: Vec<Entry> = Vec::new();
-        for e in &inner.entries {
+        for e in &self.snapshot() {
             if !selection.scope_fits(&e.tool) || e.unavailable().is_some() {
                 continue;
             }
@@ -449,8 +452,7 @@ impl ToolRegistry {
             format!("available tools: {}", names.join(", "))
         };
         let unavailable = self
-            .read()
-            .entries
+            .snapshot()
             .iter()
             .filter(|e| e.tool.definition.name == call.name && selection.scope_fits(&e.tool))
             .find_map(Entry::unavailable);
