@@ -333,10 +333,12 @@ impl Tool {
                 ),
             ));
         }
-        for (field, value) in [("source", Some(&self.source)), ("role", self.role.as_ref())]
-            .into_iter()
-            .chain([("toolset", self.toolset.as_ref())])
-        {
+        let named = [
+            ("source", Some(&self.source)),
+            ("role", self.role.as_ref()),
+            ("toolset", self.toolset.as_ref()),
+        ];
+        for (field, value) in named {
             if value.is_some_and(|v| v.trim().is_empty()) {
                 return Err(Error::input(
                     field,
