@@ -6,6 +6,7 @@
 //! verbatim), errors keeping the provider's code and message, the canonical fixture cases (or
 //! `SKIP` lines), and a quirk sheet in `providers/<name>.md`.
 
+pub mod gemini;
 pub mod openai;
 pub(crate) mod shared;
 
@@ -16,6 +17,7 @@ use crate::provider::{Provider, ProviderKind};
 pub fn provider_for(kind: ProviderKind) -> Result<Box<dyn Provider>> {
     match kind {
         ProviderKind::OpenAi => Ok(Box::new(openai::OpenAi::new())),
+        ProviderKind::Gemini => Ok(Box::new(gemini::Gemini::new())),
         other => Err(Error::unsupported(
             other,
             "provider not built into this version yet",
