@@ -14,7 +14,7 @@
 //! - `anyOf` keeps only the union: a `{"type":"null"}` branch becomes `nullable: true` on every
 //!   branch, a single remaining branch replaces the union, and sibling keys are moved into the
 //!   branches (constraints merged, `description`/`title` copied) because Gemini rejects siblings
-//!   of `anyOf`;
+//!   of `anyOf`; a branch whose type contradicts a sibling `type` can never match and is dropped;
 //! - a type list becomes `nullable` (`["string","null"]`) or an `anyOf` with each type's own
 //!   keywords (`["string","integer"]`);
 //! - `const` becomes a one-value `enum`; `null` in an enum becomes `nullable`; `""` is removed
@@ -32,7 +32,8 @@
 //!   `uniqueItems`, `contains`, `multipleOf`, `not`, `if`/`then`/`else`, `dependent*`,
 //!   `readOnly`/`writeOnly`/`deprecated`, vendor `x-…` keys, string formats other than `enum`
 //!   and `date-time`, number formats other than `int32`/`int64`/`float`/`double`, and
-//!   `default`/`example` next to a union. `exclusiveMinimum`/`exclusiveMaximum` become inclusive
+//!   `default`/`example` next to a union of several branches, and `default: null`.
+//!   `exclusiveMinimum`/`exclusiveMaximum` become inclusive
 //!   `minimum`/`maximum`; `examples[0]` becomes `example`; a tuple (`prefixItems`, array `items`)
 //!   becomes an array of the union of its item schemas with its length as bounds.
 //!
@@ -273,6 +274,34 @@ fn annotations_of(map: &Map<String, Value>) -> Map<String, Value> {
                 .map(|v| ((*k).to_owned(), v.clone()))
         })
         .collect()
+}
+
+/// Whether a raw union branch only allows null: `{"type": "null"}`, `{"const": null}` or
+/// `{"enum": [null]}` (with annotations at most).
+fn is_raw_null(branch: &Value) -> bool {
+    let Some(m) = branch.as_object() else {
+        return false;
+    };
+    let null_only = m.get("type").and_then(Value::as_str) == Some("null")
+        || m.get("const") == Some(&Value::Null)
+        || m.get("enum") == Some(&json!([null]));
+    null_only
+        && m.keys().all(|k| {
+            matches!(
+                k.as_str(),
+                "type" | "const" | "enum" | "description" | "title" | "nullable"
+            )
+        })
+}
+
+/// Whether a value can have both JSON Schema types.
+fn types_meet(a: &str, b: &str) -> bool {
+    let (a, b) = (a.to_ascii_lowercase(), b.to_ascii_lowercase());
+    a == b
+        || matches!(
+            (a.as_str(), b.as_str()),
+            ("integer", "number") | ("number", "integer")
+        )
 }
 
 /// Whether a lowered schema only says "null".
@@ -605,8 +634,21 @@ impl Lowerer<'_> {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let mut lowered: Vec<Map<String, Value>> = Vec::new();
+        let sibling_type = constraints.get("type").and_then(Value::as_str);
         for (i, branch) in branches.iter().enumerate() {
             let branch_path = format!("{union_path}[{i}]");
+            if is_raw_null(branch) {
+                nullable = true;
+                continue;
+            }
+            let branch_type = branch.get("type").and_then(Value::as_str);
+            if let (Some(outer), Some(inner)) = (sibling_type, branch_type)
+                && !types_meet(outer, inner)
+            {
+                // `{"type": "string", "anyOf": [.., {"type": "integer"}]}`: that branch can
+                // never match.
+                continue;
+            }
             let branch = if constraints.is_empty() {
                 branch.clone()
             } else {
@@ -655,6 +697,14 @@ impl Lowerer<'_> {
             1 => {
                 let mut only = lowered.remove(0);
                 annotate(&mut only, &annotations, nullable);
+                // One branch left: the union's default/example can sit next to it again.
+                for key in ["default", "example"] {
+                    if let Some(v) = map.get(key).filter(|v| !v.is_null())
+                        && !only.contains_key(key)
+                    {
+                        only.insert(key.to_owned(), v.clone());
+                    }
+                }
                 Ok(Some(only))
             }
             _ => {
@@ -855,7 +905,7 @@ impl Lowerer<'_> {
         if let Some(strings) = enum_strings {
             out.insert("enum".into(), Value::Array(strings));
         }
-        if let Some(d) = map.get("default") {
+        if let Some(d) = map.get("default").filter(|d| !d.is_null()) {
             out.insert("default".into(), d.clone());
         }
         if let Some(e) = map.get("example").or_else(|| {
