@@ -4,7 +4,8 @@
 //! DESIGN.md section 6 live in one place:
 //!
 //! - fragments are keyed by wire `index`; a missing or negative index falls back to a non-empty
-//!   id, else to the fragment's position in its chunk;
+//!   id, else to the fragment's position in its chunk (which continues the call last seen at
+//!   that position without an index);
 //! - a new non-empty id (or a different non-empty name) at a key holding another call starts a
 //!   new call;
 //! - `""`/null id and name mean absent, and a repeated id or name is never concatenated;
@@ -129,6 +130,7 @@ impl Turn {
                 None => Key::Position(position),
             },
         };
+        let indexed = matches!(key, Key::Index(_));
         let existing = self.keys.get(&key).copied().filter(|&slot| {
             let s = &self.slots[slot];
             let new_id = matches!((id, &s.id), (Some(a), Some(b)) if a != b);
@@ -158,6 +160,12 @@ impl Turn {
                 slot
             }
         };
+        if !indexed {
+            // Without a usable index, later id-less fragments at this position continue the
+            // call that last appeared here, even when it was keyed by its id (a gateway that
+            // sends `index: -1` on a call's first fragment and on every continuation).
+            self.keys.insert(Key::Position(position), slot);
+        }
         let s = &mut self.slots[slot];
         if s.id.is_none()
             && let Some(id) = id

@@ -41,6 +41,8 @@ pub enum Error {
         phase: TimeoutPhase,
         /// The configured limit.
         limit: Duration,
+        /// What a stream had delivered before it stalled, unfinished calls marked `truncated`.
+        partial: Option<Box<ChatResponse>>,
     },
     /// The provider answered with an error.
     #[error("{0}")]
@@ -158,10 +160,10 @@ impl Error {
         }
     }
 
-    /// What had arrived before the failure, when a stream broke or errored mid-way.
+    /// What had arrived before the failure, when a stream broke, stalled or errored mid-way.
     pub fn partial(&self) -> Option<&ChatResponse> {
         match self {
-            Self::Stream { partial, .. } => partial.as_deref(),
+            Self::Stream { partial, .. } | Self::Timeout { partial, .. } => partial.as_deref(),
             Self::Api(api) => api.partial.as_deref(),
             _ => None,
         }

@@ -1,10 +1,11 @@
 #![doc = include_str!("../README.md")]
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod assemble;
+pub mod client;
 pub mod conformance;
 pub mod error;
+#[cfg(feature = "mock")]
+pub mod mock;
 pub mod provider;
 pub mod providers;
 pub mod replay;
@@ -12,6 +13,7 @@ pub mod schema;
 pub mod sse;
 pub mod types;
 
+pub use client::{ChatStream, Client};
 pub use error::{ApiError, Error, Result, TimeoutPhase};
 pub use provider::{HttpRequest, NameMap, Provider, ProviderKind, StreamDecoder};
 pub use providers::provider_for;

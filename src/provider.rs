@@ -2,7 +2,7 @@
 //!
 //! A provider does no IO and is not async. `encode` turns a [`ChatRequest`] into the body and
 //! path to send, `decode` turns a response body into a [`ChatResponse`], and `decoder` gives a
-//! fresh [`StreamDecoder`] for one streamed turn. The client ([`crate::client`]) does the IO, so
+//! fresh [`StreamDecoder`] for one streamed turn. The client does the IO, so
 //! a fixture test is just "encode and compare" or "feed payloads and compare".
 
 use std::collections::HashMap;

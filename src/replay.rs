@@ -67,7 +67,7 @@ pub fn replay_chunks<'a>(
 }
 
 /// Adds the SSE line to a decode error's location.
-fn at_line(e: Error, line: usize) -> Error {
+pub(crate) fn at_line(e: Error, line: usize) -> Error {
     match e {
         Error::Decode {
             provider,

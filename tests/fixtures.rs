@@ -37,77 +37,21 @@ macro_rules! cases {
 }
 
 cases!(openai: error_body, stream_single_call);
-cases!(
-    gemini:
-    error_body,
-    error_rate_limited,
-    quirk_error_array,
-    quirk_json_schema_mode,
-    quirk_malformed_function_call,
-    quirk_native_ids,
-    quirk_noargs_call,
-    quirk_parallel_one_per_chunk,
-    quirk_partial_args,
-    quirk_ref_in_tool_result,
-    quirk_schema_allof,
-    quirk_schema_any_value,
-    quirk_schema_anyof_optional,
-    quirk_schema_anyof_siblings,
-    quirk_schema_array_without_items,
-    quirk_schema_const_in_anyof,
-    quirk_schema_empty_root,
-    quirk_schema_enum_empty_string,
-    quirk_schema_enum_integers,
-    quirk_schema_enum_mixed,
-    quirk_schema_enum_nullable,
-    quirk_schema_error_names_tool,
-    quirk_schema_formats,
-    quirk_schema_free_form_map,
-    quirk_schema_free_form_root,
-    quirk_schema_inferred_object,
-    quirk_schema_json_schema_mode,
-    quirk_schema_mcp_filesystem_edit_file,
-    quirk_schema_mcp_filesystem_list_directory_with_sizes,
-    quirk_schema_mcp_filesystem_read_multiple_files,
-    quirk_schema_mcp_filesystem_read_text_file,
-    quirk_schema_mcp_github_create_pull_request,
-    quirk_schema_mcp_github_create_repository_ruleset,
-    quirk_schema_mcp_github_list_issues,
-    quirk_schema_mcp_github_push_files,
-    quirk_schema_mcp_github_ruleset_output,
-    quirk_schema_mcp_playwright_browser_click,
-    quirk_schema_mcp_playwright_browser_fill_form,
-    quirk_schema_mcp_playwright_browser_tabs,
-    quirk_schema_mcp_playwright_browser_take_screenshot,
-    quirk_schema_nested_empty_object,
-    quirk_schema_oneof,
-    quirk_schema_ref_cycle,
-    quirk_schema_ref_definitions_pointer,
-    quirk_schema_ref_defs,
-    quirk_schema_ref_external,
-    quirk_schema_required_undefined,
-    quirk_schema_tuple,
-    quirk_schema_type_list_nullable,
-    quirk_schema_type_list_union,
-    quirk_schema_unsupported_keywords,
-    quirk_stream_json_array,
-    quirk_thought_parts,
-    quirk_thought_signature_roundtrip,
-    quirk_tool_name_mapping,
-    quirk_turn_rule_error,
-    schema_translation,
-    single_call,
-    stream_malformed_args,
-    stream_parallel_calls,
-    stream_single_call,
-    stream_text_then_call,
-    stream_truncated_args,
-    tool_result_roundtrip,
-    zero_arg_call,
-);
+cases!(dashscope: error_body, quirk_cumulative_multimodal_text, quirk_cumulative_output, quirk_forced_tool_choice_stop, quirk_multimodal_parallel_calls, quirk_multimodal_tool_result, quirk_replay_malformed_args, quirk_result_format_text, quirk_stream_ends_without_finish, quirk_stream_error_after_text, quirk_stream_error_event, quirk_thinking_forced_choice, quirk_unknown_fields_and_finish, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(gemini: error_body, error_rate_limited, quirk_error_array, quirk_json_schema_mode, quirk_malformed_function_call, quirk_native_ids, quirk_noargs_call, quirk_parallel_one_per_chunk, quirk_partial_args, quirk_ref_in_tool_result, quirk_schema_allof, quirk_schema_any_value, quirk_schema_anyof_optional, quirk_schema_anyof_siblings, quirk_schema_array_without_items, quirk_schema_const_in_anyof, quirk_schema_empty_root, quirk_schema_enum_empty_string, quirk_schema_enum_integers, quirk_schema_enum_mixed, quirk_schema_enum_nullable, quirk_schema_error_names_tool, quirk_schema_formats, quirk_schema_free_form_map, quirk_schema_free_form_root, quirk_schema_inferred_object, quirk_schema_json_schema_mode, quirk_schema_mcp_filesystem_edit_file, quirk_schema_mcp_filesystem_list_directory_with_sizes, quirk_schema_mcp_filesystem_read_multiple_files, quirk_schema_mcp_filesystem_read_text_file, quirk_schema_mcp_github_create_pull_request, quirk_schema_mcp_github_create_repository_ruleset, quirk_schema_mcp_github_list_issues, quirk_schema_mcp_github_push_files, quirk_schema_mcp_github_ruleset_output, quirk_schema_mcp_playwright_browser_click, quirk_schema_mcp_playwright_browser_fill_form, quirk_schema_mcp_playwright_browser_tabs, quirk_schema_mcp_playwright_browser_take_screenshot, quirk_schema_nested_empty_object, quirk_schema_oneof, quirk_schema_ref_cycle, quirk_schema_ref_definitions_pointer, quirk_schema_ref_defs, quirk_schema_ref_external, quirk_schema_required_undefined, quirk_schema_tuple, quirk_schema_type_list_nullable, quirk_schema_type_list_union, quirk_schema_unsupported_keywords, quirk_stream_json_array, quirk_thought_parts, quirk_thought_signature_roundtrip, quirk_tool_name_mapping, quirk_turn_rule_error, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(glm: error_body, quirk_arguments_object, quirk_error_code_number, quirk_finish_context_window, quirk_finish_network_error, quirk_finish_sensitive, quirk_index_minus_one_two_calls, quirk_thinking_disabled, quirk_tool_choice_required, quirk_tool_stream_override, quirk_whole_call_repeated_finish, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(qwen: error_body, quirk_data_inspection_failed, quirk_enable_search_with_tools, quirk_id_repeated, quirk_parallel_off, quirk_replay_malformed_history, quirk_sse_error_body, quirk_thinking_model_named_choice, quirk_thinking_reasoning, quirk_thinking_tool_choice_required, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(stepfun: quirk_missing_ids, quirk_no_index, quirk_one_field_per_chunk, quirk_property_key_rule, quirk_tool_choice_auto, quirk_tool_choice_required, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 
 /// Every provider's registered cases.
-const REGISTERED: &[(&str, &[&str])] = &[("openai", openai::CASES), ("gemini", gemini::CASES)];
+const REGISTERED: &[(&str, &[&str])] = &[
+    ("openai", openai::CASES),
+    ("gemini", gemini::CASES),
+    ("glm", glm::CASES),
+    ("qwen", qwen::CASES),
+    ("stepfun", stepfun::CASES),
+    ("dashscope", dashscope::CASES),
+];
 
 #[test]
 fn every_fixture_is_registered() {

@@ -2,6 +2,15 @@
 //! conformance case failed); 2 bad input or usage, with a one-line message naming the file,
 //! line and reason.
 
+/// `println!` that ends the process quietly when standard output is a closed pipe
+/// (`toolwire replay ... | head`) instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::out(format_args!($($arg)*))
+    };
+}
+
+mod chat;
 mod offline;
 
 use std::process::ExitCode;
@@ -28,6 +37,8 @@ enum Command {
     Providers,
     /// Run fixture cases (the repository's or your own recordings) and print a table.
     Conformance(offline::ConformanceArgs),
+    /// Talk to a live provider with two demo tools (clock, calculator), streaming the answer.
+    Chat(chat::ChatArgs),
 }
 
 /// Why a command failed, mapped to the exit status.
@@ -61,6 +72,23 @@ impl CliError {
     }
 }
 
+/// Writes one line to standard output; a closed pipe ends the process with status 0.
+pub(crate) fn out(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let result = stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.write_all(b"\n"))
+        .and_then(|()| stdout.flush());
+    if let Err(e) = result {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("toolwire: cannot write to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// Runs the CLI and maps the outcome to an exit status.
 pub(crate) fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -77,6 +105,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Schema(args) => offline::schema(&args),
         Command::Providers => offline::providers(),
         Command::Conformance(args) => offline::conformance(&args),
+        Command::Chat(args) => chat::chat(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

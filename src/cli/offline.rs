@@ -80,8 +80,13 @@ fn read(path: &Path) -> Result<Vec<u8>, CliError> {
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, CliError> {
     let bytes = read(path)?;
     serde_json::from_slice(&bytes).map_err(|e| {
+        // serde_json appends " at line L column C"; the location leads the message instead.
+        let text = e.to_string();
+        let reason = text
+            .rsplit_once(" at line ")
+            .map_or(text.as_str(), |(r, _)| r);
         CliError::Input(format!(
-            "{}:{}:{}: {e}",
+            "{}:{}:{}: {reason}",
             path.display(),
             e.line(),
             e.column()
@@ -91,7 +96,7 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, CliError>
 
 fn print_json(value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
-        Ok(text) => println!("{text}"),
+        Ok(text) => outln!("{text}"),
         Err(e) => eprintln!("toolwire: cannot print JSON: {e}"),
     }
 }
@@ -112,7 +117,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), CliError> {
         Ok(replay) => {
             if args.events {
                 for event in &replay.events {
-                    println!("{}", serde_json::to_string(event).unwrap_or_default());
+                    outln!("{}", serde_json::to_string(event).unwrap_or_default());
                 }
             }
             print_json(&replay.response);
@@ -160,15 +165,17 @@ pub(crate) fn schema(args: &SchemaArgs) -> Result<(), CliError> {
 }
 
 pub(crate) fn providers() -> Result<(), CliError> {
-    println!(
+    outln!(
         "{:<10} {:<55} {:<32} capabilities",
-        "name", "endpoint", "key variables"
+        "name",
+        "endpoint",
+        "key variables"
     );
     for kind in ProviderKind::ALL {
         match provider_for(kind) {
             Ok(p) => {
                 let info = p.info();
-                println!(
+                outln!(
                     "{:<10} {:<55} {:<32} {}",
                     kind.name(),
                     info.base_url,
@@ -176,7 +183,7 @@ pub(crate) fn providers() -> Result<(), CliError> {
                     info.capabilities
                 );
             }
-            Err(e) => println!("{:<10} ({e})", kind.name()),
+            Err(e) => outln!("{:<10} ({e})", kind.name()),
         }
     }
     Ok(())
@@ -206,15 +213,19 @@ pub(crate) fn conformance(args: &ConformanceArgs) -> Result<(), CliError> {
         Some(c) if c.outcome == Outcome::Pass => "pass",
         Some(_) => "FAIL",
     };
-    println!(
+    outln!(
         "{:<10} {:<40} {:<6} {:<6} {:<6} result",
-        "provider", "case", "encode", "decode", "schema"
+        "provider",
+        "case",
+        "encode",
+        "decode",
+        "schema"
     );
     let mut failed = 0;
     for r in &reports {
         let provider = r.provider.map_or("?", ProviderKind::name);
         let result = if r.passed() { "ok" } else { "FAILED" };
-        println!(
+        outln!(
             "{:<10} {:<40} {:<6} {:<6} {:<6} {result}",
             provider,
             r.case,
@@ -231,7 +242,7 @@ pub(crate) fn conformance(args: &ConformanceArgs) -> Result<(), CliError> {
             eprintln!("{}: {line}", r.path.display());
         }
     }
-    println!("{} passed, {failed} failed", reports.len() - failed);
+    outln!("{} passed, {failed} failed", reports.len() - failed);
     if failed > 0 {
         Err(CliError::Failed)
     } else {

@@ -1,5 +1,7 @@
 //! Checks and policies every provider's encoder shares.
 
+use serde_json::Value;
+
 use crate::error::{Error, Result};
 use crate::types::{ChatRequest, Message, ToolCall, ToolChoice, parse_arguments};
 
@@ -52,5 +54,158 @@ pub(crate) fn replay_arguments(call: &ToolCall) -> String {
         call.raw_arguments.clone()
     } else {
         "{}".to_owned()
+    }
+}
+
+/// The first property key of a JSON Schema that `valid` rejects, with its path (e.g.
+/// `properties.address.properties["zip.code"]`). Walks the `properties` of every nested schema
+/// (`items`, `anyOf`, `$defs`, …); names under `$defs` or `patternProperties` are not property
+/// keys and are not checked.
+pub(crate) fn invalid_property_key(
+    schema: &Value,
+    valid: fn(&str) -> bool,
+) -> Option<(String, String)> {
+    walk_keys(schema, valid, "", 0)
+}
+
+/// Nesting depth past which [`invalid_property_key`] stops looking, so a hostile schema cannot
+/// overflow the stack.
+const MAX_SCHEMA_DEPTH: usize = 128;
+
+/// Keywords whose value is one schema (or, for `items`, possibly an array of schemas).
+const SCHEMA_KEYWORDS: [&str; 9] = [
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+];
+
+/// Keywords whose value is an array of schemas.
+const SCHEMA_LIST_KEYWORDS: [&str; 4] = ["anyOf", "oneOf", "allOf", "prefixItems"];
+
+/// Keywords whose value maps names (not property keys) to schemas.
+const SCHEMA_MAP_KEYWORDS: [&str; 4] = [
+    "$defs",
+    "definitions",
+    "patternProperties",
+    "dependentSchemas",
+];
+
+fn walk_keys(
+    schema: &Value,
+    valid: fn(&str) -> bool,
+    path: &str,
+    depth: usize,
+) -> Option<(String, String)> {
+    let Value::Object(map) = schema else {
+        return None;
+    };
+    if depth > MAX_SCHEMA_DEPTH {
+        return None;
+    }
+    if let Some(Value::Object(properties)) = map.get("properties") {
+        let base = step(path, "properties");
+        for (key, sub) in properties {
+            let here = step(&base, key);
+            if !valid(key) {
+                return Some((here, key.clone()));
+            }
+            if let Some(bad) = walk_keys(sub, valid, &here, depth + 1) {
+                return Some(bad);
+            }
+        }
+    }
+    let mut nested: Vec<(String, &Value)> = Vec::new();
+    for keyword in SCHEMA_KEYWORDS {
+        match map.get(keyword) {
+            Some(Value::Array(items)) => nested.extend(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, sub)| (format!("{}[{i}]", step(path, keyword)), sub)),
+            ),
+            Some(sub) => nested.push((step(path, keyword), sub)),
+            None => {}
+        }
+    }
+    for keyword in SCHEMA_LIST_KEYWORDS {
+        if let Some(Value::Array(items)) = map.get(keyword) {
+            nested.extend(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, sub)| (format!("{}[{i}]", step(path, keyword)), sub)),
+            );
+        }
+    }
+    for keyword in SCHEMA_MAP_KEYWORDS {
+        if let Some(Value::Object(subs)) = map.get(keyword) {
+            let base = step(path, keyword);
+            nested.extend(subs.iter().map(|(name, sub)| (step(&base, name), sub)));
+        }
+    }
+    nested
+        .into_iter()
+        .find_map(|(here, sub)| walk_keys(sub, valid, &here, depth + 1))
+}
+
+/// `path.key`, or `path["key"]` when the key is not a plain identifier.
+fn step(path: &str, key: &str) -> String {
+    let plain = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$');
+    match (plain, path.is_empty()) {
+        (true, true) => key.to_owned(),
+        (true, false) => format!("{path}.{key}"),
+        (false, _) => format!("{path}[{}]", Value::String(key.to_owned())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plain(key: &str) -> bool {
+        crate::providers::openai::openai_name(key)
+    }
+
+    #[test]
+    fn finds_nested_bad_keys_with_their_path() {
+        let schema = json!({"type": "object", "properties": {
+            "city": {"type": "string"},
+            "address": {"type": "object", "properties": {"zip.code": {"type": "string"}}}
+        }});
+        assert_eq!(
+            invalid_property_key(&schema, plain),
+            Some((
+                r#"properties.address.properties["zip.code"]"#.into(),
+                "zip.code".into()
+            ))
+        );
+        let schema = json!({"type": "object", "properties": {"stops": {"type": "array",
+            "items": {"anyOf": [{"type": "object", "properties": {"名前": {}}}]}}}});
+        assert_eq!(
+            invalid_property_key(&schema, plain).map(|(_, k)| k),
+            Some("名前".into())
+        );
+        let schema = json!({"$defs": {"a.b": {"type": "object", "properties": {"ok": {}}}},
+            "patternProperties": {"^x.*$": {}}, "properties": {"properties": {"type": "object"}}});
+        assert_eq!(invalid_property_key(&schema, plain), None);
+    }
+
+    #[test]
+    fn deep_schemas_do_not_overflow() {
+        let mut schema = json!({"type": "string"});
+        for _ in 0..1_000 {
+            schema = json!({"items": schema});
+        }
+        assert_eq!(invalid_property_key(&schema, plain), None);
     }
 }

@@ -108,9 +108,14 @@ impl<'de> Deserialize<'de> for ToolDefinition {
             strict: Option<bool>,
         }
         let raw = Raw::deserialize(deserializer)?;
-        check_name(&raw.name, "name").map_err(serde::de::Error::custom)?;
+        let plain = |e: Error| match e {
+            Error::Input { message, .. } => message,
+            other => other.to_string(),
+        };
+        check_name(&raw.name, "tool name").map_err(|e| serde::de::Error::custom(plain(e)))?;
         let parameters = raw.parameters.unwrap_or_else(empty_parameters);
-        check_parameters(&parameters, "parameters").map_err(serde::de::Error::custom)?;
+        check_parameters(&parameters, "tool parameters")
+            .map_err(|e| serde::de::Error::custom(plain(e)))?;
         Ok(Self {
             name: raw.name,
             description: raw.description,

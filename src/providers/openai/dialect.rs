@@ -31,6 +31,82 @@ pub struct Dialect {
     pub finish_reasons: &'static [(&'static str, FinishReason)],
     /// Whether a tool name is accepted on this wire; others are mapped reversibly.
     pub valid_name: fn(&str) -> bool,
+    /// Which `tool_choice` values the wire honours; others are [`crate::Error::Unsupported`]
+    /// before anything is sent (GLM: only `auto`, fixture `glm/quirk_tool_choice_required`).
+    pub tool_choice: ToolChoiceSupport,
+    /// Which `tool_choice` values the wire honours while the model is thinking (Qwen rejects
+    /// `required` and named choices in thinking mode, fixture
+    /// `qwen/quirk_thinking_tool_choice_required`).
+    pub thinking_tool_choice: ToolChoiceSupport,
+    /// How `parallel_tool_calls` is sent (Qwen's default is off, so toolwire sends `true`
+    /// unless asked otherwise; StepFun does not document the field).
+    pub parallel_tool_calls: ParallelCalls,
+    /// How [`crate::ChatRequest::thinking`] goes on the wire (GLM `thinking: {"type": …}`,
+    /// Qwen `enable_thinking`).
+    pub thinking: ThinkingSwitch,
+    /// Substrings of model names that always think, whatever the request says (Qwen
+    /// `qwen3-…-thinking-…`); used to apply [`Dialect::thinking_tool_choice`].
+    pub thinking_models: &'static [&'static str],
+    /// Models that get `tool_stream: true` when streaming with tools, so their arguments
+    /// stream in fragments instead of arriving whole (GLM, fixture `glm/stream_single_call`).
+    /// Matched exactly; `extra_body.tool_stream` overrides either way.
+    pub tool_stream_models: &'static [&'static str],
+    /// Send an assistant turn's missing text as `""` rather than `null` (GLM drops non-string
+    /// content; Qwen's documented history uses `""`; fixture `glm/tool_result_roundtrip`).
+    pub empty_content_as_string: bool,
+    /// `extra_body` flags that must not be `true` in a request with tools: the provider cannot
+    /// combine them (Qwen `enable_search`, fixture `qwen/quirk_enable_search_with_tools`).
+    pub exclusive_with_tools: &'static [&'static str],
+    /// Property keys of tool parameter schemas must pass [`Dialect::valid_name`] too; others
+    /// are [`crate::Error::Unsupported`] naming the key (StepFun, fixture
+    /// `stepfun/quirk_property_key_rule`).
+    pub check_property_keys: bool,
+}
+
+/// Which `tool_choice` values a wire honours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolChoiceSupport {
+    /// `auto`, `none`, `required` and a named tool, in OpenAI's shapes.
+    All,
+    /// `auto` and `none` only.
+    AutoOrNone,
+    /// `auto` only.
+    AutoOnly,
+}
+
+impl ToolChoiceSupport {
+    /// Whether `choice` can be sent.
+    pub fn allows(self, choice: &crate::types::ToolChoice) -> bool {
+        use crate::types::ToolChoice;
+        match self {
+            Self::All => true,
+            Self::AutoOrNone => matches!(choice, ToolChoice::Auto | ToolChoice::None),
+            Self::AutoOnly => matches!(choice, ToolChoice::Auto),
+        }
+    }
+}
+
+/// How `parallel_tool_calls` goes on the wire (only ever with tools).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParallelCalls {
+    /// Sent when the request sets it.
+    AsAsked,
+    /// Sent always: the request's value, else `true`.
+    DefaultTrue,
+    /// Not a documented field: never sent. `true` (permission) needs nothing; `false` cannot be
+    /// promised and is [`crate::Error::Unsupported`].
+    Undocumented,
+}
+
+/// How the request's `thinking` switch is spelled on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThinkingSwitch {
+    /// No switch: `thinking` is not sent.
+    NotSent,
+    /// `"<field>": true | false` (Qwen `enable_thinking`).
+    Flag(&'static str),
+    /// `"<field>": {"type": "enabled" | "disabled"}` (GLM `thinking`).
+    TypeObject(&'static str),
 }
 
 /// `^[a-zA-Z0-9_-]{1,64}$`: OpenAI's function-name rule (no dots).
@@ -59,6 +135,15 @@ pub const OPENAI: Dialect = Dialect {
     unfinished: &[""],
     finish_reasons: &[("function_call", FinishReason::ToolCalls)],
     valid_name: openai_name,
+    tool_choice: ToolChoiceSupport::All,
+    thinking_tool_choice: ToolChoiceSupport::All,
+    parallel_tool_calls: ParallelCalls::AsAsked,
+    thinking: ThinkingSwitch::NotSent,
+    thinking_models: &[],
+    tool_stream_models: &[],
+    empty_content_as_string: false,
+    exclusive_with_tools: &[],
+    check_property_keys: false,
 };
 
 /// Any other OpenAI-compatible server (vLLM, Ollama, DeepSeek, a gateway): the `openai` wire

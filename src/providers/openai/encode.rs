@@ -3,9 +3,12 @@
 use serde_json::{Map, Value, json};
 
 use super::Dialect;
-use crate::error::Result;
+use super::dialect::{ParallelCalls, ThinkingSwitch};
+use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap};
-use crate::providers::shared::{check_tools, replay_arguments, request_names};
+use crate::providers::shared::{
+    check_tools, invalid_property_key, replay_arguments, request_names,
+};
 use crate::schema;
 use crate::types::{ChatRequest, Message, ToolChoice, ToolDefinition};
 
@@ -35,7 +38,11 @@ fn message_json(dialect: &Dialect, m: &Message, names: &NameMap) -> Value {
         Message::Assistant(a) => {
             let mut msg = Map::new();
             msg.insert("role".into(), json!("assistant"));
-            msg.insert("content".into(), json!(a.content));
+            let content = match &a.content {
+                None if dialect.empty_content_as_string => json!(""),
+                other => json!(other),
+            };
+            msg.insert("content".into(), content);
             if let (Some(field), Some(reasoning)) = (dialect.echo_reasoning, &a.reasoning)
                 && !a.tool_calls.is_empty()
             {
@@ -76,9 +83,118 @@ pub(crate) fn tool_choice_json(choice: &ToolChoice, names: &NameMap) -> Value {
     }
 }
 
+/// Whether the request runs the model in thinking mode: the wire switch in `extra_body` if
+/// set there, else [`ChatRequest::thinking`], else whether the model always thinks.
+pub(crate) fn thinking_on(dialect: &Dialect, req: &ChatRequest) -> bool {
+    let from_extra = match dialect.thinking {
+        ThinkingSwitch::NotSent => None,
+        ThinkingSwitch::Flag(field) => req.extra_body.get(field).and_then(Value::as_bool),
+        ThinkingSwitch::TypeObject(field) => req
+            .extra_body
+            .get(field)
+            .and_then(|v| v.get("type"))
+            .and_then(Value::as_str)
+            .map(|t| t == "enabled"),
+    };
+    from_extra.or(req.thinking).unwrap_or(false)
+        || dialect
+            .thinking_models
+            .iter()
+            .any(|m| req.model.contains(m))
+}
+
+/// The choice as the canonical JSON spells it: `"required"`, `{"name":"f"}`.
+fn choice_text(choice: &ToolChoice) -> String {
+    serde_json::to_string(choice).unwrap_or_default()
+}
+
+/// The dialect's rules a request must meet before anything is sent: each one a typed
+/// [`Error::Unsupported`] saying what cannot be sent and what to do instead.
+fn check_dialect(dialect: &Dialect, req: &ChatRequest) -> Result<()> {
+    let kind = dialect.info.kind;
+    if let Some(choice) = &req.tool_choice {
+        if !dialect.tool_choice.allows(choice) {
+            return Err(Error::unsupported(
+                kind,
+                format!(
+                    "tool_choice {}: {kind} only honours tool_choice \"auto\"; leave it unset or \
+                     \"auto\" (to rule out tool calls, send the request without tools)",
+                    choice_text(choice)
+                ),
+            ));
+        }
+        if !dialect.thinking_tool_choice.allows(choice) && thinking_on(dialect, req) {
+            return Err(Error::unsupported(
+                kind,
+                format!(
+                    "tool_choice {} in thinking mode: {kind} accepts only \"auto\" or \"none\" \
+                     while the model thinks; turn thinking off or use \"auto\"",
+                    choice_text(choice)
+                ),
+            ));
+        }
+    }
+    if dialect.parallel_tool_calls == ParallelCalls::Undocumented
+        && req.parallel_tool_calls == Some(false)
+        && !req.tools.is_empty()
+    {
+        return Err(Error::unsupported(
+            kind,
+            format!(
+                "parallel_tool_calls false: {kind} documents no parallel_tool_calls field, so \
+                 one call per turn cannot be promised; leave it unset"
+            ),
+        ));
+    }
+    if !req.tools.is_empty() {
+        for flag in dialect.exclusive_with_tools {
+            if req.extra_body.get(*flag) == Some(&Value::Bool(true)) {
+                return Err(Error::unsupported(
+                    kind,
+                    format!(
+                        "extra_body.{flag} true together with tools: {kind} cannot combine \
+                         them; drop {flag} or the tools"
+                    ),
+                ));
+            }
+        }
+    }
+    if dialect.check_property_keys {
+        for (i, tool) in req.tools.iter().enumerate() {
+            check_keys(dialect, tool).map_err(|e| match e {
+                Error::Unsupported { provider, feature } => Error::Unsupported {
+                    provider,
+                    feature: format!("tools[{i}] ({}): {feature}", tool.name),
+                },
+                other => other,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks the parameter keys of one tool against the dialect's name rule.
+pub(crate) fn check_keys(dialect: &Dialect, tool: &ToolDefinition) -> Result<()> {
+    if !dialect.check_property_keys {
+        return Ok(());
+    }
+    match invalid_property_key(&tool.parameters, dialect.valid_name) {
+        None => Ok(()),
+        Some((path, key)) => Err(Error::unsupported(
+            dialect.info.kind,
+            format!(
+                "parameter key {key:?} at parameters.{path} breaks {}'s key rule (letters, \
+                 digits, '-' and '_', at most 64 characters); rename the property",
+                dialect.info.kind
+            ),
+        )),
+    }
+}
+
 /// The whole request body.
 pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     check_tools(req)?;
+    check_dialect(dialect, req)?;
     let names = NameMap::build(request_names(req), dialect.valid_name);
     let mut body = Map::new();
     body.insert("model".into(), json!(req.model));
@@ -105,10 +221,15 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
     if let Some(choice) = &req.tool_choice {
         body.insert("tool_choice".into(), tool_choice_json(choice, &names));
     }
-    if let Some(parallel) = req.parallel_tool_calls
-        && !req.tools.is_empty()
-    {
-        body.insert("parallel_tool_calls".into(), json!(parallel));
+    if !req.tools.is_empty() {
+        let parallel = match dialect.parallel_tool_calls {
+            ParallelCalls::AsAsked => req.parallel_tool_calls,
+            ParallelCalls::DefaultTrue => Some(req.parallel_tool_calls.unwrap_or(true)),
+            ParallelCalls::Undocumented => None,
+        };
+        if let Some(parallel) = parallel {
+            body.insert("parallel_tool_calls".into(), json!(parallel));
+        }
     }
     if let Some(max) = req.max_tokens {
         body.insert(dialect.max_tokens_field.into(), json!(max));
@@ -116,10 +237,25 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
     if let Some(t) = req.temperature {
         body.insert("temperature".into(), json!(t));
     }
+    if let Some(on) = req.thinking {
+        match dialect.thinking {
+            ThinkingSwitch::NotSent => {}
+            ThinkingSwitch::Flag(field) => {
+                body.insert(field.into(), json!(on));
+            }
+            ThinkingSwitch::TypeObject(field) => {
+                let state = if on { "enabled" } else { "disabled" };
+                body.insert(field.into(), json!({"type": state}));
+            }
+        }
+    }
     if stream {
         body.insert("stream".into(), json!(true));
         if dialect.stream_usage {
             body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        if !req.tools.is_empty() && dialect.tool_stream_models.contains(&req.model.as_str()) {
+            body.insert("tool_stream".into(), json!(true));
         }
     }
     for (k, v) in &req.extra_body {

@@ -7,13 +7,17 @@
 mod decode;
 mod dialect;
 mod encode;
+mod respond;
 mod wire;
 
-pub use dialect::{Dialect, OPENAI, OPENAI_COMPATIBLE, openai_name};
+pub use dialect::{
+    Dialect, OPENAI, OPENAI_COMPATIBLE, ParallelCalls, ThinkingSwitch, ToolChoiceSupport,
+    openai_name,
+};
 
 use serde_json::Value;
 
-use crate::error::Result;
+use crate::error::{ApiError, Result};
 use crate::provider::{HttpRequest, Provider, ProviderInfo, StreamDecoder};
 use crate::types::{ChatRequest, ChatResponse, SchemaMode, ToolDefinition};
 
@@ -70,7 +74,20 @@ impl Provider for OpenAi {
         Box::new(decode::Decoder::new(self.dialect))
     }
 
+    fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
+        Ok(if stream {
+            respond::stream(self.dialect, response)
+        } else {
+            respond::body(self.dialect, response)
+        })
+    }
+
+    fn encode_error(&self, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
+        respond::error(self.dialect, error, stream)
+    }
+
     fn encode_parameters(&self, tool: &ToolDefinition, _mode: Option<SchemaMode>) -> Result<Value> {
+        encode::check_keys(self.dialect, tool)?;
         Ok(if tool.strict {
             crate::schema::to_strict(&tool.parameters)
         } else {

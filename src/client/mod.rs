@@ -1,0 +1,811 @@
+//! The HTTP client: one API over every provider, real streaming, retries, limits and recording.
+//!
+//! Providers are pure translation; this module does all the IO. A [`Client`] encodes the
+//! canonical request with its provider, sends it (with the key in the provider's auth header,
+//! never in the URL), retries what is safe to retry, and decodes the answer under time and size
+//! limits. [`Client::stream`] yields each [`StreamEvent`](crate::StreamEvent) as soon as its bytes arrive; the body
+//! is never buffered first. Tool names the provider's encoder rewrote are restored, so callers
+//! only see canonical names.
+//!
+//! ```no_run
+//! # async fn demo() -> toolwire::Result<()> {
+//! use futures::StreamExt;
+//! use toolwire::{ChatRequest, Message, ProviderKind, StreamEvent, client::Client};
+//!
+//! let client = Client::new(ProviderKind::OpenAi)?; // key from OPENAI_API_KEY
+//! let req = ChatRequest::new("gpt-4o-mini", vec![Message::user("Hello!")]);
+//! let mut stream = client.stream(&req).await?;
+//! while let Some(event) = stream.next().await {
+//!     if let StreamEvent::TextDelta { text } = event? {
+//!         print!("{text}");
+//!     }
+//! }
+//! let response = stream.finish().await?;
+//! # let _ = response; Ok(()) }
+//! ```
+
+mod body;
+mod record;
+mod retry;
+mod stream;
+pub(crate) mod time;
+
+pub use retry::RetryPolicy;
+pub use stream::ChatStream;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
+use tokio::time::Instant;
+
+use crate::error::{ApiError, Error, Result, TimeoutPhase};
+use crate::provider::{Auth, HttpRequest, NameMap, Provider, ProviderKind};
+use crate::providers::openai::OpenAi;
+use crate::types::{ChatRequest, ChatResponse};
+use body::{Body, BodyError, Deadlines};
+use record::{Recorder, Recording};
+
+/// Time limits of one request. Each ends in its own [`Error::Timeout`] phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Timeouts {
+    /// Establishing the TCP (and TLS) connection.
+    pub connect: Duration,
+    /// From sending the request to the response head and the first body byte: long, because a
+    /// non-streamed answer (or a thinking model's first token) can take minutes.
+    pub first_byte: Duration,
+    /// The longest gap between two body chunks after the first.
+    pub idle: Duration,
+    /// The whole call, retries and streaming included.
+    pub total: Duration,
+}
+
+impl Default for Timeouts {
+    /// Connect 10 s, first byte 300 s, idle 120 s, total 600 s.
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(10),
+            first_byte: Duration::from_secs(300),
+            idle: Duration::from_secs(120),
+            total: Duration::from_secs(600),
+        }
+    }
+}
+
+impl Timeouts {
+    /// Sets the connect limit.
+    pub fn with_connect(mut self, d: Duration) -> Self {
+        self.connect = d;
+        self
+    }
+
+    /// Sets the first-byte limit.
+    pub fn with_first_byte(mut self, d: Duration) -> Self {
+        self.first_byte = d;
+        self
+    }
+
+    /// Sets the idle-gap limit.
+    pub fn with_idle(mut self, d: Duration) -> Self {
+        self.idle = d;
+        self
+    }
+
+    /// Sets the total limit.
+    pub fn with_total(mut self, d: Duration) -> Self {
+        self.total = d;
+        self
+    }
+}
+
+/// Size limits that keep memory bounded whatever a server sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// The largest response body or whole stream.
+    pub max_body_bytes: usize,
+    /// The largest single SSE event.
+    pub max_event_bytes: usize,
+    /// The largest argument text of one tool call.
+    pub max_argument_bytes: usize,
+    /// How much of an error body is kept (the rest is dropped, not an error).
+    pub max_error_body_bytes: usize,
+}
+
+impl Default for Limits {
+    /// Body 32 MiB, SSE event 8 MiB, arguments 4 MiB, error body 64 KiB.
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 32 << 20,
+            max_event_bytes: 8 << 20,
+            max_argument_bytes: 4 << 20,
+            max_error_body_bytes: 64 << 10,
+        }
+    }
+}
+
+impl Limits {
+    /// Sets the body limit.
+    pub fn with_max_body_bytes(mut self, n: usize) -> Self {
+        self.max_body_bytes = n;
+        self
+    }
+
+    /// Sets the SSE event limit.
+    pub fn with_max_event_bytes(mut self, n: usize) -> Self {
+        self.max_event_bytes = n;
+        self
+    }
+
+    /// Sets the argument limit.
+    pub fn with_max_argument_bytes(mut self, n: usize) -> Self {
+        self.max_argument_bytes = n;
+        self
+    }
+
+    /// Sets how much of an error body is kept.
+    pub fn with_max_error_body_bytes(mut self, n: usize) -> Self {
+        self.max_error_body_bytes = n;
+        self
+    }
+}
+
+/// The API key. Its `Debug` never shows it.
+#[derive(Clone)]
+struct Secret(String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// Builds a [`Client`]: [`Client::builder`] or [`Client::builder_with`].
+pub struct ClientBuilder {
+    kind: ProviderKind,
+    provider: Option<Box<dyn Provider>>,
+    api_key: Option<Secret>,
+    base_url: Option<String>,
+    timeouts: Timeouts,
+    retry: RetryPolicy,
+    limits: Limits,
+    record_to: Option<PathBuf>,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("kind", &self.kind)
+            .field("api_key", &self.api_key)
+            .field("base_url", &self.base_url)
+            .field("timeouts", &self.timeouts)
+            .field("retry", &self.retry)
+            .field("limits", &self.limits)
+            .field("record_to", &self.record_to)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientBuilder {
+    /// The API key; without one, the provider's environment variables are read
+    /// ([`crate::provider::ProviderInfo::key_vars`], first non-empty wins).
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(Secret(key.into()));
+        self
+    }
+
+    /// Another base URL (the provider's paths are appended to it). For `openai` any URL other
+    /// than OpenAI's own selects the OpenAI-compatible dialect, for vLLM, Ollama, DeepSeek or a
+    /// gateway. With a base URL the key is optional: local servers often need none.
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = Some(url.into());
+        self
+    }
+
+    /// Time limits.
+    pub fn timeouts(mut self, t: Timeouts) -> Self {
+        self.timeouts = t;
+        self
+    }
+
+    /// Retry policy.
+    pub fn retry(mut self, r: RetryPolicy) -> Self {
+        self.retry = r;
+        self
+    }
+
+    /// Size limits.
+    pub fn limits(mut self, l: Limits) -> Self {
+        self.limits = l;
+        self
+    }
+
+    /// Records every exchange as a fixture case folder `dir/<provider>/recorded_<time>_<n>/`
+    /// (DESIGN.md section 5 layout; no keys or auth headers are written).
+    pub fn record_to(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.record_to = Some(dir.into());
+        self
+    }
+
+    /// The client. Fails with [`Error::Input`] when no key is found (naming the variables to
+    /// set) or the base URL is not an http(s) URL.
+    pub fn build(self) -> Result<Client> {
+        let provider: Box<dyn Provider> = match self.provider {
+            Some(p) => p,
+            None => {
+                let custom_url = self
+                    .base_url
+                    .as_deref()
+                    .is_some_and(|u| u.trim_end_matches('/') != OpenAi::new().info().base_url);
+                if self.kind == ProviderKind::OpenAi && custom_url {
+                    Box::new(OpenAi::compatible())
+                } else {
+                    crate::providers::provider_for(self.kind)?
+                }
+            }
+        };
+        let info = provider.info().clone();
+        let key = self
+            .api_key
+            .filter(|Secret(k)| !k.trim().is_empty())
+            .or_else(|| {
+                info.key_vars.iter().find_map(|var| {
+                    std::env::var(var)
+                        .ok()
+                        .filter(|v| !v.trim().is_empty())
+                        .map(Secret)
+                })
+            });
+        if key.is_none() && self.base_url.is_none() {
+            return Err(Error::input(
+                "api_key",
+                format!(
+                    "no API key for {}: set {} or pass one with ClientBuilder::api_key",
+                    info.kind,
+                    info.key_vars.join(" or ")
+                ),
+            ));
+        }
+        let base_url = self
+            .base_url
+            .unwrap_or_else(|| info.base_url.to_owned())
+            .trim_end_matches('/')
+            .to_owned();
+        match reqwest::Url::parse(&base_url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+            _ => {
+                return Err(Error::input(
+                    "base_url",
+                    format!("{base_url:?} is not an http:// or https:// URL"),
+                ));
+            }
+        }
+        let auth = match &key {
+            None => None,
+            Some(Secret(k)) => {
+                let (name, value) = match info.auth {
+                    Auth::Bearer => (AUTHORIZATION, format!("Bearer {}", k.trim())),
+                    Auth::Header(name) => (HeaderName::from_static(name), k.trim().to_owned()),
+                };
+                let mut value = HeaderValue::from_str(&value).map_err(|_| {
+                    Error::input(
+                        "api_key",
+                        "the API key holds characters an HTTP header cannot carry",
+                    )
+                })?;
+                value.set_sensitive(true);
+                Some((name, value))
+            }
+        };
+        let http = reqwest::Client::builder()
+            .connect_timeout(self.timeouts.connect)
+            // A redirect would turn the POST into a GET or carry the key to another host; a 3xx
+            // is reported as the answer instead.
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("toolwire/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| Error::Transport {
+                provider: info.kind,
+                message: format!("cannot set up the HTTP client: {}", chain(&e)),
+                connect: false,
+                source: None,
+            })?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                provider,
+                http,
+                base_url,
+                auth,
+                key,
+                timeouts: self.timeouts,
+                retry: self.retry,
+                limits: self.limits,
+                recorder: self.record_to.map(Recorder::new),
+            }),
+        })
+    }
+}
+
+/// Sends canonical requests to one provider. Cheap to clone; clones share the connection pool.
+///
+/// Its `Debug` shows the provider and settings, never the key.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    provider: Box<dyn Provider>,
+    http: reqwest::Client,
+    base_url: String,
+    auth: Option<(HeaderName, HeaderValue)>,
+    key: Option<Secret>,
+    timeouts: Timeouts,
+    retry: RetryPolicy,
+    limits: Limits,
+    recorder: Option<Recorder>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let i = &self.inner;
+        f.debug_struct("Client")
+            .field("provider", &i.provider.info().kind)
+            .field("base_url", &i.base_url)
+            .field("api_key", &i.key.as_ref().map(|_| "<redacted>"))
+            .field("timeouts", &i.timeouts)
+            .field("retry", &i.retry)
+            .field("limits", &i.limits)
+            .field("recorder", &i.recorder)
+            .finish()
+    }
+}
+
+/// A failed attempt, with the error response's exact bytes when there was one (for recording).
+struct Failure {
+    error: Error,
+    answer: Option<(u16, Vec<u8>)>,
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Self {
+            error,
+            answer: None,
+        }
+    }
+}
+
+impl Client {
+    /// A client for `kind` with default settings and the key from the environment.
+    pub fn new(kind: ProviderKind) -> Result<Client> {
+        Self::builder(kind).build()
+    }
+
+    /// A builder for a built-in provider.
+    pub fn builder(kind: ProviderKind) -> ClientBuilder {
+        ClientBuilder {
+            kind,
+            provider: None,
+            api_key: None,
+            base_url: None,
+            timeouts: Timeouts::default(),
+            retry: RetryPolicy::default(),
+            limits: Limits::default(),
+            record_to: None,
+        }
+    }
+
+    /// A builder for any provider value (a custom [`crate::providers::openai::Dialect`], say).
+    pub fn builder_with(provider: Box<dyn Provider>) -> ClientBuilder {
+        let mut b = Self::builder(provider.info().kind);
+        b.provider = Some(provider);
+        b
+    }
+
+    /// The provider doing the translation.
+    pub fn provider(&self) -> &dyn Provider {
+        self.inner.provider.as_ref()
+    }
+
+    /// The base URL requests go to.
+    pub fn base_url(&self) -> &str {
+        &self.inner.base_url
+    }
+
+    /// One non-streamed turn.
+    pub async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse> {
+        let inner = &self.inner;
+        let total = after(inner.timeouts.total);
+        let wire = inner.provider.encode(req, false)?;
+        let (response, deadlines) = match inner.open(&wire, false, total).await {
+            Ok(ok) => ok,
+            Err(f) => return Err(inner.fail_recorded(req, &wire, false, f)),
+        };
+        let status = response.status().as_u16();
+        let mut body = Body::new(response, deadlines, inner.limits.max_body_bytes);
+        let bytes = body
+            .read_all(false)
+            .await
+            .map_err(|e| inner.redact(inner.body_error(e, None, body.received())))?;
+        let result = inner.decode_body(&bytes, &wire.names);
+        if let Some(recorder) = &inner.recorder {
+            let rec = Recording::new(req, &wire, false, status, bytes);
+            recorder.write(inner, &rec)?;
+        }
+        result.map_err(|e| inner.redact(e))
+    }
+
+    /// One streamed turn: returns once the response head arrived; events follow as their bytes
+    /// do. Retries happen only before that point.
+    pub async fn stream(&self, req: &ChatRequest) -> Result<ChatStream> {
+        let inner = &self.inner;
+        let total = after(inner.timeouts.total);
+        let wire = inner.provider.encode(req, true)?;
+        let (response, deadlines) = match inner.open(&wire, true, total).await {
+            Ok(ok) => ok,
+            Err(f) => return Err(inner.fail_recorded(req, &wire, true, f)),
+        };
+        let status = response.status().as_u16();
+        let body = Body::new(response, deadlines, inner.limits.max_body_bytes);
+        let recording = inner
+            .recorder
+            .as_ref()
+            .map(|_| Recording::new(req, &wire, true, status, Vec::new()));
+        Ok(ChatStream::new(
+            Arc::clone(&self.inner),
+            body,
+            wire.names,
+            recording,
+        ))
+    }
+}
+
+impl Inner {
+    fn kind(&self) -> ProviderKind {
+        self.provider.info().kind
+    }
+
+    fn url(&self, wire: &HttpRequest) -> String {
+        if wire.path.is_empty() || wire.path.starts_with('/') || wire.path.starts_with('?') {
+            format!("{}{}", self.base_url, wire.path)
+        } else {
+            format!("{}/{}", self.base_url, wire.path)
+        }
+    }
+
+    /// Sends until a 2xx head arrives, retrying what the policy allows.
+    async fn open(
+        &self,
+        wire: &HttpRequest,
+        stream: bool,
+        total: Instant,
+    ) -> std::result::Result<(reqwest::Response, Deadlines), Failure> {
+        let body = Bytes::from(serde_json::to_vec(&wire.body).map_err(|e| {
+            Error::input("request", format!("cannot serialize the wire body: {e}"))
+        })?);
+        let url = self.url(wire);
+        let mut retry = 0;
+        loop {
+            let failure = match self.attempt(&url, &body, wire, stream, total).await {
+                Ok(ok) => return Ok(ok),
+                Err(f) => f,
+            };
+            if retry >= self.retry.max_retries || !failure.error.is_retryable() {
+                return Err(failure);
+            }
+            let asked = failure.error.api().and_then(|a| a.retry_after);
+            let Some(wait) = self.retry.delay(retry, asked) else {
+                return Err(failure);
+            };
+            if after(wait) >= total {
+                return Err(failure);
+            }
+            tokio::time::sleep(wait).await;
+            retry += 1;
+        }
+    }
+
+    async fn attempt(
+        &self,
+        url: &str,
+        body: &Bytes,
+        wire: &HttpRequest,
+        stream: bool,
+        total: Instant,
+    ) -> std::result::Result<(reqwest::Response, Deadlines), Failure> {
+        let t = &self.timeouts;
+        let start = Instant::now();
+        let first_byte = start.checked_add(t.first_byte).unwrap_or(total).min(total);
+        let mut request = self
+            .http
+            .post(url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(
+                ACCEPT,
+                if stream {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                },
+            );
+        for (name, value) in &wire.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        if let Some((name, value)) = &self.auth {
+            request = request.header(name.clone(), value.clone());
+        }
+        let sent = tokio::time::timeout_at(first_byte, request.body(body.clone()).send()).await;
+        let deadlines = Deadlines {
+            first_byte,
+            first_byte_limit: t.first_byte,
+            idle: t.idle,
+            total,
+            total_limit: t.total,
+        };
+        let response = match sent {
+            Err(_) => {
+                let (phase, limit) = if first_byte >= total {
+                    (TimeoutPhase::Total, t.total)
+                } else {
+                    (TimeoutPhase::FirstByte, t.first_byte)
+                };
+                return Err(self.timeout(phase, limit, None).into());
+            }
+            Ok(Err(e)) => return Err(self.redact(self.transport(e)).into()),
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok((response, deadlines));
+        }
+        let retry_after = retry::retry_after(response.headers());
+        let mut body = Body::new(response, deadlines, self.limits.max_error_body_bytes);
+        // The status is the answer; a body that fails to arrive leaves only the status.
+        let bytes = body.read_all(true).await.unwrap_or_default();
+        let mut api = self.provider.decode_error(Some(status.as_u16()), &bytes);
+        api.retry_after = retry_after.or(api.retry_after);
+        Err(Failure {
+            error: self.redact(api.into()),
+            answer: Some((status.as_u16(), bytes)),
+        })
+    }
+
+    /// Records a failed exchange when it got an answer, then returns its error.
+    fn fail_recorded(
+        &self,
+        req: &ChatRequest,
+        wire: &HttpRequest,
+        stream: bool,
+        f: Failure,
+    ) -> Error {
+        if let (Some(recorder), Some((status, bytes))) = (&self.recorder, f.answer) {
+            let rec = Recording::new(req, wire, stream, status, bytes);
+            if let Err(e) = recorder.write(self, &rec) {
+                return e;
+            }
+        }
+        f.error
+    }
+
+    fn timeout(
+        &self,
+        phase: TimeoutPhase,
+        limit: Duration,
+        partial: Option<Box<ChatResponse>>,
+    ) -> Error {
+        Error::Timeout {
+            provider: self.kind(),
+            phase,
+            limit,
+            partial,
+        }
+    }
+
+    fn transport(&self, e: reqwest::Error) -> Error {
+        if e.is_connect() && e.is_timeout() {
+            return self.timeout(TimeoutPhase::Connect, self.timeouts.connect, None);
+        }
+        Error::Transport {
+            provider: self.kind(),
+            message: chain(&e),
+            connect: e.is_connect(),
+            source: Some(Box::new(e)),
+        }
+    }
+
+    /// A body read that stopped early; `partial` is what a stream had delivered.
+    fn body_error(
+        &self,
+        e: BodyError,
+        partial: Option<Box<ChatResponse>>,
+        received: usize,
+    ) -> Error {
+        match e {
+            BodyError::Timeout(phase, limit) => self.timeout(phase, limit, partial),
+            BodyError::Transport(e) if partial.is_some() => Error::Stream {
+                provider: self.kind(),
+                reason: format!("connection lost after {received} bytes: {}", chain(&e)),
+                partial,
+            },
+            BodyError::Transport(e) => Error::Transport {
+                provider: self.kind(),
+                message: format!(
+                    "connection lost after {received} bytes of the body: {}",
+                    chain(&e)
+                ),
+                connect: false,
+                source: Some(Box::new(e)),
+            },
+            BodyError::TooLarge(limit) => Error::Stream {
+                provider: self.kind(),
+                reason: format!("response larger than {limit} bytes (Limits::max_body_bytes)"),
+                partial,
+            },
+        }
+    }
+
+    /// A whole body (JSON, or SSE from a server that streams anyway) → the canonical response.
+    fn decode_body(&self, bytes: &[u8], names: &NameMap) -> Result<ChatResponse> {
+        let bytes = strip_bom(bytes);
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(Error::decode(
+                self.kind(),
+                "response body",
+                "the body is empty",
+            ));
+        }
+        let mut response = match crate::replay::replay(self.provider.as_ref(), bytes) {
+            Ok(r) => r.response,
+            Err(mut e) => {
+                restore_partial(&mut e, names);
+                return Err(e);
+            }
+        };
+        names.restore_response(&mut response);
+        let max = self.limits.max_argument_bytes;
+        if let Some((i, _)) = response
+            .tool_calls
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.raw_arguments.len() > max)
+        {
+            return Err(Error::Stream {
+                provider: self.kind(),
+                reason: argument_limit_reason(i, max),
+                partial: Some(Box::new(response)),
+            });
+        }
+        Ok(response)
+    }
+
+    /// Takes the key out of every text an error carries (a server may echo it back).
+    fn redact(&self, e: Error) -> Error {
+        let Some(Secret(key)) = &self.key else {
+            return e;
+        };
+        let key = key.trim();
+        // Too short a key would garble unrelated text; such keys are not secrets worth the name.
+        if key.len() < 6 {
+            return e;
+        }
+        let clean = |s: String| {
+            if s.contains(key) {
+                s.replace(key, "<redacted>")
+            } else {
+                s
+            }
+        };
+        match e {
+            Error::Transport {
+                provider,
+                message,
+                connect,
+                source,
+            } => {
+                let leaks = source
+                    .as_ref()
+                    .is_some_and(|s| s.to_string().contains(key) || format!("{s:?}").contains(key));
+                Error::Transport {
+                    provider,
+                    message: clean(message),
+                    connect,
+                    source: if leaks { None } else { source },
+                }
+            }
+            Error::Api(mut api) => {
+                let a: &mut ApiError = &mut api;
+                a.message = clean(std::mem::take(&mut a.message));
+                a.body = clean(std::mem::take(&mut a.body));
+                a.code = a.code.take().map(clean);
+                Error::Api(api)
+            }
+            Error::Decode {
+                provider,
+                what,
+                message,
+            } => Error::Decode {
+                provider,
+                what: clean(what),
+                message: clean(message),
+            },
+            Error::Stream {
+                provider,
+                reason,
+                partial,
+            } => Error::Stream {
+                provider,
+                reason: clean(reason),
+                partial,
+            },
+            Error::Unsupported { provider, feature } => Error::Unsupported {
+                provider,
+                feature: clean(feature),
+            },
+            Error::Input { path, message } => Error::Input {
+                path: clean(path),
+                message: clean(message),
+            },
+            other => other,
+        }
+    }
+
+    /// The key, for scrubbing recordings.
+    fn key(&self) -> Option<&str> {
+        self.key
+            .as_ref()
+            .map(|Secret(k)| k.trim())
+            .filter(|k| k.len() >= 6)
+    }
+}
+
+/// The instant `d` from now; a limit too large to represent (`Duration::MAX` for "no limit")
+/// becomes a century.
+pub(crate) fn after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86_400)))
+        .unwrap_or(now)
+}
+
+/// A UTF-8 byte order mark, which some servers put before a body or stream.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(BOM).unwrap_or(bytes)
+}
+
+fn argument_limit_reason(index: usize, max: usize) -> String {
+    format!("arguments of tool call {index} exceed {max} bytes (Limits::max_argument_bytes)")
+}
+
+/// Restores canonical tool names in an error's partial response.
+fn restore_partial(e: &mut Error, names: &NameMap) {
+    let partial = match e {
+        Error::Stream { partial, .. } | Error::Timeout { partial, .. } => partial.as_deref_mut(),
+        Error::Api(api) => api.partial.as_deref_mut(),
+        _ => None,
+    };
+    if let Some(p) = partial {
+        names.restore_response(p);
+    }
+}
+
+/// An error and its sources on one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let next = s.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = s.source();
+    }
+    text
+}

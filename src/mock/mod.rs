@@ -1,0 +1,500 @@
+//! A wire-faithful mock provider: a loopback HTTP server that answers in a chosen provider's
+//! real wire format, from scripted canonical replies.
+//!
+//! Each [`MockReply`] is encoded by the provider itself ([`Provider::encode_response`],
+//! [`Provider::encode_error`]) as its JSON body or its SSE stream, and can be delivered in small
+//! pieces, slowly, cut off or stalled, so a client (ours or a user's agent) meets the failures
+//! real services produce. The server binds `127.0.0.1` on a free port, records every request it
+//! receives, and stops when dropped.
+//!
+//! A request is answered as a stream when it sends `Accept: text/event-stream` (the client
+//! always does for streams) or its JSON body has `"stream": true`; [`MockReply::stream`]
+//! overrides that. When the script runs out the server answers HTTP 400 with the code
+//! `mock_script_exhausted`, unless [`Script::repeat_last`] was set.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> toolwire::Result<()> {
+//! use toolwire::mock::{MockReply, MockServer, Script};
+//! use toolwire::{ChatRequest, Client, Message, ProviderKind};
+//!
+//! let script = Script::new().then(MockReply::text("Hello from the mock."));
+//! let server = MockServer::start(ProviderKind::OpenAi, script).await?;
+//! let client = Client::builder(ProviderKind::OpenAi)
+//!     .base_url(server.url())
+//!     .build()?;
+//! let req = ChatRequest::new("any-model", vec![Message::user("Hi")]);
+//! let response = client.chat(&req).await?;
+//! assert_eq!(response.text.as_deref(), Some("Hello from the mock."));
+//! assert_eq!(server.requests()[0].path, "/chat/completions");
+//! # Ok(()) }
+//! ```
+
+mod http;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::error::{ApiError, Error, Result};
+use crate::provider::{Provider, ProviderKind};
+use crate::replay::is_json_body;
+use crate::types::{ChatResponse, FinishReason, ToolCall};
+use http::{Delivery, Response};
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum MockReply {
+    /// A successful turn, encoded as the provider's body or stream.
+    Response(ChatResponse),
+    /// An error, encoded as the provider's error body (an error event inside a 200 stream when
+    /// it has no status and the request streams). `retry_after` is sent as `Retry-After` (whole
+    /// seconds, rounded up) plus `retry-after-ms`.
+    Error(ApiError),
+    /// Exact bytes with a status and content type, for what no encoder produces: garbage,
+    /// invalid UTF-8, a recorded fixture body.
+    Raw {
+        /// HTTP status.
+        status: u16,
+        /// `Content-Type` header.
+        content_type: String,
+        /// The body, sent as is.
+        body: Vec<u8>,
+    },
+    /// Read the request, then never answer; the connection is held until the client leaves.
+    Hang,
+    /// Read the request, then close the connection without answering.
+    Close,
+    /// Another reply delivered with a [`Shape`].
+    Shaped(Box<MockReply>, Shape),
+}
+
+/// How a reply is delivered: pacing, cuts, and header changes.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Shape {
+    /// Bytes per write (at least 1); by default one write per SSE event for streams, the whole
+    /// body otherwise.
+    pub chunk_size: Option<usize>,
+    /// Pause between writes.
+    pub delay: Duration,
+    /// Pause before the response head (ends early if the client hangs up).
+    pub head_delay: Duration,
+    /// Close the connection after this many body bytes, without the body's end.
+    pub drop_after: Option<usize>,
+    /// Stop sending after this many body bytes and hold the connection until the client leaves.
+    pub stall_after: Option<usize>,
+    /// Replaces the status.
+    pub status: Option<u16>,
+    /// Extra response headers.
+    pub headers: Vec<(String, String)>,
+    /// Answer as a stream (`true`) or a body (`false`) whatever the request asked.
+    pub stream: Option<bool>,
+}
+
+impl MockReply {
+    /// A turn that answers with text.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Response(ChatResponse {
+            text: Some(text.into()),
+            finish_reason: FinishReason::Stop,
+            ..ChatResponse::default()
+        })
+    }
+
+    /// A turn that calls tools (`finish_reason` settled the way decoders settle it).
+    pub fn tool_calls(calls: impl IntoIterator<Item = ToolCall>) -> Self {
+        let mut response = ChatResponse {
+            tool_calls: calls.into_iter().collect(),
+            finish_reason: FinishReason::Stop,
+            ..ChatResponse::default()
+        };
+        response.settle_finish_reason();
+        Self::Response(response)
+    }
+
+    /// Exact bytes as a `text/event-stream` 200.
+    pub fn raw_sse(body: impl Into<Vec<u8>>) -> Self {
+        Self::Raw {
+            status: 200,
+            content_type: "text/event-stream".into(),
+            body: body.into(),
+        }
+    }
+
+    fn shape_mut(self, f: impl FnOnce(&mut Shape)) -> Self {
+        let (reply, mut shape) = match self {
+            Self::Shaped(reply, shape) => (reply, shape),
+            other => (Box::new(other), Shape::default()),
+        };
+        f(&mut shape);
+        Self::Shaped(reply, shape)
+    }
+
+    /// Writes the body `n` bytes at a time (down to one byte).
+    pub fn chunk_size(self, n: usize) -> Self {
+        self.shape_mut(|s| s.chunk_size = Some(n.max(1)))
+    }
+
+    /// Pauses between writes.
+    pub fn delay(self, d: Duration) -> Self {
+        self.shape_mut(|s| s.delay = d)
+    }
+
+    /// Pauses before the response head.
+    pub fn head_delay(self, d: Duration) -> Self {
+        self.shape_mut(|s| s.head_delay = d)
+    }
+
+    /// Drops the connection after `n` body bytes.
+    pub fn drop_after(self, n: usize) -> Self {
+        self.shape_mut(|s| s.drop_after = Some(n))
+    }
+
+    /// Stalls after `n` body bytes until the client gives up.
+    pub fn stall_after(self, n: usize) -> Self {
+        self.shape_mut(|s| s.stall_after = Some(n))
+    }
+
+    /// Replaces the status.
+    pub fn status(self, status: u16) -> Self {
+        self.shape_mut(|s| s.status = Some(status))
+    }
+
+    /// Adds a response header (`Retry-After`, say).
+    pub fn header(self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let (name, value) = (name.into(), value.into());
+        self.shape_mut(|s| s.headers.push((name, value)))
+    }
+
+    /// Answers as a stream or a body whatever the request asked.
+    pub fn stream(self, stream: bool) -> Self {
+        self.shape_mut(|s| s.stream = Some(stream))
+    }
+
+    fn unshape(&self) -> (&MockReply, Option<&Shape>) {
+        match self {
+            Self::Shaped(reply, shape) => (reply.unshape().0, Some(shape)),
+            other => (other, None),
+        }
+    }
+}
+
+impl From<ChatResponse> for MockReply {
+    fn from(r: ChatResponse) -> Self {
+        Self::Response(r)
+    }
+}
+
+impl From<ApiError> for MockReply {
+    fn from(e: ApiError) -> Self {
+        Self::Error(e)
+    }
+}
+
+/// The replies, served in order, one per request.
+#[derive(Debug, Clone, Default)]
+pub struct Script {
+    replies: VecDeque<MockReply>,
+    repeat_last: bool,
+}
+
+impl Script {
+    /// An empty script.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends a reply.
+    pub fn then(mut self, reply: impl Into<MockReply>) -> Self {
+        self.replies.push_back(reply.into());
+        self
+    }
+
+    /// Serves the last reply again for every request after the script ran out.
+    pub fn repeat_last(mut self) -> Self {
+        self.repeat_last = true;
+        self
+    }
+
+    /// Replies not served yet.
+    pub fn len(&self) -> usize {
+        self.replies.len()
+    }
+
+    /// Whether every reply was served.
+    pub fn is_empty(&self) -> bool {
+        self.replies.is_empty()
+    }
+
+    fn next(&mut self) -> Option<MockReply> {
+        if self.replies.len() == 1 && self.repeat_last {
+            return self.replies.front().cloned();
+        }
+        self.replies.pop_front()
+    }
+}
+
+impl FromIterator<MockReply> for Script {
+    fn from_iter<I: IntoIterator<Item = MockReply>>(iter: I) -> Self {
+        Self {
+            replies: iter.into_iter().collect(),
+            repeat_last: false,
+        }
+    }
+}
+
+/// A request the server received.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct RecordedRequest {
+    /// The method (`POST`).
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// Headers, names lowercased, in arrival order (auth included: it is the caller's own).
+    pub headers: Vec<(String, String)>,
+    /// The body as JSON (a string holding the text when it is not JSON).
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    /// A header's value by (lowercase) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+struct Shared {
+    provider: Box<dyn Provider>,
+    script: Mutex<Script>,
+    requests: Mutex<Vec<RecordedRequest>>,
+}
+
+/// The running mock server. Dropping it stops it and closes every connection.
+pub struct MockServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for MockServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MockServer")
+            .field("addr", &self.addr)
+            .field("provider", &self.shared.provider.info().kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl MockServer {
+    /// Starts a server speaking `kind`'s wire. Fails with [`Error::Unsupported`] when that
+    /// provider cannot encode responses yet.
+    pub async fn start(kind: ProviderKind, script: Script) -> Result<MockServer> {
+        Self::start_with(crate::providers::provider_for(kind)?, script).await
+    }
+
+    /// Starts a server speaking any provider's wire.
+    pub async fn start_with(provider: Box<dyn Provider>, script: Script) -> Result<MockServer> {
+        for reply in &script.replies {
+            if let (MockReply::Response(r), _) = reply.unshape() {
+                provider.encode_response(r, false)?;
+                provider.encode_response(r, true)?;
+            }
+        }
+        let kind = provider.info().kind;
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| transport(kind, "cannot bind 127.0.0.1", e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| transport(kind, "cannot read the bound address", e))?;
+        let shared = Arc::new(Shared {
+            provider,
+            script: Mutex::new(script),
+            requests: Mutex::new(Vec::new()),
+        });
+        let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
+        Ok(MockServer { addr, shared, task })
+    }
+
+    /// The base URL, `http://127.0.0.1:<port>`; give it to [`crate::client::ClientBuilder::base_url`].
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The requests received so far, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.requests).clone()
+    }
+
+    /// Replies not served yet.
+    pub fn remaining(&self) -> usize {
+        lock(&self.shared.script).len()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn transport(provider: ProviderKind, what: &str, e: std::io::Error) -> Error {
+    Error::Transport {
+        provider,
+        message: format!("mock server: {what}: {e}"),
+        connect: false,
+        source: Some(Box::new(e)),
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    // Dropped (aborting every connection) when the server is dropped and this task aborted.
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                if let Ok((sock, _)) = accepted {
+                    connections.spawn(serve(sock, Arc::clone(&shared)));
+                }
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+async fn serve(mut sock: TcpStream, shared: Arc<Shared>) {
+    let _ = sock.set_nodelay(true);
+    let request = match http::read_request(&mut sock).await {
+        Ok(r) => r,
+        Err(message) => {
+            let response = Response {
+                status: 400,
+                headers: vec![("content-type".into(), "text/plain".into())],
+                body: format!("mock server: {message}").into_bytes(),
+                chunked: false,
+            };
+            http::write_response(&mut sock, response, &Delivery::default()).await;
+            return;
+        }
+    };
+    let body: Value = serde_json::from_slice(&request.body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&request.body).into_owned()));
+    let wants_stream = request
+        .header("accept")
+        .is_some_and(|a| a.contains("text/event-stream"))
+        || body.get("stream") == Some(&Value::Bool(true));
+    let seq = {
+        let mut requests = lock(&shared.requests);
+        requests.push(RecordedRequest {
+            method: request.method,
+            path: request.path,
+            headers: request.headers,
+            body,
+        });
+        requests.len()
+    };
+    let reply = lock(&shared.script).next();
+    let reply = reply.unwrap_or_else(|| {
+        let kind = shared.provider.info().kind;
+        let mut e = ApiError::new(
+            kind,
+            Some(400),
+            format!("mock script exhausted: request {seq} has no scripted reply"),
+        );
+        e.code = Some("mock_script_exhausted".into());
+        MockReply::Error(e)
+    });
+    let (base, shape) = reply.unshape();
+    let shape = shape.cloned().unwrap_or_default();
+    let stream = shape.stream.unwrap_or(wants_stream);
+    if matches!(base, MockReply::Close) {
+        return;
+    }
+    let Some(mut response) = render(shared.provider.as_ref(), base, stream) else {
+        http::wait_for_close(&mut sock, None).await;
+        return;
+    };
+    if let Some(status) = shape.status {
+        response.status = status;
+    }
+    response.headers.extend(shape.headers.iter().cloned());
+    let delivery = Delivery {
+        chunk_size: shape.chunk_size,
+        delay: shape.delay,
+        head_delay: shape.head_delay,
+        drop_after: shape.drop_after,
+        stall_after: shape.stall_after,
+    };
+    http::write_response(&mut sock, response, &delivery).await;
+}
+
+/// The HTTP response for a reply; `None` for [`MockReply::Hang`] and [`MockReply::Close`].
+fn render(provider: &dyn Provider, reply: &MockReply, stream: bool) -> Option<Response> {
+    let (status, body, mut headers) = match reply {
+        MockReply::Response(r) => match provider.encode_response(r, stream) {
+            Ok(body) => (200, body, Vec::new()),
+            Err(e) => (500, format!("mock server: {e}").into_bytes(), Vec::new()),
+        },
+        MockReply::Error(e) => {
+            let (status, body) = provider.encode_error(e, stream);
+            let mut headers = Vec::new();
+            if let Some(wait) = e.retry_after {
+                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                headers.push(("retry-after".to_owned(), secs.to_string()));
+                headers.push(("retry-after-ms".to_owned(), wait.as_millis().to_string()));
+            }
+            (status, body, headers)
+        }
+        MockReply::Raw {
+            status,
+            content_type,
+            body,
+        } => {
+            let headers = vec![("content-type".to_owned(), content_type.clone())];
+            return Some(Response {
+                status: *status,
+                chunked: content_type.contains("event-stream"),
+                headers,
+                body: body.clone(),
+            });
+        }
+        MockReply::Hang | MockReply::Close => return None,
+        MockReply::Shaped(inner, _) => return render(provider, inner, stream),
+    };
+    let sse = !is_json_body(&body) && status == 200;
+    let content_type = if sse {
+        "text/event-stream"
+    } else if is_json_body(&body) {
+        "application/json"
+    } else {
+        "text/plain; charset=utf-8"
+    };
+    headers.insert(0, ("content-type".to_owned(), content_type.to_owned()));
+    Some(Response {
+        status,
+        headers,
+        body,
+        chunked: sse,
+    })
+}

@@ -1,0 +1,167 @@
+//! The canonical request → a DashScope native body:
+//! `{"model", "input": {"messages"}, "parameters": {...}}`.
+
+use serde_json::{Map, Value, json};
+
+use super::Endpoint;
+use crate::error::{Error, Result};
+use crate::provider::{HttpRequest, NameMap, ProviderKind};
+use crate::providers::openai::openai_name;
+use crate::providers::shared::{check_tools, replay_arguments, request_names};
+use crate::types::{ChatRequest, Message, ToolChoice, ToolDefinition};
+
+/// The header that turns a generation request into an SSE stream.
+pub(crate) const SSE_HEADER: (&str, &str) = ("X-DashScope-SSE", "enable");
+
+/// Text as message content: a string on the text endpoint, `[{"text": …}]` on the multimodal
+/// one (empty text is `[]`, as the multimodal endpoint sends it back).
+fn content(text: &str, multimodal: bool) -> Value {
+    if !multimodal {
+        json!(text)
+    } else if text.is_empty() {
+        json!([])
+    } else {
+        json!([{ "text": text }])
+    }
+}
+
+fn tool_json(tool: &ToolDefinition, names: &NameMap) -> Value {
+    let mut function = Map::new();
+    function.insert("name".into(), json!(names.wire(&tool.name)));
+    if !tool.description.is_empty() {
+        function.insert("description".into(), json!(tool.description));
+    }
+    function.insert("parameters".into(), tool.parameters.clone());
+    json!({"type": "function", "function": function})
+}
+
+fn message_json(m: &Message, names: &NameMap, multimodal: bool) -> Value {
+    match m {
+        Message::System { content: c } => {
+            json!({"role": "system", "content": content(c, multimodal)})
+        }
+        Message::User { content: c } => json!({"role": "user", "content": content(c, multimodal)}),
+        Message::Assistant(a) => {
+            let mut msg = Map::new();
+            msg.insert("role".into(), json!("assistant"));
+            msg.insert(
+                "content".into(),
+                content(a.content.as_deref().unwrap_or(""), multimodal),
+            );
+            if !a.tool_calls.is_empty() {
+                let calls: Vec<Value> = a
+                    .tool_calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        json!({
+                            "index": i,
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": names.wire(&c.name), "arguments": replay_arguments(c)},
+                        })
+                    })
+                    .collect();
+                msg.insert("tool_calls".into(), Value::Array(calls));
+            }
+            Value::Object(msg)
+        }
+        Message::Tool(r) => json!({
+            "role": "tool",
+            "content": content(&r.content_text(), multimodal),
+            "tool_call_id": r.call_id,
+        }),
+    }
+}
+
+fn tool_choice_json(choice: &ToolChoice, names: &NameMap) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => {
+            json!({"type": "function", "function": {"name": names.wire(name)}})
+        }
+    }
+}
+
+/// Thinking mode accepts only `auto` and `none`; DashScope answers 400 ("The tool_choice
+/// parameter does not support being set to required or object in thinking mode") otherwise,
+/// so the request is refused before it is sent.
+fn check_thinking_choice(req: &ChatRequest) -> Result<()> {
+    match (&req.thinking, &req.tool_choice) {
+        (Some(true), Some(ToolChoice::Required | ToolChoice::Tool(_))) => Err(Error::unsupported(
+            ProviderKind::DashScope,
+            "tool_choice \"required\" or a named tool together with thinking: true \
+             (DashScope accepts only auto or none in thinking mode)",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The whole request.
+pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Result<HttpRequest> {
+    check_tools(req)?;
+    check_thinking_choice(req)?;
+    let names = NameMap::build(request_names(req), openai_name);
+    let multimodal = endpoint.is_multimodal(&req.model);
+    let messages: Vec<Value> = req
+        .messages
+        .iter()
+        .map(|m| message_json(m, &names, multimodal))
+        .collect();
+
+    let mut parameters = Map::new();
+    parameters.insert("result_format".into(), json!("message"));
+    if stream {
+        // Always ask for deltas; the decoder still reads a cumulative stream.
+        parameters.insert("incremental_output".into(), json!(true));
+    }
+    if !req.tools.is_empty() {
+        parameters.insert(
+            "tools".into(),
+            Value::Array(req.tools.iter().map(|t| tool_json(t, &names)).collect()),
+        );
+    }
+    if let Some(choice) = &req.tool_choice {
+        parameters.insert("tool_choice".into(), tool_choice_json(choice, &names));
+    }
+    if let Some(parallel) = req.parallel_tool_calls
+        && !req.tools.is_empty()
+    {
+        parameters.insert("parallel_tool_calls".into(), json!(parallel));
+    }
+    if let Some(max) = req.max_tokens {
+        parameters.insert("max_tokens".into(), json!(max));
+    }
+    if let Some(t) = req.temperature {
+        parameters.insert("temperature".into(), json!(t));
+    }
+    if let Some(thinking) = req.thinking {
+        parameters.insert("enable_thinking".into(), json!(thinking));
+    }
+
+    let mut body = Map::new();
+    body.insert("model".into(), json!(req.model));
+    body.insert("input".into(), json!({ "messages": messages }));
+    // Every generation option lives in `parameters`; only `model` and `input` are top level.
+    for (k, v) in &req.extra_body {
+        match k.as_str() {
+            "model" | "input" => body.insert(k.clone(), v.clone()),
+            _ => parameters.insert(k.clone(), v.clone()),
+        };
+    }
+    body.insert("parameters".into(), Value::Object(parameters));
+
+    let headers = if stream {
+        vec![(SSE_HEADER.0.to_owned(), SSE_HEADER.1.to_owned())]
+    } else {
+        Vec::new()
+    };
+    Ok(HttpRequest {
+        path: endpoint.path(&req.model).to_owned(),
+        headers,
+        body: Value::Object(body),
+        names,
+    })
+}

@@ -1,0 +1,132 @@
+//! StepFun (api.stepfun.com): the Chat Completions wire as a [`Dialect`].
+//!
+//! Every quirk below is a field of [`STEPFUN`]; the shared [`OpenAi`] implementation reads them.
+#![doc = include_str!("../../providers/stepfun.md")]
+
+use super::openai::{
+    Dialect, OpenAi, ParallelCalls, ThinkingSwitch, ToolChoiceSupport, openai_name,
+};
+use crate::provider::{Auth, ProviderInfo, ProviderKind};
+
+/// StepFun's dialect of the Chat Completions wire.
+pub const STEPFUN: Dialect = Dialect {
+    info: ProviderInfo {
+        kind: ProviderKind::StepFun,
+        base_url: "https://api.stepfun.com/v1",
+        key_vars: &["STEPFUN_API_KEY"],
+        auth: Auth::Bearer,
+        capabilities: "tools (tool_choice auto only), streamed arguments, reasoning, \
+                       usage on every chunk",
+    },
+    path: "/chat/completions",
+    max_tokens_field: "max_tokens",
+    // Usage rides on every chunk already; `stream_options` is not in StepFun's reference.
+    stream_usage: false,
+    reasoning_fields: &["reasoning", "reasoning_content"],
+    echo_reasoning: None,
+    unfinished: &[""],
+    finish_reasons: &[],
+    valid_name: openai_name,
+    tool_choice: ToolChoiceSupport::AutoOnly,
+    thinking_tool_choice: ToolChoiceSupport::All,
+    parallel_tool_calls: ParallelCalls::Undocumented,
+    thinking: ThinkingSwitch::NotSent,
+    thinking_models: &[],
+    tool_stream_models: &[],
+    empty_content_as_string: false,
+    exclusive_with_tools: &[],
+    check_property_keys: true,
+};
+
+/// The StepFun provider.
+pub fn provider() -> OpenAi {
+    OpenAi::with_dialect(&STEPFUN)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::error::Error;
+    use crate::provider::Provider;
+    use crate::types::{ChatRequest, Message, ToolDefinition};
+
+    fn tool(parameters: serde_json::Value) -> ToolDefinition {
+        ToolDefinition::new("lookup", "")
+            .unwrap()
+            .with_parameters(parameters)
+            .unwrap()
+    }
+
+    #[test]
+    fn property_keys_follow_the_name_rule() {
+        let p = provider();
+        let ok = tool(json!({"type": "object", "properties": {"zip-code": {}, "var_2": {}}}));
+        assert!(p.encode_parameters(&ok, None).is_ok());
+        for bad in ["zip.code", "城市", "has space", &"k".repeat(65)] {
+            let t = tool(json!({"type": "object", "properties": {bad: {"type": "string"}}}));
+            let err = p.encode_parameters(&t, None).unwrap_err();
+            assert!(
+                matches!(&err, Error::Unsupported { feature, .. } if feature.contains(&format!("{bad:?}"))),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn deltas_without_index_continue_the_call_at_their_position() {
+        let chunk = |call: serde_json::Value, finish: &str| {
+            json!({"choices": [{"index": 0, "delta": {"role": "", "content": "",
+                "tool_calls": [call]}, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}})
+            .to_string()
+        };
+        let body = [
+            chunk(json!({"id": "a", "type": "function", "function": {"name": "f", "arguments": ""}}), ""),
+            chunk(json!({"function": {"arguments": "{\"x\":"}}), ""),
+            chunk(json!({"id": "", "function": {"arguments": "1}"}}), ""),
+            chunk(json!({"id": "b", "type": "function", "function": {"name": "g", "arguments": "{\"y\""}}), ""),
+            chunk(json!({"function": {"arguments": ":2}"}}), "tool_calls"),
+        ]
+        .iter()
+        .map(|c| format!("data: {c}\n\n"))
+        .collect::<String>()
+            + "data: [DONE]\n\n";
+        let r = crate::replay::replay(&provider(), body.as_bytes())
+            .unwrap()
+            .response;
+        let calls: Vec<_> = r
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.raw_arguments.as_str()))
+            .collect();
+        assert_eq!(calls, [("a", "f", "{\"x\":1}"), ("b", "g", "{\"y\":2}")]);
+    }
+
+    #[test]
+    fn undocumented_fields_are_not_sent() {
+        let p = provider();
+        let mut req = ChatRequest::new("step-3.5-flash", vec![Message::user("hi")])
+            .with_tools([tool(json!({"type": "object", "properties": {}}))]);
+        req.thinking = Some(true);
+        req.parallel_tool_calls = Some(true);
+        let body = p.encode(&req, true).unwrap().body;
+        for field in [
+            "parallel_tool_calls",
+            "tool_choice",
+            "stream_options",
+            "thinking",
+        ] {
+            assert!(body.get(field).is_none(), "{field} sent: {body}");
+        }
+        req.parallel_tool_calls = Some(false);
+        assert!(matches!(
+            p.encode(&req, true),
+            Err(Error::Unsupported {
+                provider: ProviderKind::StepFun,
+                ..
+            })
+        ));
+    }
+}

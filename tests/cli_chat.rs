@@ -1,0 +1,143 @@
+//! `toolwire chat` end to end against the mock provider: a tool round, a provider error, bad
+//! usage, and recording.
+#![cfg(feature = "mock")]
+
+use std::process::{Command, Output};
+
+use serde_json::json;
+use toolwire::mock::{MockReply, MockServer, Script};
+use toolwire::{ApiError, ProviderKind, ToolCall};
+
+const KEY: &str = "sk-test-SECRET-1234";
+
+/// Runs the binary off the async runtime so the mock keeps serving meanwhile.
+async fn toolwire(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_toolwire"))
+            .args(&args)
+            .env("OPENAI_API_KEY", KEY)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn args(url: &str, extra: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = ["chat", "--provider", "openai", "--model", "tw-model"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    v.extend(["--base-url".to_owned(), url.to_owned()]);
+    v.extend(extra.iter().map(|s| (*s).to_owned()));
+    v
+}
+
+#[tokio::test]
+async fn chat_runs_a_tool_round_and_streams_the_answer() {
+    let script = Script::new()
+        .then(MockReply::tool_calls([ToolCall::new(
+            "call_tw_1",
+            "calculator",
+            r#"{"expression":"6*7"}"#,
+        )]))
+        .then(MockReply::text("The answer is 42."));
+    let server = MockServer::start(ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let out = toolwire(args(&server.url(), &["What", "is", "6*7?"])).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout.trim(), "The answer is 42.");
+    assert!(stderr.contains("[call] calculator"), "{stderr}");
+    assert!(
+        stderr.contains("[result] calculator = {\"result\":42}"),
+        "{stderr}"
+    );
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].body["messages"][0]["content"], "What is 6*7?");
+    let names: Vec<_> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("clock"), json!("calculator")]);
+    let history = requests[1].body["messages"].as_array().unwrap();
+    assert_eq!(history[1]["tool_calls"][0]["id"], "call_tw_1");
+    assert_eq!(history[2]["role"], "tool");
+    assert_eq!(history[2]["tool_call_id"], "call_tw_1");
+    assert_eq!(history[2]["content"], r#"{"result":42}"#);
+}
+
+#[tokio::test]
+async fn chat_reports_a_provider_error_on_one_line() {
+    let mut e = ApiError::new(
+        ProviderKind::OpenAi,
+        Some(401),
+        format!("Incorrect API key provided: {KEY}"),
+    );
+    e.code = Some("invalid_api_key".into());
+    let server = MockServer::start(ProviderKind::OpenAi, Script::new().then(e))
+        .await
+        .unwrap();
+    let out = toolwire(args(&server.url(), &["hi"])).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("HTTP 401") && stderr.contains("invalid_api_key"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("SECRET"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("SECRET"));
+}
+
+#[tokio::test]
+async fn chat_bad_usage_exits_2() {
+    let out = toolwire(vec!["chat".into(), "--provider".into(), "openai".into()]).await;
+    assert_eq!(out.status.code(), Some(2));
+    let out = toolwire(vec![
+        "chat".into(),
+        "--provider".into(),
+        "openai".into(),
+        "--base-url".into(),
+        "http://127.0.0.1:9".into(),
+        "hi".into(),
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--model"));
+}
+
+#[tokio::test]
+async fn chat_records_fixture_cases() {
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-record-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let script = Script::new()
+        .then(MockReply::tool_calls([ToolCall::new(
+            "call_tw_2",
+            "clock",
+            "{}",
+        )]))
+        .then(MockReply::text("It is late."));
+    let server = MockServer::start(ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let record = dir.display().to_string();
+    let out = toolwire(args(&server.url(), &["--record", &record, "time?"])).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cases: Vec<_> = std::fs::read_dir(dir.join("openai")).unwrap().collect();
+    assert_eq!(cases.len(), 2);
+    let reports =
+        toolwire::conformance::run_dir(&dir, None, toolwire::conformance::Mode::Check).unwrap();
+    assert!(reports.iter().all(|r| r.passed()), "{reports:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
