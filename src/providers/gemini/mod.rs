@@ -129,6 +129,54 @@ impl Provider for Gemini {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::replay;
+    use crate::types::{Message, ToolResult};
+    use serde_json::json;
+
+    /// The "done when": replay a Gemini stream, put the answer and the results in the
+    /// history, encode it: one model turn with the calls (signature on the first only, no
+    /// synthetic ids), one user turn answering them in call order.
+    #[test]
+    fn replayed_stream_encodes_back_with_signatures_in_place() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/gemini/quirk_parallel_one_per_chunk/response.sse"
+        );
+        let body = std::fs::read(path).unwrap();
+        let gemini = Gemini::new();
+        let response = replay(&gemini, &body).unwrap().response;
+        let calls = response.tool_calls.clone();
+        let signature = calls[0].extra[THOUGHT_SIGNATURE].clone();
+        // Through JSON, as `toolwire replay` prints it and a user pastes it back.
+        let text = serde_json::to_string(&response).unwrap();
+        let assistant: crate::AssistantMessage = serde_json::from_str(&text).unwrap();
+        let mut messages = vec![
+            Message::user("Find the tokio docs."),
+            Message::Assistant(assistant),
+        ];
+        for call in calls.iter().rev() {
+            messages.push(Message::Tool(ToolResult::ok(call, json!({"hits": 1}))));
+        }
+        let request = ChatRequest::new("gemini-3-pro-preview", messages);
+        let body = gemini.encode(&request, true).unwrap().body;
+        let model = body["contents"][1]["parts"].as_array().unwrap();
+        assert_eq!(model.len(), 3);
+        assert_eq!(model[0]["thoughtSignature"], signature);
+        assert!(model[1].get("thoughtSignature").is_none());
+        assert!(model.iter().all(|p| p["functionCall"].get("id").is_none()));
+        assert_eq!(
+            model[2]["functionCall"]["args"],
+            json!({"query": "tokio timeout drop"})
+        );
+        let answers = body["contents"][2]["parts"].as_array().unwrap();
+        assert_eq!(body["contents"][2]["role"], "user");
+        assert_eq!(answers.len(), 3);
+        assert!(
+            answers
+                .iter()
+                .all(|p| p["functionResponse"]["name"] == "search_docs")
+        );
+    }
 
     #[test]
     fn names() {
