@@ -258,8 +258,10 @@ fn function_responses(
             return Err(Error::input(
                 format!("messages[{at}].call_id"),
                 format!(
-                    "no call {:?} in the model turn at messages[{turn_at}] (its calls: {}); \
-                     Gemini needs the results right after the turn that made the calls",
+                    "the {:?} result answers call {:?}, which is not in the model turn at \
+                     messages[{turn_at}] (its calls: {}); Gemini needs the results right after \
+                     the turn that made the calls",
+                    result.name,
                     result.call_id,
                     ids.join(", ")
                 ),
@@ -488,6 +490,70 @@ mod tests {
             "/v1beta/tunedModels/my-model:generateContent"
         );
         assert!(path("", false).is_err());
+    }
+
+    #[test]
+    fn turn_rules_are_input_errors_with_paths() {
+        let call = |id: &str| {
+            let mut c = ToolCall::new(id, "f", "{}");
+            c.extra.insert(ToolCall::SYNTHETIC_ID.into(), json!(true));
+            c
+        };
+        let turn = Message::Assistant(AssistantMessage {
+            tool_calls: vec![call("call_0"), call("call_1")],
+            ..AssistantMessage::default()
+        });
+        let result = |id: &str, name: &str| {
+            let mut r = ToolResult::ok(&call(id), json!(1));
+            r.name = name.into();
+            Message::Tool(r)
+        };
+        let cases = [
+            (
+                vec![Message::user("q"), result("call_0", "f")],
+                "messages[1]",
+            ),
+            (
+                vec![Message::user("q"), turn.clone(), result("call_9", "f")],
+                "messages[2].call_id",
+            ),
+            (
+                vec![Message::user("q"), turn.clone(), result("call_0", "g")],
+                "messages[2].name",
+            ),
+            (
+                vec![
+                    Message::user("q"),
+                    turn.clone(),
+                    result("call_0", "f"),
+                    result("call_0", "f"),
+                ],
+                "messages[3]",
+            ),
+            (vec![Message::system("s")], "messages"),
+        ];
+        for (messages, want) in cases {
+            let req = ChatRequest::new("gemini-2.5-flash", messages);
+            match encode(&req, false, SchemaMode::Lowered) {
+                Err(Error::Input { path, .. }) => assert_eq!(path, want),
+                other => panic!("{want}: {other:?}"),
+            }
+        }
+        // Results answering the turn, in any order, and a call turn left unanswered are fine.
+        let req = ChatRequest::new(
+            "gemini-2.5-flash",
+            vec![
+                Message::user("q"),
+                turn.clone(),
+                result("call_1", "f"),
+                result("call_0", "f"),
+                Message::user("again"),
+                turn,
+                Message::user("never mind"),
+            ],
+        );
+        let body = encode(&req, false, SchemaMode::Lowered).unwrap().body;
+        assert_eq!(body["contents"].as_array().map(Vec::len), Some(6));
     }
 
     #[test]

@@ -10,6 +10,10 @@
 
 use super::wire::PartialArg;
 
+/// The most array elements a path may skip (they are written as `null`); a larger jump is an
+/// error rather than a way to make the decoder write without bound.
+const MAX_INDEX_GAP: usize = 1024;
+
 /// One step of a JSON path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Seg {
@@ -143,6 +147,12 @@ impl ArgsWriter {
                     return Err(format!(
                         "jsonPath {raw_path:?} goes back to array element {i} after element {}",
                         frame.count - 1
+                    ));
+                }
+                if *i - frame.count > MAX_INDEX_GAP {
+                    return Err(format!(
+                        "jsonPath {raw_path:?} jumps from array element {} to {i}",
+                        frame.count
                     ));
                 }
                 // Elements never sent are null, so later indices stay where they belong.
@@ -342,6 +352,12 @@ mod tests {
     #[test]
     fn bad_paths_are_errors() {
         let (mut w, _) = ArgsWriter::open();
+        assert!(
+            w.apply(&arg(
+                json!({"jsonPath": "$.a[999999999999]", "numberValue": 1})
+            ))
+            .is_err()
+        );
         for p in ["location", "$", "$.", "$[x]", "$[0", "$..a"] {
             assert!(
                 w.apply(&arg(json!({"jsonPath": p, "numberValue": 1})))
