@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
-use crate::provider::{Provider, ProviderKind};
+use crate::provider::{NameMap, Provider, ProviderKind};
 use crate::providers::provider_for;
 use crate::replay::replay;
 use crate::types::{ChatRequest, SchemaMode, ToolDefinition};
@@ -218,15 +218,19 @@ pub fn run_case(dir: &Path, mode: Mode) -> CaseReport {
     } else {
         None
     };
+    // Names the request mapped for the wire are mapped back when its response is decoded,
+    // as the client does.
+    let mut names = NameMap::default();
     if dir.join("request.json").exists() {
         let stream = meta
             .stream
             .unwrap_or(response.as_ref() == Some(&dir.join("response.sse")));
-        let outcome = check_golden(
-            &dir.join("wire_request.json"),
-            encode_case(provider.as_ref(), &dir.join("request.json"), stream),
-            mode,
-        );
+        let encoded = encode_case(provider.as_ref(), &dir.join("request.json"), stream);
+        let body = encoded.map(|(body, map)| {
+            names = map;
+            body
+        });
+        let outcome = check_golden(&dir.join("wire_request.json"), body, mode);
         report.checks.push(Check {
             name: "encode",
             outcome,
@@ -235,7 +239,7 @@ pub fn run_case(dir: &Path, mode: Mode) -> CaseReport {
     if let Some(body_path) = response {
         let outcome = check_golden(
             &dir.join("expected.json"),
-            decode_case(provider.as_ref(), &body_path, meta.status),
+            decode_case(provider.as_ref(), &body_path, meta.status, &names),
             mode,
         );
         report.checks.push(Check {
@@ -328,20 +332,30 @@ fn read_json(path: &Path) -> Result<Value> {
     })
 }
 
-fn encode_case(provider: &dyn Provider, path: &Path, stream: bool) -> Result<Value> {
+fn encode_case(provider: &dyn Provider, path: &Path, stream: bool) -> Result<(Value, NameMap)> {
     let value = read_json(path)?;
     let req: ChatRequest = serde_json::from_value(value)
         .map_err(|e| Error::input(path.display().to_string(), e.to_string()))?;
     Ok(match provider.encode(&req, stream) {
-        Ok(http) => http.body,
-        Err(e) => error_json(&e),
+        Ok(http) => (http.body, http.names),
+        Err(e) => (error_json(&e), NameMap::default()),
     })
 }
 
-fn decode_case(provider: &dyn Provider, path: &Path, status: Option<u16>) -> Result<Value> {
+fn decode_case(
+    provider: &dyn Provider,
+    path: &Path,
+    status: Option<u16>,
+    names: &NameMap,
+) -> Result<Value> {
     let body =
         std::fs::read(path).map_err(|e| Error::input(path.display().to_string(), e.to_string()))?;
-    Ok(golden_json(&decode_body(provider, &body, status)))
+    let mut result = decode_body(provider, &body, status);
+    match &mut result {
+        Ok(response) => names.restore_response(response),
+        Err(e) => names.restore_error(e),
+    }
+    Ok(golden_json(&result))
 }
 
 /// What a captured body decodes to: an error body when `status` is 4xx/5xx, else a response.

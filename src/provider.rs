@@ -311,6 +311,20 @@ impl NameMap {
         }
     }
 
+    /// Restores canonical names in the partial response an error carries.
+    pub fn restore_error(&self, error: &mut Error) {
+        let partial = match error {
+            Error::Stream { partial, .. } | Error::Timeout { partial, .. } => {
+                partial.as_deref_mut()
+            }
+            Error::Api(api) => api.partial.as_deref_mut(),
+            _ => None,
+        };
+        if let Some(p) = partial {
+            self.restore_response(p);
+        }
+    }
+
     /// Restores canonical names in a stream event.
     pub fn restore_event(&self, event: &mut StreamEvent) {
         if self.is_empty() {

@@ -21,6 +21,10 @@ pub(crate) struct ReplayArgs {
     /// Print the stream events (one JSON object per line) before the response.
     #[arg(long)]
     events: bool,
+    /// The canonical request the body answers: tool names it mapped for the wire (e.g.
+    /// `weather.get` sent as `weather_get`) are mapped back.
+    #[arg(long, value_name = "REQUEST")]
+    request: Option<PathBuf>,
     /// The captured body (`-` for standard input).
     file: PathBuf,
 }
@@ -107,12 +111,33 @@ fn provider(kind: ProviderKind) -> Result<Box<dyn toolwire::Provider>, CliError>
 
 pub(crate) fn replay(args: &ReplayArgs) -> Result<(), CliError> {
     let provider = provider(args.provider)?;
+    let names = match &args.request {
+        Some(path) => {
+            let req: ChatRequest = read_json(path)?;
+            let file = path.display().to_string();
+            provider
+                .encode(&req, true)
+                .map_err(|e| CliError::from_error(&file, &e))?
+                .names
+        }
+        None => toolwire::NameMap::default(),
+    };
     let body = read(&args.file)?;
     let file = args.file.display().to_string();
-    let result = match args.status {
+    let mut result = match args.status {
         Some(s) if s >= 400 => Err(provider.decode_error(Some(s), &body).into()),
         _ => toolwire::replay::replay(provider.as_ref(), &body),
     };
+    match &mut result {
+        Ok(replay) => {
+            names.restore_response(&mut replay.response);
+            replay
+                .events
+                .iter_mut()
+                .for_each(|e| names.restore_event(e));
+        }
+        Err(e) => names.restore_error(e),
+    }
     match result {
         Ok(replay) => {
             if args.events {

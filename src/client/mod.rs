@@ -662,7 +662,7 @@ impl Inner {
         let mut response = match crate::replay::replay(self.provider.as_ref(), bytes) {
             Ok(r) => r.response,
             Err(mut e) => {
-                restore_partial(&mut e, names);
+                names.restore_error(&mut e);
                 return Err(e);
             }
         };
@@ -781,18 +781,6 @@ fn strip_bom(bytes: &[u8]) -> &[u8] {
 
 fn argument_limit_reason(index: usize, max: usize) -> String {
     format!("arguments of tool call {index} exceed {max} bytes (Limits::max_argument_bytes)")
-}
-
-/// Restores canonical tool names in an error's partial response.
-fn restore_partial(e: &mut Error, names: &NameMap) {
-    let partial = match e {
-        Error::Stream { partial, .. } | Error::Timeout { partial, .. } => partial.as_deref_mut(),
-        Error::Api(api) => api.partial.as_deref_mut(),
-        _ => None,
-    };
-    if let Some(p) = partial {
-        names.restore_response(p);
-    }
 }
 
 /// An error and its sources on one line.

@@ -10,7 +10,7 @@ use futures::{Stream, StreamExt};
 
 use super::body::Body;
 use super::record::Recording;
-use super::{BOM, Inner, argument_limit_reason, restore_partial};
+use super::{BOM, Inner, argument_limit_reason};
 use crate::error::{Error, Result};
 use crate::provider::{NameMap, StreamDecoder};
 use crate::replay::{at_line, is_json_body};
@@ -241,7 +241,7 @@ impl State {
         self.sse.clear();
         self.take_events()?;
         result.map_err(|mut e| {
-            restore_partial(&mut e, &self.names);
+            self.names.restore_error(&mut e);
             e
         })
     }
@@ -294,7 +294,7 @@ impl State {
                 let result = self.decoder.finish(&mut self.scratch);
                 self.take_events()?;
                 let mut response = result.map_err(|mut e| {
-                    restore_partial(&mut e, &self.names);
+                    self.names.restore_error(&mut e);
                     e
                 })?;
                 self.names.restore_response(&mut response);

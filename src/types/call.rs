@@ -69,7 +69,19 @@ impl ToolCall {
     }
 
     fn build(id: String, name: String, raw_arguments: String, cut_short: bool) -> Self {
-        let (arguments, error) = match parse_inner(&raw_arguments) {
+        // A call cut off before any argument text arrived is not a zero-argument call.
+        let parsed = if cut_short && raw_arguments.trim().is_empty() {
+            Err((
+                ArgumentsError {
+                    kind: ArgumentsErrorKind::Truncated,
+                    message: "the turn ended before any argument text arrived".into(),
+                },
+                true,
+            ))
+        } else {
+            parse_inner(&raw_arguments)
+        };
+        let (arguments, error) = match parsed {
             Ok(v) => (Some(v), None),
             Err((mut e, eof)) => {
                 if cut_short && eof {
@@ -205,6 +217,11 @@ mod tests {
             ArgumentsErrorKind::Malformed
         );
         let call = ToolCall::new_cut_short("c", "f", "{\"a\":");
+        assert_eq!(
+            call.error.as_ref().unwrap().kind,
+            ArgumentsErrorKind::Truncated
+        );
+        let call = ToolCall::new_cut_short("c", "f", "");
         assert_eq!(
             call.error.as_ref().unwrap().kind,
             ArgumentsErrorKind::Truncated
