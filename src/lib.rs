@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod agent;
 pub mod assemble;
 pub mod client;
 pub mod conformance;
@@ -11,6 +12,7 @@ pub mod providers;
 pub mod replay;
 pub mod schema;
 pub mod sse;
+pub mod tools;
 pub mod types;
 
 pub use client::{ChatStream, Client};

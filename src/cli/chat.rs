@@ -42,7 +42,7 @@ pub(crate) struct ChatArgs {
 }
 
 /// A model to use when none is given: small, cheap, tool-capable, as the research notes use.
-fn default_model(kind: ProviderKind) -> &'static str {
+pub(crate) fn default_model(kind: ProviderKind) -> &'static str {
     match kind {
         ProviderKind::OpenAi => "gpt-4o-mini",
         ProviderKind::Gemini => "gemini-2.5-flash",

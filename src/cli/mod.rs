@@ -11,6 +11,7 @@ macro_rules! outln {
 }
 
 mod chat;
+mod demo;
 mod offline;
 
 use std::process::ExitCode;
@@ -35,6 +36,8 @@ enum Command {
     Schema(offline::SchemaArgs),
     /// List the providers: names, endpoints, key variables, capabilities.
     Providers,
+    /// Run the agent loop end to end: offline against the mock provider, or live with a key.
+    Demo(demo::DemoArgs),
     /// Run fixture cases (the repository's or your own recordings) and print a table.
     Conformance(offline::ConformanceArgs),
     /// Talk to a live provider with two demo tools (clock, calculator), streaming the answer.
@@ -105,6 +108,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Schema(args) => offline::schema(&args),
         Command::Providers => offline::providers(),
         Command::Conformance(args) => offline::conformance(&args),
+        Command::Demo(args) => demo::demo(&args),
         Command::Chat(args) => chat::chat(args),
     };
     match result {

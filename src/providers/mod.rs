@@ -7,26 +7,24 @@
 //! `SKIP` lines), and a quirk sheet in `providers/<name>.md`.
 
 pub mod dashscope;
+pub mod gemini;
 pub mod glm;
 pub mod openai;
 pub mod qwen;
 pub(crate) mod shared;
 pub mod stepfun;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::provider::{Provider, ProviderKind};
 
 /// The provider for `kind` with its default settings.
 pub fn provider_for(kind: ProviderKind) -> Result<Box<dyn Provider>> {
     match kind {
         ProviderKind::OpenAi => Ok(Box::new(openai::OpenAi::new())),
+        ProviderKind::Gemini => Ok(Box::new(gemini::Gemini::new())),
         ProviderKind::DashScope => Ok(Box::new(dashscope::DashScope::new())),
         ProviderKind::Glm => Ok(Box::new(glm::provider())),
         ProviderKind::Qwen => Ok(Box::new(qwen::provider())),
         ProviderKind::StepFun => Ok(Box::new(stepfun::provider())),
-        other => Err(Error::unsupported(
-            other,
-            "provider not built into this version yet",
-        )),
     }
 }

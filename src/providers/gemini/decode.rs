@@ -1,0 +1,489 @@
+//! `generateContent` bodies and `streamGenerateContent` chunks → the canonical model.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::partial::ArgsWriter;
+use super::wire::{FunctionCall, Part, Response, UsageMetadata};
+use super::{BLOCK_REASON, FINISH_MESSAGE, REASONING_SIGNATURE, THOUGHT_SIGNATURE};
+use crate::assemble::{Fragment, Turn};
+use crate::error::{ApiError, Error, Result};
+use crate::provider::{ProviderKind, StreamDecoder, generic_error, scalar_text};
+use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
+
+const KIND: ProviderKind = ProviderKind::Gemini;
+
+/// Gemini's `finishReason` in canonical terms: STOP is a normal end (tool calls settle it to
+/// `tool_calls`), MAX_TOKENS is `length`, the safety family is `content_filter`, and the rest
+/// (`MALFORMED_FUNCTION_CALL`, `UNEXPECTED_TOOL_CALL`, `TOO_MANY_TOOL_CALLS`, `OTHER`, …) is
+/// kept verbatim so callers can tell them apart.
+pub(crate) fn finish_reason(wire: &str) -> FinishReason {
+    match wire {
+        "STOP" => FinishReason::Stop,
+        "MAX_TOKENS" => FinishReason::Length,
+        "SAFETY"
+        | "RECITATION"
+        | "BLOCKLIST"
+        | "PROHIBITED_CONTENT"
+        | "SPII"
+        | "IMAGE_SAFETY"
+        | "IMAGE_PROHIBITED_CONTENT" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+/// Token counts: output counts thoughts too (they are generated and billed as output), with
+/// the thoughts also reported as reasoning. `None` when the report has no counts (Vertex
+/// chunks carry `usageMetadata` with only `trafficType`).
+fn usage(u: &UsageMetadata) -> Option<Usage> {
+    if u.prompt_token_count.is_none()
+        && u.candidates_token_count.is_none()
+        && u.thoughts_token_count.is_none()
+        && u.total_token_count.is_none()
+    {
+        return None;
+    }
+    let thoughts = u.thoughts_token_count.unwrap_or(0);
+    Some(Usage {
+        input_tokens: u.prompt_token_count.unwrap_or(0),
+        output_tokens: u
+            .candidates_token_count
+            .unwrap_or(0)
+            .saturating_add(thoughts),
+        reasoning_tokens: u.thoughts_token_count,
+    })
+}
+
+/// A call whose arguments are still streaming as `partialArgs`.
+#[derive(Debug)]
+struct OpenCall {
+    index: i64,
+    args: ArgsWriter,
+}
+
+/// The decoder of one turn; a whole body is decoded as a stream of one chunk (or of the chunks
+/// of a JSON array, the form `streamGenerateContent` takes without `alt=sse`).
+#[derive(Debug)]
+pub(crate) struct Decoder {
+    turn: Turn,
+    open: Option<OpenCall>,
+    saw_candidate: bool,
+}
+
+impl Decoder {
+    pub(crate) fn new() -> Self {
+        Self {
+            turn: Turn::new(KIND),
+            open: None,
+            saw_candidate: false,
+        }
+    }
+
+    /// Applies one chunk: parts in order, then usage, then the finish reason.
+    fn apply(&mut self, chunk: &Response, out: &mut Vec<StreamEvent>) -> Result<()> {
+        let mut finish = None;
+        for candidate in chunk
+            .candidates
+            .iter()
+            .filter(|c| c.index.unwrap_or(0) == 0)
+        {
+            self.saw_candidate = true;
+            if !self.turn.is_finished()
+                && let Some(content) = &candidate.content
+            {
+                for part in &content.parts {
+                    self.part(part, out)?;
+                }
+            }
+            if let Some(message) = &candidate.finish_message {
+                self.turn
+                    .set_extra(FINISH_MESSAGE, Value::String(message.clone()));
+            }
+            if let Some(reason) = &candidate.finish_reason {
+                finish = Some(finish_reason(reason));
+            }
+        }
+        if let Some(u) = chunk.usage_metadata.as_ref().and_then(usage) {
+            self.turn.usage(u, out);
+        }
+        if chunk.candidates.is_empty()
+            && let Some(reason) = chunk
+                .prompt_feedback
+                .as_ref()
+                .and_then(|f| f.block_reason.as_ref())
+        {
+            // The prompt itself was blocked: no candidate at all.
+            self.turn
+                .set_extra(BLOCK_REASON, Value::String(reason.clone()));
+            finish = Some(FinishReason::ContentFilter);
+        }
+        if let Some(reason) = finish {
+            self.end_turn(reason, out);
+        }
+        Ok(())
+    }
+
+    fn end_turn(&mut self, reason: FinishReason, out: &mut Vec<StreamEvent>) {
+        if reason.is_normal_end() {
+            // A call whose terminator never came ends with the turn (research C.4 rule 4).
+            self.close_open(out);
+        }
+        self.turn.finish(reason, out);
+    }
+
+    fn part(&mut self, part: &Part, out: &mut Vec<StreamEvent>) -> Result<()> {
+        let signature = part.thought_signature.as_deref().filter(|s| !s.is_empty());
+        if let Some(call) = &part.function_call {
+            return self.function_call(call, signature, out);
+        }
+        let thought = part.thought == Some(true);
+        if let Some(text) = &part.text {
+            if thought {
+                self.turn.reasoning(text, out);
+            } else {
+                self.turn.text(text, out);
+            }
+        }
+        if let Some(signature) = signature {
+            let key = if thought {
+                REASONING_SIGNATURE
+            } else {
+                THOUGHT_SIGNATURE
+            };
+            self.turn
+                .set_extra(key, Value::String(signature.to_owned()));
+        }
+        Ok(())
+    }
+
+    fn function_call(
+        &mut self,
+        call: &FunctionCall,
+        signature: Option<&str>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<()> {
+        let name = call.name.as_deref().filter(|n| !n.is_empty());
+        let id = call.id.as_deref().filter(|i| !i.is_empty());
+        let continues = call.will_continue == Some(true);
+        let Some(name) = name else {
+            // A piece of the call in progress, a separator, or its `{}` terminator.
+            if self.open.is_none() {
+                if call.partial_args.is_empty() && call.args.is_none() {
+                    return Ok(());
+                }
+                return Err(Error::decode(
+                    KIND,
+                    "functionCall",
+                    "arguments without a function name and no call in progress",
+                ));
+            }
+            if let Some(signature) = signature {
+                self.sign_open(signature);
+            }
+            self.partials(call, out)?;
+            if !continues {
+                self.close_open(out);
+            }
+            return Ok(());
+        };
+        self.close_open(out);
+        let streamed = call.args.is_none() && (continues || !call.partial_args.is_empty());
+        if streamed {
+            let index = i64::try_from(self.turn.call_count()).unwrap_or(i64::MAX);
+            let (args, opening) = ArgsWriter::open();
+            self.turn.fragment(
+                0,
+                Fragment {
+                    index: Some(index),
+                    id,
+                    name: Some(name),
+                    arguments: Some(opening),
+                },
+                out,
+            );
+            self.open = Some(OpenCall { index, args });
+            if let Some(signature) = signature {
+                self.sign_open(signature);
+            }
+            self.partials(call, out)?;
+            if !continues {
+                self.close_open(out);
+            }
+            return Ok(());
+        }
+        let raw = match &call.args {
+            None | Some(Value::Null) => "{}".to_owned(),
+            // Defensive: some proxies send the arguments as a JSON string.
+            Some(Value::String(text)) => text.clone(),
+            Some(args) => args.to_string(),
+        };
+        let mut extra = Map::new();
+        if let Some(signature) = signature {
+            extra.insert(
+                THOUGHT_SIGNATURE.into(),
+                Value::String(signature.to_owned()),
+            );
+        }
+        self.turn.whole_call(id, name, &raw, extra, out);
+        Ok(())
+    }
+
+    /// Keeps a signature on the call in progress (the first one it got).
+    fn sign_open(&mut self, signature: &str) {
+        let Some(open) = &self.open else { return };
+        let position = usize::try_from(open.index).unwrap_or(usize::MAX);
+        if let Some(extra) = self.turn.call_extra(position) {
+            extra
+                .entry(THOUGHT_SIGNATURE)
+                .or_insert_with(|| Value::String(signature.to_owned()));
+        }
+    }
+
+    fn partials(&mut self, call: &FunctionCall, out: &mut Vec<StreamEvent>) -> Result<()> {
+        for arg in &call.partial_args {
+            let Some(open) = &mut self.open else { break };
+            let text = open
+                .args
+                .apply(arg)
+                .map_err(|m| Error::decode(KIND, "functionCall.partialArgs", m))?;
+            let index = open.index;
+            self.push(index, &text, out);
+        }
+        Ok(())
+    }
+
+    fn close_open(&mut self, out: &mut Vec<StreamEvent>) {
+        if let Some(open) = self.open.take() {
+            let text = open.args.close();
+            self.push(open.index, &text, out);
+        }
+    }
+
+    fn push(&mut self, index: i64, text: &str, out: &mut Vec<StreamEvent>) {
+        self.turn.fragment(
+            0,
+            Fragment {
+                index: Some(index),
+                id: None,
+                name: None,
+                arguments: Some(text),
+            },
+            out,
+        );
+    }
+
+    /// Parses one chunk; an `{"error": …}` chunk is [`Error::Api`].
+    fn chunk(&self, data: &[u8], what: &str) -> Result<Response> {
+        let chunk: Response =
+            serde_json::from_slice(data).map_err(|e| Error::decode(KIND, what, e))?;
+        if chunk.error.as_ref().is_some_and(|e| !e.is_null()) {
+            return Err(api_error(None, data).into());
+        }
+        Ok(chunk)
+    }
+}
+
+/// A whole body: one `GenerateContentResponse`, or a JSON array of them.
+pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| Error::decode(KIND, "response body", e))?;
+    let mut decoder = Decoder::new();
+    let mut sink = Vec::new();
+    let chunks: Vec<&Value> = match &value {
+        Value::Array(items) => items.iter().collect(),
+        other => vec![other],
+    };
+    for (i, item) in chunks.into_iter().enumerate() {
+        if item.get("error").is_some_and(|e| !e.is_null()) {
+            return Err(api_error(None, body).into());
+        }
+        let what = if value.is_array() {
+            format!("response body[{i}]")
+        } else {
+            "response body".to_owned()
+        };
+        let chunk = Response::deserialize(item).map_err(|e| Error::decode(KIND, what, e))?;
+        decoder.apply(&chunk, &mut sink)?;
+    }
+    if !decoder.turn.is_finished() {
+        if !decoder.saw_candidate {
+            return Err(Error::decode(KIND, "response body", "no candidates"));
+        }
+        // A whole body is complete by definition; a missing finishReason means STOP.
+        decoder.end_turn(FinishReason::Stop, &mut sink);
+    }
+    decoder.turn.end(&mut sink)
+}
+
+impl StreamDecoder for Decoder {
+    fn feed(&mut self, _event: Option<&str>, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
+        let data = data.trim();
+        // Gemini sends no `[DONE]`; a proxy that adds one ends nothing early.
+        if data.is_empty() || data == "[DONE]" {
+            return Ok(());
+        }
+        let chunk = match self.chunk(data.as_bytes(), "stream payload") {
+            Err(Error::Api(mut api)) => {
+                // An error inside a 200 stream: no HTTP status of its own.
+                api.status = None;
+                api.partial = Some(Box::new(self.turn.interrupt()));
+                return Err(Error::Api(api));
+            }
+            other => other?,
+        };
+        self.apply(&chunk, out)
+    }
+
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse> {
+        // The last chunk carries finishReason; a stream that ends without one was cut off and
+        // `end` reports it with the partial response (open calls `truncated`).
+        self.turn.end(out)
+    }
+}
+
+/// Gemini's error body: `{"error": {"code", "message", "status", "details"}}`, or an array of
+/// them. `status` names the HTTP status when the caller knows it; else `error.code` is used.
+/// `code` is Gemini's `status` (`RESOURCE_EXHAUSTED`), `retry_after` its RetryInfo
+/// `retryDelay`.
+pub(crate) fn api_error(status: Option<u16>, body: &[u8]) -> ApiError {
+    let parsed: Option<Value> = serde_json::from_slice(body).ok().or_else(|| {
+        // SSE-framed (`data: {"error": …}`).
+        String::from_utf8_lossy(body)
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .find_map(|d| serde_json::from_str(d.trim()).ok())
+    });
+    let root = match &parsed {
+        Some(Value::Array(items)) => items.first(),
+        other => other.as_ref(),
+    };
+    let Some(Value::Object(error)) = root.and_then(|r| r.get("error")) else {
+        return generic_error(KIND, status, body);
+    };
+    let http = error
+        .get("code")
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| (100..600).contains(c));
+    let mut api = generic_error(KIND, status.or(http), body);
+    api.code = error
+        .get("status")
+        .and_then(scalar_text)
+        .or_else(|| error.get("code").and_then(scalar_text));
+    if let Some(message) = error.get("message").and_then(Value::as_str)
+        && !message.is_empty()
+    {
+        api.message = message.to_owned();
+    }
+    api.retry_after = error
+        .get("details")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|d| {
+            d.get("@type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"))
+        })
+        .find_map(|d| {
+            d.get("retryDelay")
+                .and_then(Value::as_str)
+                .and_then(parse_delay)
+        });
+    api
+}
+
+/// A protobuf Duration in JSON: `"13s"`, `"0.5s"`, `"34.4s"`.
+pub(crate) fn parse_delay(text: &str) -> Option<Duration> {
+    let seconds: f64 = text.trim().strip_suffix('s')?.parse().ok()?;
+    if !seconds.is_finite() || seconds < 0.0 {
+        return None;
+    }
+    Duration::try_from_secs_f64(seconds).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ArgumentsErrorKind;
+
+    fn stream(chunks: &[&str]) -> Result<ChatResponse> {
+        let mut d = Decoder::new();
+        let mut out = Vec::new();
+        for c in chunks {
+            d.feed(None, c, &mut out)?;
+        }
+        d.finish(&mut out)
+    }
+
+    #[test]
+    fn calls_one_per_chunk_never_merge() {
+        let r = stream(&[
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"a":1}},"thoughtSignature":"c2ln"}],"role":"model"},"index":0}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"a":2}}}],"role":"model"},"index":0}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"text":""}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":7,"thoughtsTokenCount":3}}"#,
+        ])
+        .unwrap();
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(r.tool_calls[0].raw_arguments, r#"{"a":1}"#);
+        assert_eq!(r.tool_calls[1].raw_arguments, r#"{"a":2}"#);
+        assert_eq!(r.tool_calls[0].extra[THOUGHT_SIGNATURE], "c2ln");
+        assert!(!r.tool_calls[1].extra.contains_key(THOUGHT_SIGNATURE));
+        assert_ne!(r.tool_calls[0].id, r.tool_calls[1].id);
+        assert!(r.tool_calls[0].has_synthetic_id());
+        assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+        let u = r.usage.unwrap();
+        assert_eq!(
+            (u.input_tokens, u.output_tokens, u.reasoning_tokens),
+            (5, 10, Some(3))
+        );
+    }
+
+    #[test]
+    fn malformed_function_call_keeps_message() {
+        for content in [r#""content":{},"#, r#""content":{"parts":[]},"#, ""] {
+            let body = format!(
+                r#"{{"candidates":[{{{content}"finishReason":"MALFORMED_FUNCTION_CALL","index":0,"finishMessage":"Malformed function call: print(x)"}}]}}"#
+            );
+            let r = decode_body(body.as_bytes()).unwrap();
+            assert!(r.tool_calls.is_empty());
+            assert_eq!(r.finish_reason.as_str(), "MALFORMED_FUNCTION_CALL");
+            assert_eq!(r.extra[FINISH_MESSAGE], "Malformed function call: print(x)");
+        }
+    }
+
+    #[test]
+    fn partial_args_cut_off_are_truncated() {
+        let err = stream(&[
+            r#"{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"g","willContinue":true}}]}}]}"#,
+            r#"{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"partialArgs":[{"jsonPath":"$.q","stringValue":"ab","willContinue":true}],"willContinue":true}}]}}]}"#,
+        ])
+        .unwrap_err();
+        let partial = err.partial().unwrap();
+        let call = &partial.tool_calls[0];
+        assert_eq!(call.raw_arguments, r#"{"q":"ab"#);
+        assert_eq!(
+            call.error.as_ref().unwrap().kind,
+            ArgumentsErrorKind::Truncated
+        );
+    }
+
+    #[test]
+    fn errors_keep_status_and_retry_delay() {
+        let body = br#"[{"error":{"code":429,"message":"slow down","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"0.5s"}]}}]"#;
+        let e = api_error(None, body);
+        assert_eq!(e.status, Some(429));
+        assert_eq!(e.code.as_deref(), Some("RESOURCE_EXHAUSTED"));
+        assert_eq!(e.message, "slow down");
+        assert_eq!(e.retry_after, Some(Duration::from_millis(500)));
+        assert!(matches!(
+            decode_body(body),
+            Err(Error::Api(api)) if api.status == Some(429)
+        ));
+        assert_eq!(parse_delay("13s"), Some(Duration::from_secs(13)));
+        assert_eq!(parse_delay("-1s"), None);
+        assert_eq!(parse_delay("13"), None);
+    }
+}

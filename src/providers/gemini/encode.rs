@@ -1,0 +1,576 @@
+//! The canonical request → a `generateContent` body.
+
+use serde_json::{Map, Value, json};
+
+use super::{REASONING_SIGNATURE, SKIP_SIGNATURE, THOUGHT_SIGNATURE, gemini_name};
+use crate::error::{Error, Result};
+use crate::provider::{HttpRequest, NameMap, ProviderKind};
+use crate::providers::shared::{check_tools, request_names};
+use crate::schema;
+use crate::types::{
+    AssistantMessage, ChatRequest, Message, SchemaMode, ToolCall, ToolChoice, ToolDefinition,
+    ToolResult, parse_arguments,
+};
+
+/// What toolwire assumes about a model from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ModelTraits {
+    /// Gemini 1.x/2.x: never sends call ids and may reject `id` on `functionCall` /
+    /// `functionResponse` ("Unknown name \"id\"", research C.6); does not require thought
+    /// signatures. Every other name (Gemini 3 and later, and aliases such as
+    /// `gemini-flash-latest`) is treated as current.
+    pub legacy: bool,
+}
+
+impl ModelTraits {
+    /// Reads the generation from `gemini-<major>…` in the last path segment of the name.
+    pub(crate) fn of(model: &str) -> Self {
+        let name = model.rsplit('/').next().unwrap_or(model);
+        let major: Option<u32> = name.strip_prefix("gemini-").and_then(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        });
+        Self {
+            legacy: matches!(major, Some(m) if m < 3),
+        }
+    }
+}
+
+/// The request path: `/v1beta/models/{model}:generateContent` or
+/// `…:streamGenerateContent?alt=sse`. `models/` and `tunedModels/` prefixes are understood; the
+/// name itself is percent-encoded so it stays one path segment.
+pub(crate) fn path(model: &str, stream: bool) -> Result<String> {
+    let (collection, id) = match model.split_once('/') {
+        Some(("models", id)) => ("models", id),
+        Some(("tunedModels", id)) => ("tunedModels", id),
+        _ => ("models", model),
+    };
+    if id.trim().is_empty() {
+        return Err(Error::input("model", "the model name is empty"));
+    }
+    let method = if stream {
+        "streamGenerateContent?alt=sse"
+    } else {
+        "generateContent"
+    };
+    Ok(format!(
+        "/v1beta/{collection}/{}:{method}",
+        percent_encode(id)
+    ))
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The `parameters` (lowered) or `parametersJsonSchema` (pass-through) field of a declaration;
+/// `None` when a lowered tool takes no parameters.
+pub(crate) fn parameters(
+    tool: &ToolDefinition,
+    mode: SchemaMode,
+    path: &str,
+) -> Result<Option<(&'static str, Value)>> {
+    match mode {
+        SchemaMode::JsonSchema => Ok(Some(("parametersJsonSchema", tool.parameters.clone()))),
+        SchemaMode::Lowered => {
+            let lowered = schema::to_gemini(&tool.parameters, path).map_err(|e| match e {
+                Error::Input { path, message } => Error::Input {
+                    path,
+                    message: format!("tool {:?}: {message}", tool.name),
+                },
+                other => other,
+            })?;
+            Ok(lowered.map(|v| ("parameters", v)))
+        }
+    }
+}
+
+fn declaration(
+    tool: &ToolDefinition,
+    index: usize,
+    mode: SchemaMode,
+    names: &NameMap,
+) -> Result<Value> {
+    let mut decl = Map::new();
+    decl.insert("name".into(), json!(names.wire(&tool.name)));
+    if !tool.description.is_empty() {
+        decl.insert("description".into(), json!(tool.description));
+    }
+    if let Some((field, schema)) = parameters(tool, mode, &format!("tools[{index}].parameters"))? {
+        decl.insert(field.into(), schema);
+    }
+    Ok(Value::Object(decl))
+}
+
+/// A call's `args` object: its parsed arguments, or `{}` when they are malformed or truncated
+/// (Gemini re-parses history and rejects anything but an object).
+fn call_args(call: &ToolCall) -> Value {
+    match (&call.error, &call.arguments) {
+        (None, Some(v @ Value::Object(_))) => v.clone(),
+        _ => match parse_arguments(&call.raw_arguments) {
+            Ok(v) if call.error.is_none() => v,
+            _ => json!({}),
+        },
+    }
+}
+
+fn signature<'a>(extra: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    extra
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// Whether the call's id goes on the wire: only an id the model sent, and only to models that
+/// accept the field.
+fn echo_id(call: &ToolCall, traits: ModelTraits) -> bool {
+    !traits.legacy && !call.has_synthetic_id() && !call.id.is_empty()
+}
+
+/// A model turn. `None` when it has nothing to send (an empty turn, e.g. one that ended with
+/// `MALFORMED_FUNCTION_CALL`), since Gemini rejects a Content without parts.
+fn model_content(a: &AssistantMessage, names: &NameMap, traits: ModelTraits) -> Option<Value> {
+    let mut parts = Vec::new();
+    if let (Some(reasoning), Some(sig)) = (&a.reasoning, signature(&a.extra, REASONING_SIGNATURE)) {
+        // Thought text is only sent back when a signature rode on it; thought summaries are not
+        // needed otherwise.
+        parts.push(json!({"text": reasoning, "thought": true, "thoughtSignature": sig}));
+    }
+    let text_signature = signature(&a.extra, THOUGHT_SIGNATURE);
+    let text = a.content.as_deref().filter(|t| !t.is_empty());
+    if let Some(text) = text {
+        let mut part = Map::new();
+        part.insert("text".into(), json!(text));
+        if let Some(sig) = text_signature {
+            part.insert("thoughtSignature".into(), json!(sig));
+        }
+        parts.push(Value::Object(part));
+    }
+    let any_signed = a
+        .tool_calls
+        .iter()
+        .any(|c| signature(&c.extra, THOUGHT_SIGNATURE).is_some());
+    for (k, call) in a.tool_calls.iter().enumerate() {
+        let mut function_call = Map::new();
+        if echo_id(call, traits) {
+            function_call.insert("id".into(), json!(call.id));
+        }
+        function_call.insert("name".into(), json!(names.wire(&call.name)));
+        function_call.insert("args".into(), call_args(call));
+        let mut part = Map::new();
+        part.insert("functionCall".into(), Value::Object(function_call));
+        match signature(&call.extra, THOUGHT_SIGNATURE) {
+            Some(sig) => {
+                part.insert("thoughtSignature".into(), json!(sig));
+            }
+            // Calls that never came from Gemini (another provider, or made up by the caller)
+            // carry no signature; Gemini 3 rejects the turn unless its first call has one.
+            None if k == 0 && !any_signed && !traits.legacy => {
+                part.insert("thoughtSignature".into(), json!(SKIP_SIGNATURE));
+            }
+            None => {}
+        }
+        parts.push(Value::Object(part));
+    }
+    if text.is_none()
+        && let Some(sig) = text_signature
+    {
+        // The signature arrived on an empty text part; send it back the same way.
+        parts.push(json!({"text": "", "thoughtSignature": sig}));
+    }
+    (!parts.is_empty()).then(|| json!({"role": "model", "parts": parts}))
+}
+
+/// Whether a JSON value has a `$ref`/`$defs` key anywhere (Gemini reads `{"$ref": "…"}` in a
+/// function response as a reference to one of its parts; research C.6).
+fn has_ref_key(v: &Value) -> bool {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                if m.contains_key("$ref") || m.contains_key("$defs") {
+                    return true;
+                }
+                stack.extend(m.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// `functionResponse.response`, always an object: an object output as is; any other output
+/// under `output`; an output holding `$ref`/`$defs` keys as its JSON text under `output`; an
+/// error as `{"error": message}` plus `output` when the tool returned detail.
+pub(crate) fn response_object(r: &ToolResult) -> Value {
+    let mut output = r.output.clone();
+    if has_ref_key(&output) {
+        output = Value::String(output.to_string());
+    }
+    if r.is_error || r.error.is_some() {
+        let mut m = Map::new();
+        let message = match (&r.error, &output) {
+            (Some(message), _) => message.clone(),
+            (None, Value::String(s)) if !s.is_empty() => {
+                let s = s.clone();
+                output = Value::Null;
+                s
+            }
+            _ => "the tool call failed".to_owned(),
+        };
+        m.insert("error".into(), Value::String(message));
+        if !output.is_null() {
+            m.insert("output".into(), output);
+        }
+        return Value::Object(m);
+    }
+    match output {
+        Value::Object(m) => Value::Object(m),
+        Value::Null => json!({}),
+        other => json!({"output": other}),
+    }
+}
+
+/// The user turn answering the call turn at `messages[turn_at]` with the results at
+/// `messages[start..]`: one `functionResponse` per call, in call order.
+fn function_responses(
+    turn: &AssistantMessage,
+    turn_at: usize,
+    results: &[(usize, &ToolResult)],
+    names: &NameMap,
+    traits: ModelTraits,
+) -> Result<Value> {
+    let calls = &turn.tool_calls;
+    let mut answers: Vec<Option<&ToolResult>> = vec![None; calls.len()];
+    for (at, result) in results {
+        let Some(i) = calls.iter().position(|c| c.id == result.call_id) else {
+            let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+            return Err(Error::input(
+                format!("messages[{at}].call_id"),
+                format!(
+                    "the {:?} result answers call {:?}, which is not in the model turn at \
+                     messages[{turn_at}] (its calls: {}); Gemini needs the results right after \
+                     the turn that made the calls",
+                    result.name,
+                    result.call_id,
+                    ids.join(", ")
+                ),
+            ));
+        };
+        if answers[i].is_some() {
+            return Err(Error::input(
+                format!("messages[{at}]"),
+                format!("a second result for call {:?}", result.call_id),
+            ));
+        }
+        if result.name != calls[i].name {
+            return Err(Error::input(
+                format!("messages[{at}].name"),
+                format!(
+                    "the result names tool {:?} but call {:?} is {:?}",
+                    result.name, result.call_id, calls[i].name
+                ),
+            ));
+        }
+        answers[i] = Some(result);
+    }
+    let mut parts = Vec::with_capacity(calls.len());
+    for (i, (call, answer)) in calls.iter().zip(&answers).enumerate() {
+        let Some(result) = answer else {
+            return Err(Error::input(
+                format!("messages[{turn_at}].tool_calls[{i}]"),
+                format!(
+                    "call {:?} ({}) has no result; Gemini needs one functionResponse for every \
+                     functionCall of the turn",
+                    call.id, call.name
+                ),
+            ));
+        };
+        let mut function_response = Map::new();
+        if echo_id(call, traits) {
+            function_response.insert("id".into(), json!(call.id));
+        }
+        function_response.insert("name".into(), json!(names.wire(&call.name)));
+        function_response.insert("response".into(), response_object(result));
+        parts.push(json!({"functionResponse": function_response}));
+    }
+    Ok(json!({"role": "user", "parts": parts}))
+}
+
+/// `systemInstruction` parts and `contents`.
+fn history(
+    messages: &[Message],
+    names: &NameMap,
+    traits: ModelTraits,
+) -> Result<(Vec<Value>, Vec<Value>)> {
+    let mut system = Vec::new();
+    let mut contents = Vec::new();
+    let mut i = 0;
+    while i < messages.len() {
+        match &messages[i] {
+            Message::System { content } => system.push(json!({"text": content})),
+            Message::User { content } => {
+                contents.push(json!({"role": "user", "parts": [{"text": content}]}));
+            }
+            Message::Assistant(a) => {
+                if let Some(content) = model_content(a, names, traits) {
+                    contents.push(content);
+                }
+            }
+            Message::Tool(_) => {
+                let mut results = Vec::new();
+                let mut end = i;
+                while let Some(Message::Tool(r)) = messages.get(end) {
+                    results.push((end, r));
+                    end += 1;
+                }
+                let turn = match i.checked_sub(1).and_then(|p| messages.get(p)) {
+                    Some(Message::Assistant(a)) if !a.tool_calls.is_empty() => a,
+                    _ => {
+                        return Err(Error::input(
+                            format!("messages[{i}]"),
+                            "a tool result must come right after the assistant message whose \
+                             call it answers (Gemini answers all calls of a turn in the next \
+                             turn)",
+                        ));
+                    }
+                };
+                contents.push(function_responses(turn, i - 1, &results, names, traits)?);
+                i = end;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    if contents.is_empty() {
+        return Err(Error::input(
+            "messages",
+            "Gemini needs at least one user or assistant message besides system messages",
+        ));
+    }
+    Ok((system, contents))
+}
+
+fn tool_config(choice: &ToolChoice, names: &NameMap) -> Value {
+    let config = match choice {
+        ToolChoice::Auto => json!({"mode": "AUTO"}),
+        ToolChoice::None => json!({"mode": "NONE"}),
+        ToolChoice::Required => json!({"mode": "ANY"}),
+        ToolChoice::Tool(name) => {
+            json!({"mode": "ANY", "allowedFunctionNames": [names.wire(name)]})
+        }
+    };
+    json!({"functionCallingConfig": config})
+}
+
+/// The whole request.
+pub(crate) fn encode(
+    req: &ChatRequest,
+    stream: bool,
+    default_mode: SchemaMode,
+) -> Result<HttpRequest> {
+    check_tools(req)?;
+    let path = path(&req.model, stream)?;
+    let traits = ModelTraits::of(&req.model);
+    let names = NameMap::build(request_names(req), gemini_name);
+    let (system, contents) = history(&req.messages, &names, traits)?;
+
+    let mut body = Map::new();
+    body.insert("contents".into(), Value::Array(contents));
+    if !system.is_empty() {
+        body.insert("systemInstruction".into(), json!({"parts": system}));
+    }
+    if !req.tools.is_empty() {
+        let mode = req.schema_mode.unwrap_or(default_mode);
+        let declarations = req
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| declaration(t, i, mode, &names))
+            .collect::<Result<Vec<_>>>()?;
+        body.insert(
+            "tools".into(),
+            json!([{"functionDeclarations": declarations}]),
+        );
+        if let Some(choice) = &req.tool_choice {
+            body.insert("toolConfig".into(), tool_config(choice, &names));
+        }
+    } else if req.tool_choice == Some(ToolChoice::Required) {
+        return Err(Error::input(
+            "tool_choice",
+            "tool_choice \"required\" needs at least one tool",
+        ));
+    }
+
+    let mut generation = Map::new();
+    if let Some(max) = req.max_tokens {
+        generation.insert("maxOutputTokens".into(), json!(max));
+    }
+    if let Some(t) = req.temperature {
+        generation.insert("temperature".into(), json!(t));
+    }
+    match req.thinking {
+        None => {}
+        Some(true) => {
+            generation.insert("thinkingConfig".into(), json!({"includeThoughts": true}));
+        }
+        Some(false) if traits.legacy => {
+            generation.insert("thinkingConfig".into(), json!({"thinkingBudget": 0}));
+        }
+        Some(false) => {
+            return Err(Error::unsupported(
+                ProviderKind::Gemini,
+                format!(
+                    "thinking: false on {:?}: Gemini 3 models cannot turn thinking off (set \
+                     generationConfig.thinkingConfig.thinkingLevel through extra_body instead)",
+                    req.model
+                ),
+            ));
+        }
+    }
+    if !generation.is_empty() {
+        body.insert("generationConfig".into(), Value::Object(generation));
+    }
+    for (key, value) in &req.extra_body {
+        match (body.get_mut(key), value) {
+            // One level deep, so `{"generationConfig": {"topK": 3}}` adds to what toolwire set.
+            (Some(Value::Object(existing)), Value::Object(added)) => {
+                for (k, v) in added {
+                    existing.insert(k.clone(), v.clone());
+                }
+            }
+            _ => {
+                body.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Ok(HttpRequest {
+        path,
+        headers: Vec::new(),
+        body: Value::Object(body),
+        names,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_traits_and_paths() {
+        assert!(ModelTraits::of("gemini-2.5-flash").legacy);
+        assert!(ModelTraits::of("models/gemini-1.5-pro").legacy);
+        assert!(!ModelTraits::of("gemini-3-pro-preview").legacy);
+        assert!(!ModelTraits::of("gemini-3.5-flash").legacy);
+        assert!(!ModelTraits::of("gemini-flash-latest").legacy);
+        assert_eq!(
+            path("gemini-2.5-flash", false).unwrap(),
+            "/v1beta/models/gemini-2.5-flash:generateContent"
+        );
+        assert_eq!(
+            path("models/gemini-3-pro-preview", true).unwrap(),
+            "/v1beta/models/gemini-3-pro-preview:streamGenerateContent?alt=sse"
+        );
+        assert_eq!(
+            path("a/b c?", false).unwrap(),
+            "/v1beta/models/a%2Fb%20c%3F:generateContent"
+        );
+        assert_eq!(
+            path("tunedModels/my-model", false).unwrap(),
+            "/v1beta/tunedModels/my-model:generateContent"
+        );
+        assert!(path("", false).is_err());
+    }
+
+    #[test]
+    fn turn_rules_are_input_errors_with_paths() {
+        let call = |id: &str| {
+            let mut c = ToolCall::new(id, "f", "{}");
+            c.extra.insert(ToolCall::SYNTHETIC_ID.into(), json!(true));
+            c
+        };
+        let turn = Message::Assistant(AssistantMessage {
+            tool_calls: vec![call("call_0"), call("call_1")],
+            ..AssistantMessage::default()
+        });
+        let result = |id: &str, name: &str| {
+            let mut r = ToolResult::ok(&call(id), json!(1));
+            r.name = name.into();
+            Message::Tool(r)
+        };
+        let cases = [
+            (
+                vec![Message::user("q"), result("call_0", "f")],
+                "messages[1]",
+            ),
+            (
+                vec![Message::user("q"), turn.clone(), result("call_9", "f")],
+                "messages[2].call_id",
+            ),
+            (
+                vec![Message::user("q"), turn.clone(), result("call_0", "g")],
+                "messages[2].name",
+            ),
+            (
+                vec![
+                    Message::user("q"),
+                    turn.clone(),
+                    result("call_0", "f"),
+                    result("call_0", "f"),
+                ],
+                "messages[3]",
+            ),
+            (vec![Message::system("s")], "messages"),
+        ];
+        for (messages, want) in cases {
+            let req = ChatRequest::new("gemini-2.5-flash", messages);
+            match encode(&req, false, SchemaMode::Lowered) {
+                Err(Error::Input { path, .. }) => assert_eq!(path, want),
+                other => panic!("{want}: {other:?}"),
+            }
+        }
+        // Results answering the turn, in any order, and a call turn left unanswered are fine.
+        let req = ChatRequest::new(
+            "gemini-2.5-flash",
+            vec![
+                Message::user("q"),
+                turn.clone(),
+                result("call_1", "f"),
+                result("call_0", "f"),
+                Message::user("again"),
+                turn,
+                Message::user("never mind"),
+            ],
+        );
+        let body = encode(&req, false, SchemaMode::Lowered).unwrap().body;
+        assert_eq!(body["contents"].as_array().map(Vec::len), Some(6));
+    }
+
+    #[test]
+    fn response_objects() {
+        let call = ToolCall::new("c", "f", "{}");
+        let ok = |v: Value| response_object(&ToolResult::ok(&call, v));
+        assert_eq!(ok(json!({"t": 1})), json!({"t": 1}));
+        assert_eq!(ok(json!("sunny")), json!({"output": "sunny"}));
+        assert_eq!(ok(json!([1, 2])), json!({"output": [1, 2]}));
+        assert_eq!(ok(Value::Null), json!({}));
+        assert_eq!(
+            ok(json!({"schema": {"$ref": "#/x"}})),
+            json!({"output": "{\"schema\":{\"$ref\":\"#/x\"}}"})
+        );
+        assert_eq!(
+            response_object(&ToolResult::error(&call, "no such city")),
+            json!({"error": "no such city"})
+        );
+    }
+}

@@ -1,0 +1,120 @@
+//! Lenient serde types of the `generateContent` response (a whole body or one stream chunk):
+//! everything optional, unknown fields ignored, `null` treated like absent.
+
+use serde::{Deserialize, Deserializer};
+use serde_json::{Number, Value};
+
+/// A `GenerateContentResponse`: a whole body, or one chunk of `streamGenerateContent`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Response {
+    #[serde(default, deserialize_with = "null_default")]
+    pub candidates: Vec<Candidate>,
+    #[serde(default)]
+    pub usage_metadata: Option<UsageMetadata>,
+    #[serde(default)]
+    pub prompt_feedback: Option<PromptFeedback>,
+    /// An error object sent in place of a chunk.
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Candidate {
+    /// `{}` or absent on `MALFORMED_FUNCTION_CALL` (vercel/ai#5039).
+    #[serde(default)]
+    pub content: Option<Content>,
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+    #[serde(default)]
+    pub finish_message: Option<String>,
+    /// Absent on Vertex.
+    #[serde(default)]
+    pub index: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct Content {
+    #[serde(default, deserialize_with = "null_default")]
+    pub parts: Vec<Part>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Part {
+    #[serde(default)]
+    pub text: Option<String>,
+    /// A thought-summary part.
+    #[serde(default)]
+    pub thought: Option<bool>,
+    /// Opaque signature to echo back on this part.
+    #[serde(default)]
+    pub thought_signature: Option<String>,
+    #[serde(default)]
+    pub function_call: Option<FunctionCall>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct FunctionCall {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A JSON object; `null`/absent for a call without arguments.
+    #[serde(default)]
+    pub args: Option<Value>,
+    /// Vertex streamed arguments (research C.4).
+    #[serde(default, deserialize_with = "null_default")]
+    pub partial_args: Vec<PartialArg>,
+    #[serde(default)]
+    pub will_continue: Option<bool>,
+}
+
+/// One streamed argument value at a JSON path.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PartialArg {
+    #[serde(default)]
+    pub json_path: Option<String>,
+    #[serde(default)]
+    pub string_value: Option<String>,
+    #[serde(default)]
+    pub number_value: Option<Number>,
+    #[serde(default)]
+    pub bool_value: Option<bool>,
+    /// `"NULL_VALUE"` when the value is null.
+    #[serde(default)]
+    pub null_value: Option<Value>,
+    #[serde(default)]
+    pub will_continue: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct UsageMetadata {
+    #[serde(default)]
+    pub prompt_token_count: Option<u64>,
+    #[serde(default)]
+    pub candidates_token_count: Option<u64>,
+    #[serde(default)]
+    pub thoughts_token_count: Option<u64>,
+    #[serde(default)]
+    pub total_token_count: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PromptFeedback {
+    #[serde(default)]
+    pub block_reason: Option<String>,
+}
+
+fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}

@@ -1,0 +1,528 @@
+//! The tool registry: which tools exist, which ones a request offers, and dispatch.
+
+use std::future::Future;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use jsonschema::Validator;
+use serde_json::{Value, json};
+
+use super::dispatch::{self, Target, floor_char_boundary};
+use super::{Tool, ToolOutput, TypedTool, parameter_list};
+use crate::error::{Error, Result};
+use crate::types::{ToolCall, ToolDefinition, ToolResult};
+
+/// The largest tool result sent to the model unless the registry sets its own limit (64 KiB of
+/// output text). A toolwire budget, not a provider's documented limit: it keeps one tool from
+/// filling the context window.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 64 * 1024;
+
+/// The smallest result limit a registry accepts, so the truncation marker always fits.
+const MIN_RESULT_BYTES: usize = 256;
+
+/// Which tools a request offers: those for every role plus those for `role`, and those in no
+/// toolset plus those in the enabled toolsets.
+///
+/// The default selection has no role and no toolsets: it offers the tools registered for
+/// every role outside any toolset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolSelection {
+    role: Option<String>,
+    toolsets: Vec<String>,
+    all_toolsets: bool,
+}
+
+impl ToolSelection {
+    /// The default selection.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Offers the tools of this role as well (a role's tool replaces an every-role tool of the
+    /// same name).
+    pub fn with_role(mut self, role: impl Into<String>) -> Self {
+        self.role = Some(role.into());
+        self
+    }
+
+    /// Enables a toolset.
+    pub fn with_toolset(mut self, toolset: impl Into<String>) -> Self {
+        self.toolsets.push(toolset.into());
+        self
+    }
+
+    /// Enables every toolset.
+    pub fn with_all_toolsets(mut self) -> Self {
+        self.all_toolsets = true;
+        self
+    }
+
+    /// The role, if any.
+    pub fn role(&self) -> Option<&str> {
+        self.role.as_deref()
+    }
+
+    fn scope_fits(&self, tool: &Tool) -> bool {
+        let role_fits = match &tool.role {
+            None => true,
+            Some(r) => self.role.as_deref() == Some(r.as_str()),
+        };
+        let toolset_fits = match &tool.toolset {
+            None => true,
+            Some(t) => self.all_toolsets || self.toolsets.iter().any(|x| x == t),
+        };
+        role_fits && toolset_fits
+    }
+}
+
+/// One registered tool as [`ToolRegistry::list`] shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInfo {
+    /// The tool's name.
+    pub name: String,
+    /// The description the model sees (with the generated parameter list, if asked for).
+    pub description: String,
+    /// The parameters schema.
+    pub parameters: Value,
+    /// Who registered it.
+    pub source: String,
+    /// Its toolset, if any.
+    pub toolset: Option<String>,
+    /// The one role it is offered to, or `None` for every role.
+    pub role: Option<String>,
+    /// How long a call may run.
+    pub timeout: Duration,
+    /// The callback URL of a callback tool.
+    pub callback_url: Option<String>,
+    /// Why the tool is not offered right now, if it is not.
+    pub unavailable: Option<String>,
+}
+
+/// A tool that is registered but not offered, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unavailable {
+    /// The tool's name.
+    pub name: String,
+    /// Its role, if it has one.
+    pub role: Option<String>,
+    /// What is missing: an environment variable or the check's reason.
+    pub reason: String,
+}
+
+#[derive(Clone)]
+struct Entry {
+    tool: Tool,
+    validator: Arc<Validator>,
+}
+
+impl Entry {
+    fn unavailable(&self) -> Option<String> {
+        let missing: Vec<&str> = self
+            .tool
+            .required_env
+            .iter()
+            .filter(|v| std::env::var_os(v.as_str()).is_none_or(|s| s.is_empty()))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            let noun = if missing.len() == 1 {
+                "environment variable"
+            } else {
+                "environment variables"
+            };
+            return Some(format!("missing {noun} {}", missing.join(", ")));
+        }
+        match &self.tool.check {
+            Some(check) => check().err().map(|why| format!("check failed: {why}")),
+            None => None,
+        }
+    }
+}
+
+struct Inner {
+    entries: Vec<Entry>,
+    strict: bool,
+    max_result_bytes: usize,
+}
+
+/// The tools an application offers, shared and updatable while agents run (clones share one
+/// registry).
+///
+/// Registering a name again replaces the tool in place (a hot update); in strict mode it is
+/// refused with an error naming both sources. A tool registered for one role and one for every
+/// role may share a name: the role's tool wins for that role.
+#[derive(Clone)]
+pub struct ToolRegistry {
+    inner: Arc<RwLock<Inner>>,
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = self.read();
+        f.debug_struct("ToolRegistry")
+            .field(
+                "tools",
+                &inner
+                    .entries
+                    .iter()
+                    .map(|e| e.tool.definition.name.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .field("strict", &inner.strict)
+            .field("max_result_bytes", &inner.max_result_bytes)
+            .finish()
+    }
+}
+
+impl ToolRegistry {
+    /// An empty registry: replacing allowed, results limited to [`DEFAULT_MAX_RESULT_BYTES`].
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(RwLock::new(Inner {
+                entries: Vec::new(),
+                strict: false,
+                max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            })),
+        }
+    }
+
+    /// Strict mode: registering a name that is already registered (for the same role) is an
+    /// error instead of a replacement.
+    pub fn with_strict(self, strict: bool) -> Self {
+        self.write().strict = strict;
+        self
+    }
+
+    /// Results whose output text is longer than `bytes` are cut to fit, with a visible marker
+    /// (never dropped). Values under 256 are raised to 256.
+    pub fn with_max_result_bytes(self, bytes: usize) -> Self {
+        self.write().max_result_bytes = bytes.max(MIN_RESULT_BYTES);
+        self
+    }
+
+    /// The result size limit.
+    pub fn max_result_bytes(&self) -> usize {
+        self.read().max_result_bytes
+    }
+
+    // A panic while holding the lock cannot leave the entries half-updated (every write is a
+    // single push, replace or retain), so a poisoned lock is still safe to use.
+    fn read(&self) -> RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers `tool`. Errors (naming the field) for an invalid name, a parameters value that
+    /// is not a JSON Schema object, a timeout of zero or above 300 s, an empty source, role or
+    /// toolset, and, in strict mode, a name already registered for the same role.
+    pub fn register(&self, mut tool: Tool) -> Result<()> {
+        tool.check_settings()?;
+        let validator = jsonschema::validator_for(&tool.definition.parameters).map_err(|e| {
+            Error::input(
+                "parameters",
+                format!(
+                    "parameters of tool {:?} are not a valid JSON Schema: {e}",
+                    tool.definition.name
+                ),
+            )
+        })?;
+        if tool.parameter_list {
+            let list = parameter_list(&tool.definition.parameters);
+            if !list.is_empty() {
+                let description = tool.definition.description.trim_end();
+                tool.definition.description = if description.is_empty() {
+                    format!("Parameters:\n{list}")
+                } else {
+                    format!("{description}\n\nParameters:\n{list}")
+                };
+            }
+        }
+        let entry = Entry {
+            tool,
+            validator: Arc::new(validator),
+        };
+        let mut inner = self.write();
+        let existing = inner.entries.iter().position(|e| {
+            e.tool.definition.name == entry.tool.definition.name && e.tool.role == entry.tool.role
+        });
+        match existing {
+            Some(i) if inner.strict => {
+                let old = &inner.entries[i].tool;
+                Err(Error::input(
+                    "name",
+                    format!(
+                        "tool {:?}{} is already registered by source {:?}; source {:?} cannot \
+                         register it again (strict mode: unregister it first)",
+                        old.definition.name,
+                        old.role
+                            .as_deref()
+                            .map(|r| format!(" for role {r:?}"))
+                            .unwrap_or_default(),
+                        old.source,
+                        entry.tool.source
+                    ),
+                ))
+            }
+            Some(i) => {
+                inner.entries[i] = entry;
+                Ok(())
+            }
+            None => {
+                inner.entries.push(entry);
+                Ok(())
+            }
+        }
+    }
+
+    /// Registers an async closure over the JSON arguments object.
+    pub fn register_fn<F, Fut>(
+        &self,
+        name: &str,
+        description: &str,
+        parameters: Value,
+        f: F,
+    ) -> Result<()>
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolOutput> + Send + 'static,
+    {
+        let definition = ToolDefinition::new(name, description)?.with_parameters(parameters)?;
+        self.register(Tool::from_fn(definition, f))
+    }
+
+    /// Registers a typed tool.
+    pub fn register_typed<T: TypedTool>(&self, tool: T) -> Result<()> {
+        self.register(Tool::typed(tool)?)
+    }
+
+    /// Removes every tool called `name` (for every role); whether one existed.
+    pub fn unregister(&self, name: &str) -> bool {
+        let mut inner = self.write();
+        let before = inner.entries.len();
+        inner.entries.retain(|e| e.tool.definition.name != name);
+        inner.entries.len() != before
+    }
+
+    /// Removes the tool called `name` registered for exactly `role` (`None`: the every-role
+    /// tool); whether it existed.
+    pub fn unregister_scoped(&self, name: &str, role: Option<&str>) -> bool {
+        let mut inner = self.write();
+        let before = inner.entries.len();
+        inner
+            .entries
+            .retain(|e| !(e.tool.definition.name == name && e.tool.role.as_deref() == role));
+        inner.entries.len() != before
+    }
+
+    /// Removes every tool registered by `source`; how many.
+    pub fn clear_source(&self, source: &str) -> usize {
+        let mut inner = self.write();
+        let before = inner.entries.len();
+        inner.entries.retain(|e| e.tool.source != source);
+        before - inner.entries.len()
+    }
+
+    /// Whether a tool called `name` is registered (for any role).
+    pub fn contains(&self, name: &str) -> bool {
+        self.read()
+            .entries
+            .iter()
+            .any(|e| e.tool.definition.name == name)
+    }
+
+    /// The entries, copied out so availability checks (user code) run without the lock held:
+    /// a check or handler may register tools itself.
+    fn snapshot(&self) -> Vec<Entry> {
+        self.read().entries.clone()
+    }
+
+    /// Every registered tool, in registration order, with why it is unavailable if it is.
+    pub fn list(&self) -> Vec<ToolInfo> {
+        self.snapshot()
+            .iter()
+            .map(|e| ToolInfo {
+                name: e.tool.definition.name.clone(),
+                description: e.tool.definition.description.clone(),
+                parameters: e.tool.definition.parameters.clone(),
+                source: e.tool.source.clone(),
+                toolset: e.tool.toolset.clone(),
+                role: e.tool.role.clone(),
+                timeout: e.tool.timeout,
+                callback_url: e.tool.callback_url().map(str::to_owned),
+                unavailable: e.unavailable(),
+            })
+            .collect()
+    }
+
+    /// The tools that are registered but not offered because a required environment variable
+    /// is missing or their check fails, and why.
+    pub fn availability_report(&self) -> Vec<Unavailable> {
+        self.snapshot()
+            .iter()
+            .filter_map(|e| {
+                e.unavailable().map(|reason| Unavailable {
+                    name: e.tool.definition.name.clone(),
+                    role: e.tool.role.clone(),
+                    reason,
+                })
+            })
+            .collect()
+    }
+
+    /// The entries `selection` offers, one per name, in registration order of the name.
+    fn offered(&self, selection: &ToolSelection) -> Vec<Entry> {
+        let mut out: Vec<Entry> = Vec::new();
+        for e in &self.snapshot() {
+            if !selection.scope_fits(&e.tool) || e.unavailable().is_some() {
+                continue;
+            }
+            match out
+                .iter_mut()
+                .find(|o| o.tool.definition.name == e.tool.definition.name)
+            {
+                Some(slot) if e.tool.role.is_some() => *slot = e.clone(),
+                Some(_) => {}
+                None => out.push(e.clone()),
+            }
+        }
+        out
+    }
+
+    /// The definitions to send with a request.
+    pub fn definitions(&self, selection: &ToolSelection) -> Vec<ToolDefinition> {
+        self.offered(selection)
+            .into_iter()
+            .map(|e| e.tool.definition)
+            .collect()
+    }
+
+    /// Runs one call among the tools `selection` offers. Never fails: every problem is an
+    /// error result for the model, and results are cut to the registry's size limit.
+    pub async fn dispatch(&self, call: &ToolCall, selection: &ToolSelection) -> ToolResult {
+        let offered = self.offered(selection);
+        let max = self.max_result_bytes();
+        let mut result = match offered.iter().find(|e| e.tool.definition.name == call.name) {
+            Some(entry) => {
+                let target = Target {
+                    handler: &entry.tool.handler,
+                    validator: &entry.validator,
+                    schema: &entry.tool.definition.parameters,
+                    strict: entry.tool.definition.strict,
+                    timeout: entry.tool.timeout,
+                };
+                dispatch::run(target, call).await
+            }
+            None => self.not_offered(call, selection, &offered),
+        };
+        truncate_result(&mut result, max);
+        result
+    }
+
+    /// Runs calls concurrently; the results are in call order.
+    pub async fn dispatch_all(
+        &self,
+        calls: &[ToolCall],
+        selection: &ToolSelection,
+    ) -> Vec<ToolResult> {
+        futures::future::join_all(calls.iter().map(|c| self.dispatch(c, selection))).await
+    }
+
+    fn not_offered(
+        &self,
+        call: &ToolCall,
+        selection: &ToolSelection,
+        offered: &[Entry],
+    ) -> ToolResult {
+        let names: Vec<&str> = offered
+            .iter()
+            .map(|e| e.tool.definition.name.as_str())
+            .collect();
+        let available = if names.is_empty() {
+            "no tools are available".to_owned()
+        } else {
+            format!("available tools: {}", names.join(", "))
+        };
+        let unavailable = self
+            .snapshot()
+            .iter()
+            .filter(|e| e.tool.definition.name == call.name && selection.scope_fits(&e.tool))
+            .find_map(Entry::unavailable);
+        let message = match unavailable {
+            Some(why) => format!("Tool {:?} is not available ({why}); {available}", call.name),
+            None => format!("Unknown tool {:?}; {available}", call.name),
+        };
+        let mut result = ToolResult::error(call, message);
+        result.output = json!({ "available_tools": names });
+        result
+    }
+}
+
+/// Cuts a result whose output text is longer than `max_bytes`: the output becomes the first
+/// part of its text (at a character boundary) followed by a marker saying how much was cut.
+/// The error message is cut the same way. Nothing is ever dropped silently.
+pub fn truncate_result(result: &mut ToolResult, max_bytes: usize) {
+    let max_bytes = max_bytes.max(MIN_RESULT_BYTES);
+    let text = match &result.output {
+        Value::String(s) => s.len(),
+        Value::Null => 0,
+        other => other.to_string().len(),
+    };
+    if text > max_bytes {
+        let full = match &result.output {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        result.output = Value::String(cut(&full, max_bytes));
+    }
+    if let Some(message) = &result.error
+        && message.len() > max_bytes
+    {
+        result.error = Some(cut(message, max_bytes));
+    }
+}
+
+fn cut(text: &str, max_bytes: usize) -> String {
+    let marker = |kept: usize| {
+        format!(
+            "\n[toolwire: truncated, {kept} of {} bytes shown]",
+            text.len()
+        )
+    };
+    // The kept count has at most as many digits as the full length, so this bounds the marker.
+    let room = max_bytes.saturating_sub(marker(text.len()).len());
+    let keep = floor_char_boundary(text, room);
+    format!("{}{}", &text[..keep], marker(keep))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_keeps_a_marked_prefix_within_the_limit() {
+        let call = ToolCall::new("c", "f", "{}");
+        let mut r = ToolResult::ok(&call, json!({"data": "x".repeat(5000)}));
+        truncate_result(&mut r, 1000);
+        let Value::String(s) = &r.output else {
+            panic!("output should be text now")
+        };
+        assert!(s.len() <= 1000, "{}", s.len());
+        assert!(s.starts_with("{\"data\":\"xxx"));
+        assert!(s.contains("[toolwire: truncated,") && s.ends_with("of 5011 bytes shown]"));
+        let mut small = ToolResult::ok(&call, json!({"a": 1}));
+        truncate_result(&mut small, 1000);
+        assert_eq!(small.output, json!({"a": 1}));
+        let mut multibyte = ToolResult::ok(&call, json!("é".repeat(1000)));
+        truncate_result(&mut multibyte, 300);
+        assert!(multibyte.output.as_str().unwrap().len() <= 300);
+    }
+}

@@ -1,0 +1,77 @@
+//! `toolwire demo` runs the whole loop offline, with no key, on every provider built in.
+
+use std::process::{Command, Output};
+
+use toolwire::{ProviderKind, provider_for};
+
+fn demo(args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolwire"));
+    cmd.arg("demo").args(args);
+    // A fresh machine: no provider key anywhere.
+    for kind in ProviderKind::ALL {
+        if let Ok(p) = provider_for(kind) {
+            for var in p.info().key_vars {
+                cmd.env_remove(var);
+            }
+        }
+    }
+    cmd.output().expect("the toolwire binary runs")
+}
+
+fn check_full_loop(out: &Output, kind: &str) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{kind}: {stderr}\n{stdout}");
+    for line in [
+        format!("offline against the mock provider speaking the {kind} wire"),
+        "model> Let me look that up.".to_owned(),
+        "assembled get_weather".to_owned(),
+        "<- get_weather (call_paris) ok:".to_owned(),
+        r#"error: Invalid parameter "unit": "kelvin" is not one of"#.to_owned(),
+        format!("wire JSON sent back (3 results, {kind} format)"),
+        "-- turn 2 done".to_owned(),
+        "Paris is 18 °C and cloudy; Tokyo is 24 °C and sunny.".to_owned(),
+        "done: 3 turns, 4 tool results, finish reason stop".to_owned(),
+        "checked: the 2 follow-up requests the mock provider received".to_owned(),
+    ] {
+        assert!(
+            stdout.contains(&line),
+            "{kind}: missing {line:?} in\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("sky") && stdout.contains("9712"),
+        "results reached the output: {stdout}"
+    );
+}
+
+#[test]
+fn demo_runs_offline_without_a_key() {
+    check_full_loop(&demo(&[]), "openai");
+}
+
+#[test]
+fn demo_runs_offline_on_every_built_in_provider() {
+    let mut covered = Vec::new();
+    for kind in ProviderKind::ALL {
+        if provider_for(kind).is_err() {
+            continue;
+        }
+        let out = demo(&["--provider", kind.name(), "--offline"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if stderr.contains("unsupported: encoding responses") {
+            // This provider cannot act as the mock yet.
+            continue;
+        }
+        check_full_loop(&out, kind.name());
+        covered.push(kind);
+    }
+    assert!(covered.contains(&ProviderKind::OpenAi), "{covered:?}");
+}
+
+#[test]
+fn demo_refuses_an_unknown_provider_with_usage_status() {
+    let out = demo(&["--provider", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown provider"));
+}
