@@ -75,6 +75,15 @@ fn strict_in_place(v: &mut Value) {
 fn make_nullable(prop: &mut Value) {
     let Value::Object(map) = prop else { return };
     match map.get_mut("type") {
+        // Objects and arrays become `anyOf` with null, the form pydantic and openai-python
+        // produce; scalars use the type list the structured-outputs guide shows.
+        Some(Value::String(t)) if t == "object" || t == "array" => {
+            let inner = std::mem::take(map);
+            map.insert(
+                "anyOf".into(),
+                json!([Value::Object(inner), {"type": "null"}]),
+            );
+        }
         Some(Value::String(t)) if t != "null" => {
             let t = std::mem::take(t);
             map.insert("type".into(), json!([t, "null"]));
@@ -125,7 +134,11 @@ mod tests {
         assert_eq!(out["properties"]["unit"]["type"], json!(["string", "null"]));
         assert_eq!(out["properties"]["unit"]["enum"], json!(["c", "f", null]));
         assert!(out["properties"]["unit"].get("default").is_none());
-        let item = &out["properties"]["tags"]["items"];
+        assert_eq!(
+            out["properties"]["tags"]["anyOf"][1],
+            json!({"type": "null"})
+        );
+        let item = &out["properties"]["tags"]["anyOf"][0]["items"];
         assert_eq!(item["additionalProperties"], json!(false));
         assert_eq!(item["properties"]["k"]["type"], json!(["string", "null"]));
         assert_eq!(

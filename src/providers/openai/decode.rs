@@ -66,8 +66,11 @@ fn apply_delta(dialect: &Dialect, turn: &mut Turn, delta: &Delta, out: &mut Vec<
             "reasoning" => delta.reasoning.as_ref(),
             _ => None,
         };
-        if let Some(v) = value {
-            turn.reasoning(&content_text(v), out);
+        // The first field that carries text wins: servers that send both repeat the same text.
+        let text = value.map(content_text).unwrap_or_default();
+        if !text.is_empty() {
+            turn.reasoning(&text, out);
+            break;
         }
     }
     if let Some(content) = &delta.content {
