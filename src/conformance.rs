@@ -15,9 +15,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
-use crate::provider::{NameMap, Provider, ProviderKind};
+use crate::provider::{HttpRequest, Provider, ProviderKind};
 use crate::providers::provider_for;
-use crate::replay::replay;
+use crate::replay::replay_answer;
 use crate::types::{ChatRequest, SchemaMode, ToolDefinition};
 
 /// The cases every provider has, or lists in `fixtures/<provider>/SKIP` with a reason.
@@ -220,14 +220,14 @@ pub fn run_case(dir: &Path, mode: Mode) -> CaseReport {
     };
     // Names the request mapped for the wire are mapped back when its response is decoded,
     // as the client does.
-    let mut names = NameMap::default();
+    let mut request = None;
     if dir.join("request.json").exists() {
         let stream = meta
             .stream
             .unwrap_or(response.as_ref() == Some(&dir.join("response.sse")));
         let encoded = encode_case(provider.as_ref(), &dir.join("request.json"), stream);
-        let body = encoded.map(|(body, map)| {
-            names = map;
+        let body = encoded.map(|(body, http)| {
+            request = http;
             body
         });
         let outcome = check_golden(&dir.join("wire_request.json"), body, mode);
@@ -239,7 +239,7 @@ pub fn run_case(dir: &Path, mode: Mode) -> CaseReport {
     if let Some(body_path) = response {
         let outcome = check_golden(
             &dir.join("expected.json"),
-            decode_case(provider.as_ref(), &body_path, meta.status, &names),
+            decode_case(provider.as_ref(), &body_path, meta.status, request.as_ref()),
             mode,
         );
         report.checks.push(Check {
@@ -332,13 +332,17 @@ fn read_json(path: &Path) -> Result<Value> {
     })
 }
 
-fn encode_case(provider: &dyn Provider, path: &Path, stream: bool) -> Result<(Value, NameMap)> {
+fn encode_case(
+    provider: &dyn Provider,
+    path: &Path,
+    stream: bool,
+) -> Result<(Value, Option<HttpRequest>)> {
     let value = read_json(path)?;
     let req: ChatRequest = serde_json::from_value(value)
         .map_err(|e| Error::input(path.display().to_string(), e.to_string()))?;
     Ok(match provider.encode(&req, stream) {
-        Ok(http) => (http.body, http.names),
-        Err(e) => (error_json(&e), NameMap::default()),
+        Ok(http) => (http.body.clone(), Some(http)),
+        Err(e) => (error_json(&e), None),
     })
 }
 
@@ -346,27 +350,24 @@ fn decode_case(
     provider: &dyn Provider,
     path: &Path,
     status: Option<u16>,
-    names: &NameMap,
+    request: Option<&HttpRequest>,
 ) -> Result<Value> {
     let body =
         std::fs::read(path).map_err(|e| Error::input(path.display().to_string(), e.to_string()))?;
-    let mut result = decode_body(provider, &body, status);
-    match &mut result {
-        Ok(response) => names.restore_response(response),
-        Err(e) => names.restore_error(e),
-    }
-    Ok(golden_json(&result))
+    Ok(golden_json(&decode_body(provider, request, &body, status)))
 }
 
-/// What a captured body decodes to: an error body when `status` is 4xx/5xx, else a response.
+/// What a captured body decodes to: an error body when `status` is 4xx/5xx, else the answer to
+/// `request` (when known: its decoder and its tool-name mapping apply).
 pub fn decode_body(
     provider: &dyn Provider,
+    request: Option<&HttpRequest>,
     body: &[u8],
     status: Option<u16>,
 ) -> Result<crate::types::ChatResponse> {
     match status {
         Some(s) if s >= 400 => Err(provider.decode_error(Some(s), body).into()),
-        _ => replay(provider, body).map(|r| r.response),
+        _ => replay_answer(provider, request, body).map(|r| r.response),
     }
 }
 

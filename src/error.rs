@@ -56,6 +56,9 @@ pub enum Error {
         what: String,
         /// The parser's reason.
         message: String,
+        /// What had arrived before the undecodable part, unfinished calls marked `truncated`
+        /// (set when the problem came mid-stream).
+        partial: Option<Box<ChatResponse>>,
     },
     /// A stream broke: it ended without its terminal signal or a limit was crossed. The partial
     /// response (with unfinished calls marked `truncated`) is kept.
@@ -107,6 +110,7 @@ impl Error {
             provider,
             what: what.into(),
             message: message.to_string(),
+            partial: None,
         }
     }
 
@@ -163,10 +167,35 @@ impl Error {
     /// What had arrived before the failure, when a stream broke, stalled or errored mid-way.
     pub fn partial(&self) -> Option<&ChatResponse> {
         match self {
-            Self::Stream { partial, .. } | Self::Timeout { partial, .. } => partial.as_deref(),
+            Self::Stream { partial, .. }
+            | Self::Timeout { partial, .. }
+            | Self::Decode { partial, .. } => partial.as_deref(),
             Self::Api(api) => api.partial.as_deref(),
             _ => None,
         }
+    }
+}
+
+impl Error {
+    /// The partial response slot of the variants that carry one.
+    pub(crate) fn partial_mut(&mut self) -> Option<&mut Option<Box<ChatResponse>>> {
+        match self {
+            Self::Stream { partial, .. }
+            | Self::Timeout { partial, .. }
+            | Self::Decode { partial, .. } => Some(partial),
+            Self::Api(api) => Some(&mut api.partial),
+            _ => None,
+        }
+    }
+
+    /// Attaches what a stream had delivered, unless the error already carries it.
+    pub(crate) fn with_partial(mut self, partial: Option<Box<ChatResponse>>) -> Self {
+        if let Some(slot) = self.partial_mut()
+            && slot.is_none()
+        {
+            *slot = partial;
+        }
+        self
     }
 }
 

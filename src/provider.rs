@@ -135,6 +135,14 @@ pub trait Provider: Send + Sync + fmt::Debug {
     /// A fresh decoder for one streamed turn.
     fn decoder(&self) -> Box<dyn StreamDecoder>;
 
+    /// A fresh decoder for the stream that answers `request`, for providers whose stream form
+    /// depends on what was asked (DashScope `incremental_output`). Defaults to
+    /// [`Provider::decoder`].
+    fn decoder_for(&self, request: &HttpRequest) -> Box<dyn StreamDecoder> {
+        let _ = request;
+        self.decoder()
+    }
+
     /// An error body (any status) → [`ApiError`], the provider's code and message verbatim.
     fn decode_error(&self, status: Option<u16>, body: &[u8]) -> ApiError {
         generic_error(self.info().kind, status, body)
@@ -313,14 +321,7 @@ impl NameMap {
 
     /// Restores canonical names in the partial response an error carries.
     pub fn restore_error(&self, error: &mut Error) {
-        let partial = match error {
-            Error::Stream { partial, .. } | Error::Timeout { partial, .. } => {
-                partial.as_deref_mut()
-            }
-            Error::Api(api) => api.partial.as_deref_mut(),
-            _ => None,
-        };
-        if let Some(p) = partial {
+        if let Some(Some(p)) = error.partial_mut() {
             self.restore_response(p);
         }
     }

@@ -2,7 +2,7 @@
 //! fixture tests and the benches run.
 
 use crate::error::{Error, Result};
-use crate::provider::Provider;
+use crate::provider::{HttpRequest, Provider, ProviderKind, StreamDecoder};
 use crate::sse::{SseError, SseParser};
 use crate::types::{ChatResponse, StreamEvent};
 
@@ -27,13 +27,41 @@ pub fn is_json_body(body: &[u8]) -> bool {
 /// Decodes a captured body: JSON bodies through [`Provider::decode`], SSE through a fresh
 /// decoder. Errors say where (SSE line) and what.
 pub fn replay(provider: &dyn Provider, body: &[u8]) -> Result<Replay> {
-    if is_json_body(body) {
-        return Ok(Replay {
+    replay_answer(provider, None, body)
+}
+
+/// Like [`replay`], for the body that answered `request`: the decoder is chosen for it
+/// ([`Provider::decoder_for`]) and tool names it mapped for the wire are mapped back.
+pub fn replay_answer(
+    provider: &dyn Provider,
+    request: Option<&HttpRequest>,
+    body: &[u8],
+) -> Result<Replay> {
+    let mut result = if is_json_body(body) {
+        provider.decode(body).map(|response| Replay {
             events: Vec::new(),
-            response: provider.decode(body)?,
-        });
+            response,
+        })
+    } else {
+        let decoder = match request {
+            Some(r) => provider.decoder_for(r),
+            None => provider.decoder(),
+        };
+        replay_with(provider.info().kind, decoder, std::iter::once(body))
+    };
+    if let Some(names) = request.map(|r| &r.names) {
+        match &mut result {
+            Ok(replay) => {
+                names.restore_response(&mut replay.response);
+                replay
+                    .events
+                    .iter_mut()
+                    .for_each(|e| names.restore_event(e));
+            }
+            Err(e) => names.restore_error(e),
+        }
     }
-    replay_chunks(provider, std::iter::once(body))
+    result
 }
 
 /// Decodes an SSE body delivered in arbitrary chunks (the property tests split bodies at every
@@ -42,11 +70,36 @@ pub fn replay_chunks<'a>(
     provider: &dyn Provider,
     chunks: impl IntoIterator<Item = &'a [u8]>,
 ) -> Result<Replay> {
-    let kind = provider.info().kind;
-    let mut parser = SseParser::default();
-    let mut decoder = provider.decoder();
-    let mut sse = Vec::new();
+    replay_with(provider.info().kind, provider.decoder(), chunks)
+}
+
+fn replay_with<'a>(
+    kind: ProviderKind,
+    mut decoder: Box<dyn StreamDecoder>,
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+) -> Result<Replay> {
     let mut events = Vec::new();
+    match feed_all(kind, decoder.as_mut(), chunks, &mut events) {
+        Ok(()) => {
+            let response = decoder.finish(&mut events)?;
+            Ok(Replay { events, response })
+        }
+        // Nothing is lost: an undecodable payload keeps what the stream delivered before it.
+        Err(e @ Error::Decode { .. }) if e.partial().is_none() => {
+            Err(e.with_partial(partial_of(decoder.as_mut())))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn feed_all<'a>(
+    kind: ProviderKind,
+    decoder: &mut dyn StreamDecoder,
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+    events: &mut Vec<StreamEvent>,
+) -> Result<()> {
+    let mut parser = SseParser::default();
+    let mut sse = Vec::new();
     let sse_error = |e: SseError| Error::decode(kind, "SSE stream", e);
     let mut feed = |sse: &mut Vec<crate::sse::SseEvent>, events: &mut Vec<StreamEvent>| {
         for ev in sse.drain(..) {
@@ -60,14 +113,24 @@ pub fn replay_chunks<'a>(
     // the byte stream wins however the body was chunked.
     for chunk in chunks {
         let pushed = parser.push(chunk, &mut sse);
-        feed(&mut sse, &mut events)?;
+        feed(&mut sse, events)?;
         pushed.map_err(sse_error)?;
     }
     let finished = parser.finish(&mut sse);
-    feed(&mut sse, &mut events)?;
-    finished.map_err(sse_error)?;
-    let response = decoder.finish(&mut events)?;
-    Ok(Replay { events, response })
+    feed(&mut sse, events)?;
+    finished.map_err(sse_error)
+}
+
+/// What an interrupted decoder holds (unfinished calls `truncated`), or `None` when nothing
+/// had arrived.
+pub(crate) fn partial_of(decoder: &mut dyn StreamDecoder) -> Option<Box<ChatResponse>> {
+    let partial = match decoder.finish(&mut Vec::new()) {
+        Ok(response) => Some(Box::new(response)),
+        Err(mut e) => e.partial_mut().and_then(Option::take),
+    }?;
+    let empty =
+        partial.text.is_none() && partial.reasoning.is_none() && partial.tool_calls.is_empty();
+    (!empty).then_some(partial)
 }
 
 /// Adds the SSE line to a decode error's location.
@@ -77,12 +140,34 @@ pub(crate) fn at_line(e: Error, line: usize) -> Error {
             provider,
             what,
             message,
+            partial,
         } => Error::Decode {
             provider,
             what: format!("{what} at line {line}"),
             message,
+            partial,
         },
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod partial_tests {
+    use super::*;
+    use crate::providers::openai::OpenAi;
+
+    #[test]
+    fn an_undecodable_payload_keeps_the_call_before_it() {
+        let body = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,",
+            "\"id\":\"call_1\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":\"}}]}}]}\n\n",
+            "data: <html>502 Bad Gateway</html>\n\n"
+        );
+        let err = replay(&OpenAi::new(), body.as_bytes()).unwrap_err();
+        assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+        let partial = err.partial().expect("partial kept");
+        assert_eq!(partial.tool_calls[0].raw_arguments, "{\"a\":");
+        assert!(!partial.tool_calls[0].is_complete());
     }
 }
 

@@ -111,33 +111,25 @@ fn provider(kind: ProviderKind) -> Result<Box<dyn toolwire::Provider>, CliError>
 
 pub(crate) fn replay(args: &ReplayArgs) -> Result<(), CliError> {
     let provider = provider(args.provider)?;
-    let names = match &args.request {
+    let request = match &args.request {
         Some(path) => {
             let req: ChatRequest = read_json(path)?;
             let file = path.display().to_string();
-            provider
-                .encode(&req, true)
-                .map_err(|e| CliError::from_error(&file, &e))?
-                .names
+            // The streaming form: a captured stream answers that one; the name map is the same.
+            Some(
+                provider
+                    .encode(&req, true)
+                    .map_err(|e| CliError::from_error(&file, &e))?,
+            )
         }
-        None => toolwire::NameMap::default(),
+        None => None,
     };
     let body = read(&args.file)?;
     let file = args.file.display().to_string();
-    let mut result = match args.status {
+    let result = match args.status {
         Some(s) if s >= 400 => Err(provider.decode_error(Some(s), &body).into()),
-        _ => toolwire::replay::replay(provider.as_ref(), &body),
+        _ => toolwire::replay::replay_answer(provider.as_ref(), request.as_ref(), &body),
     };
-    match &mut result {
-        Ok(replay) => {
-            names.restore_response(&mut replay.response);
-            replay
-                .events
-                .iter_mut()
-                .for_each(|e| names.restore_event(e));
-        }
-        Err(e) => names.restore_error(e),
-    }
     match result {
         Ok(replay) => {
             if args.events {

@@ -456,9 +456,11 @@ impl Client {
             .recorder
             .as_ref()
             .map(|_| Recording::new(req, &wire, true, status, Vec::new()));
+        let decoder = inner.provider.decoder_for(&wire);
         Ok(ChatStream::new(
             Arc::clone(&self.inner),
             body,
+            decoder,
             wire.names,
             recording,
         ))
@@ -728,10 +730,12 @@ impl Inner {
                 provider,
                 what,
                 message,
+                partial,
             } => Error::Decode {
                 provider,
                 what: clean(what),
                 message: clean(message),
+                partial,
             },
             Error::Stream {
                 provider,

@@ -103,7 +103,12 @@ impl Recorder {
         // may have sent a different body; that one is kept as `sent_request.json`.
         let reference = crate::providers::provider_for(provider.info().kind).ok();
         let golden_provider = reference.as_deref().unwrap_or(provider);
-        let expected = golden_json(&decode_body(golden_provider, &bytes, Some(rec.status)));
+        let expected = golden_json(&decode_body(
+            golden_provider,
+            None,
+            &bytes,
+            Some(rec.status),
+        ));
         let wire = match &rec.request_value {
             Some(req) => golden_provider
                 .encode(req, rec.stream)

@@ -78,11 +78,11 @@ impl ChatStream {
     pub(crate) fn new(
         inner: Arc<Inner>,
         body: Body,
+        decoder: Box<dyn StreamDecoder>,
         names: NameMap,
         recording: Option<Recording>,
     ) -> Self {
         let parser = SseParser::new(inner.limits.max_event_bytes);
-        let decoder = inner.provider.decoder();
         Self {
             state: Box::new(State {
                 inner,
@@ -217,6 +217,7 @@ impl State {
                 provider: kind,
                 what: "SSE stream".into(),
                 message: e.to_string(),
+                partial: self.partial(),
             },
             SseError::TooLarge { .. } => Error::Stream {
                 provider: kind,
@@ -240,7 +241,15 @@ impl State {
         }
         self.sse.clear();
         self.take_events()?;
-        result.map_err(|mut e| {
+        result.map_err(|e| {
+            // Nothing is lost: a payload that cannot be decoded keeps what came before it.
+            let mut e = match e {
+                Error::Decode { partial: None, .. } => {
+                    let partial = crate::replay::partial_of(self.decoder.as_mut());
+                    e.with_partial(partial)
+                }
+                e => e,
+            };
             self.names.restore_error(&mut e);
             e
         })

@@ -8,8 +8,9 @@
 //!
 //! With `incremental_output: true` (what toolwire sends) each event carries only what is new.
 //! With `false` (the default of some models and of older clients) each event repeats all text,
-//! reasoning and tool-call arguments so far. The request is not known when a captured body is
-//! replayed, so the decoder detects the form: the first time a field that already holds text
+//! reasoning and tool-call arguments so far. The client knows the form from its request
+//! ([`crate::Provider::decoder_for`]); only a captured body replayed without its request has
+//! the form detected: the first time a field that already holds text
 //! arrives again non-empty, a value that starts with everything received so far means
 //! cumulative, anything else incremental, and the decision holds for the rest of the stream.
 //! A cumulative value is then cut after the known prefix, so both forms feed [`Turn`] the same
@@ -299,10 +300,17 @@ pub(crate) struct Decoder {
 }
 
 impl Decoder {
-    pub(crate) fn new() -> Self {
+    /// A decoder for a stream known to be incremental (`Some(true)`), cumulative
+    /// (`Some(false)`), or of a form to detect (`None`: a captured body replayed on its own).
+    pub(crate) fn new(incremental: Option<bool>) -> Self {
+        let form = match incremental {
+            Some(true) => Form::Incremental,
+            Some(false) => Form::Cumulative,
+            None => Form::Unknown,
+        };
         Self {
             turn: Turn::new(KIND),
-            deltas: Deltas::new(Form::Unknown),
+            deltas: Deltas::new(form),
             started: false,
         }
     }
@@ -351,6 +359,24 @@ impl crate::provider::StreamDecoder for Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::StreamDecoder;
+
+    #[test]
+    fn a_known_incremental_stream_may_repeat_pieces() {
+        let event = |text: &str, finish: &str| {
+            format!(
+                r#"{{"output":{{"choices":[{{"message":{{"role":"assistant","content":"{text}"}},"finish_reason":"{finish}"}}]}}}}"#
+            )
+        };
+        let mut d = Decoder::new(Some(true));
+        let mut out = Vec::new();
+        for (text, finish) in [("ha", "null"), ("ha", "null"), ("!", "stop")] {
+            d.feed(Some("result"), &event(text, finish), &mut out)
+                .unwrap();
+        }
+        let response = d.finish(&mut out).unwrap();
+        assert_eq!(response.text.as_deref(), Some("haha!"));
+    }
 
     #[test]
     fn detects_cumulative_and_cuts_the_prefix() {

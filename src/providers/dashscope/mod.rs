@@ -116,7 +116,18 @@ impl Provider for DashScope {
     }
 
     fn decoder(&self) -> Box<dyn StreamDecoder> {
-        Box::new(decode::Decoder::new())
+        Box::new(decode::Decoder::new(None))
+    }
+
+    /// The request says which form the stream takes (`parameters.incremental_output`), so no
+    /// guessing is needed: an incremental stream whose pieces repeat (`"ha"`, `"ha"`) is never
+    /// mistaken for a cumulative one.
+    fn decoder_for(&self, request: &HttpRequest) -> Box<dyn StreamDecoder> {
+        let incremental = request
+            .body
+            .pointer("/parameters/incremental_output")
+            .and_then(serde_json::Value::as_bool);
+        Box::new(decode::Decoder::new(incremental))
     }
 
     fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
