@@ -122,8 +122,9 @@ impl Error {
     }
 
     /// Whether sending the same request again may succeed: connect failures, timeouts before
-    /// any output, and API errors with status 408, 409, 429 or 5xx (or a provider code that
-    /// means the same).
+    /// any output, and API errors with HTTP status 408, 409, 429 or 5xx. An error event inside
+    /// a 200 stream has no status and is not retryable by this rule: part of the turn may
+    /// already have been delivered.
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Transport { connect, .. } => *connect,

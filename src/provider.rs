@@ -210,10 +210,10 @@ pub fn generic_error(provider: ProviderKind, status: Option<u16>, body: &[u8]) -
             err.message = map
                 .get("message")
                 .and_then(scalar_text)
-                .unwrap_or_else(|| text.trim().to_owned());
+                .unwrap_or_else(|| summary(&text));
         }
         Some(Value::String(s)) => err.message = s.clone(),
-        _ => err.message = text.trim().to_owned(),
+        _ => err.message = summary(&text),
     }
     if err.message.is_empty() {
         err.message = match status {
@@ -223,6 +223,25 @@ pub fn generic_error(provider: ProviderKind, status: Option<u16>, body: &[u8]) -
     }
     err.body = text;
     err
+}
+
+/// One line for a body that is not a JSON error (an HTML 502 page, a proxy's text): its
+/// `<title>` or first non-blank line, at most 200 characters. The whole body stays in
+/// [`ApiError::body`].
+fn summary(text: &str) -> String {
+    let title = text
+        .find("<title>")
+        .and_then(|i| text[i + 7..].split("</title>").next());
+    let line = title
+        .into_iter()
+        .chain(text.lines())
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    match line.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
 }
 
 /// A string or number as text; other JSON is `None`.
@@ -250,7 +269,7 @@ impl NameMap {
     pub fn build<'a>(
         names: impl IntoIterator<Item = &'a str>,
         valid: impl Fn(&str) -> bool,
-    ) -> Self {
+    ) -> Result<Self> {
         let names: Vec<&str> = names.into_iter().collect();
         let mut map = Self::default();
         let mut taken: std::collections::HashSet<String> = names
@@ -275,21 +294,30 @@ impl NameMap {
             if !valid(&base) {
                 base.insert(0, '_');
             }
-            base.truncate(60);
+            base.truncate(64);
             let mut wire = base.clone();
             let mut n = 2;
             while taken.contains(&wire) || !valid(&wire) {
-                wire = format!("{base}_{n}");
+                // The base is ASCII, so cutting it at any byte keeps it whole; the suffix
+                // always fits in 64.
+                let suffix = format!("_{n}");
+                let keep = base.len().min(64 - suffix.len());
+                wire = format!("{}{suffix}", &base[..keep]);
                 n += 1;
                 if n > 10_000 {
-                    break;
+                    return Err(Error::input(
+                        "tools",
+                        format!(
+                            "cannot map tool name {name:?} to a unique name the provider accepts"
+                        ),
+                    ));
                 }
             }
             taken.insert(wire.clone());
             map.to_canonical.insert(wire.clone(), name.to_owned());
             map.to_wire.insert(name.to_owned(), wire);
         }
-        map
+        Ok(map)
     }
 
     /// Whether no name is rewritten.
@@ -358,7 +386,8 @@ mod tests {
 
     #[test]
     fn name_map_is_reversible_and_unique() {
-        let map = NameMap::build(["weather.get", "weather_get", "weather:get"], openai_valid);
+        let map =
+            NameMap::build(["weather.get", "weather_get", "weather:get"], openai_valid).unwrap();
         let a = map.wire("weather.get").to_owned();
         let b = map.wire("weather:get").to_owned();
         assert_eq!(map.wire("weather_get"), "weather_get");
@@ -367,6 +396,17 @@ mod tests {
         assert!(openai_valid(&a) && openai_valid(&b));
         assert_eq!(map.canonical(&a), "weather.get");
         assert_eq!(map.canonical(&b), "weather:get");
+    }
+
+    #[test]
+    fn long_names_stay_within_64_with_their_suffix() {
+        let long = format!("{}.x", "a".repeat(70));
+        let other = format!("{}:x", "a".repeat(70));
+        let map = NameMap::build([long.as_str(), other.as_str()], openai_valid).unwrap();
+        let (a, b) = (map.wire(&long), map.wire(&other));
+        assert!(openai_valid(a) && openai_valid(b), "{a} {b}");
+        assert_ne!(a, b);
+        assert_eq!(map.canonical(b), other);
     }
 
     #[test]
@@ -386,6 +426,13 @@ mod tests {
         assert_eq!(e.code.as_deref(), Some("1113"));
         let e = generic_error(ProviderKind::OpenAi, Some(502), b"Bad Gateway");
         assert_eq!(e.message, "Bad Gateway");
+        let page = format!(
+            "<html><head><title>502 Bad Gateway</title></head><body>{}</body></html>",
+            "x".repeat(5000)
+        );
+        let e = generic_error(ProviderKind::OpenAi, Some(502), page.as_bytes());
+        assert_eq!(e.message, "502 Bad Gateway");
+        assert_eq!(e.body, page);
         let e = generic_error(
             ProviderKind::Qwen,
             Some(400),

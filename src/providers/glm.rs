@@ -4,7 +4,7 @@
 #![doc = include_str!("../../providers/glm.md")]
 
 use super::openai::{
-    Dialect, OpenAi, ParallelCalls, ThinkingSwitch, ToolChoiceSupport, openai_name,
+    Dialect, OpenAi, ParallelCalls, ReasoningField, ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
 use crate::types::FinishReason;
@@ -23,7 +23,7 @@ pub const GLM: Dialect = Dialect {
     max_tokens_field: "max_tokens",
     // Usage arrives on the last chunk anyway; `stream_options` is not in GLM's reference.
     stream_usage: false,
-    reasoning_fields: &["reasoning_content"],
+    reasoning_fields: &[ReasoningField::ReasoningContent],
     echo_reasoning: Some("reasoning_content"),
     unfinished: &[""],
     finish_reasons: &[

@@ -9,6 +9,7 @@
 pub mod dashscope;
 pub mod gemini;
 pub mod glm;
+pub(crate) mod lenient;
 pub mod openai;
 pub mod qwen;
 pub(crate) mod shared;

@@ -4,7 +4,7 @@
 #![doc = include_str!("../../providers/qwen.md")]
 
 use super::openai::{
-    Dialect, OpenAi, ParallelCalls, ThinkingSwitch, ToolChoiceSupport, openai_name,
+    Dialect, OpenAi, ParallelCalls, ReasoningField, ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
 
@@ -21,7 +21,7 @@ pub const QWEN: Dialect = Dialect {
     path: "/chat/completions",
     max_tokens_field: "max_tokens",
     stream_usage: true,
-    reasoning_fields: &["reasoning_content"],
+    reasoning_fields: &[ReasoningField::ReasoningContent],
     echo_reasoning: None,
     unfinished: &[""],
     finish_reasons: &[],

@@ -4,7 +4,7 @@
 #![doc = include_str!("../../providers/stepfun.md")]
 
 use super::openai::{
-    Dialect, OpenAi, ParallelCalls, ThinkingSwitch, ToolChoiceSupport, openai_name,
+    Dialect, OpenAi, ParallelCalls, ReasoningField, ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
 
@@ -22,7 +22,7 @@ pub const STEPFUN: Dialect = Dialect {
     max_tokens_field: "max_tokens",
     // Usage rides on every chunk already; `stream_options` is not in StepFun's reference.
     stream_usage: false,
-    reasoning_fields: &["reasoning", "reasoning_content"],
+    reasoning_fields: &[ReasoningField::Reasoning, ReasoningField::ReasoningContent],
     echo_reasoning: None,
     unfinished: &[""],
     finish_reasons: &[],

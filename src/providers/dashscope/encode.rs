@@ -103,7 +103,7 @@ fn check_thinking_choice(req: &ChatRequest) -> Result<()> {
 pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Result<HttpRequest> {
     check_tools(req)?;
     check_thinking_choice(req)?;
-    let names = NameMap::build(request_names(req), openai_name);
+    let names = NameMap::build(request_names(req), openai_name)?;
     let multimodal = endpoint.is_multimodal(&req.model);
     let messages: Vec<Value> = req
         .messages

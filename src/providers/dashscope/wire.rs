@@ -2,8 +2,11 @@
 //! ignored, and a leaf of an unexpected type read as absent instead of failing the payload
 //! (an unexpected field is never a decode failure).
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::Value;
+
+use crate::providers::lenient;
+pub(crate) use crate::providers::lenient::content_text;
 use serde_json::value::RawValue;
 
 /// One SSE `data:` payload, a whole response body, or an error body.
@@ -14,31 +17,31 @@ pub(crate) struct Payload {
     #[serde(default)]
     pub usage: Option<Usage>,
     /// Set on error bodies (`{"code","message","request_id"}`); `""` on some success bodies.
-    #[serde(default, deserialize_with = "lenient_text")]
+    #[serde(default, deserialize_with = "lenient::text")]
     pub code: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct Output {
     /// `result_format: "message"`.
-    #[serde(default, deserialize_with = "null_default")]
+    #[serde(default, deserialize_with = "lenient::null_default")]
     pub choices: Vec<Choice>,
     /// `result_format: "text"`: the text and finish reason sit on `output` itself.
     #[serde(default)]
     pub text: Option<Value>,
-    #[serde(default, deserialize_with = "lenient_text")]
+    #[serde(default, deserialize_with = "lenient::text")]
     pub finish_reason: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct Choice {
     /// Missing on the multimodal endpoint.
-    #[serde(default, deserialize_with = "lenient_int")]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub index: Option<i64>,
     #[serde(default)]
     pub message: Option<Message>,
     /// The string `"null"` while the turn runs.
-    #[serde(default, deserialize_with = "lenient_text")]
+    #[serde(default, deserialize_with = "lenient::text")]
     pub finish_reason: Option<String>,
 }
 
@@ -49,16 +52,16 @@ pub(crate) struct Message {
     pub content: Option<Value>,
     #[serde(default)]
     pub reasoning_content: Option<Value>,
-    #[serde(default, deserialize_with = "null_default")]
+    #[serde(default, deserialize_with = "lenient::null_default")]
     pub tool_calls: Vec<ToolCall>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ToolCall {
-    #[serde(default, deserialize_with = "lenient_int")]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub index: Option<i64>,
     /// `""` on continuation fragments.
-    #[serde(default, deserialize_with = "lenient_text")]
+    #[serde(default, deserialize_with = "lenient::text")]
     pub id: Option<String>,
     #[serde(default)]
     pub function: Option<Function>,
@@ -66,7 +69,7 @@ pub(crate) struct ToolCall {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct Function {
-    #[serde(default, deserialize_with = "lenient_text")]
+    #[serde(default, deserialize_with = "lenient::text")]
     pub name: Option<String>,
     /// A JSON string on every recorded stream; kept raw so an object keeps its bytes.
     #[serde(default)]
@@ -75,9 +78,9 @@ pub(crate) struct Function {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct Usage {
-    #[serde(default, deserialize_with = "lenient_count")]
+    #[serde(default, deserialize_with = "lenient::count")]
     pub input_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "lenient_count")]
+    #[serde(default, deserialize_with = "lenient::count")]
     pub output_tokens: Option<u64>,
     #[serde(default)]
     pub output_tokens_details: Option<OutputDetails>,
@@ -85,7 +88,7 @@ pub(crate) struct Usage {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct OutputDetails {
-    #[serde(default, deserialize_with = "lenient_count")]
+    #[serde(default, deserialize_with = "lenient::count")]
     pub reasoning_tokens: Option<u64>,
 }
 
@@ -100,64 +103,4 @@ impl Function {
             other => Some(std::borrow::Cow::Borrowed(other)),
         }
     }
-}
-
-/// Text of a `content` or `reasoning_content` field: a string, or the `text` of every part of
-/// an array, joined.
-pub(crate) fn content_text(v: &Value) -> std::borrow::Cow<'_, str> {
-    use std::borrow::Cow;
-    match v {
-        Value::String(s) => Cow::Borrowed(s),
-        Value::Array(parts) => {
-            let mut texts = parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str));
-            match (texts.next(), texts.next()) {
-                (None, _) => Cow::Borrowed(""),
-                (Some(one), None) => Cow::Borrowed(one),
-                (Some(a), Some(b)) => {
-                    let mut s = String::from(a);
-                    s.push_str(b);
-                    texts.for_each(|t| s.push_str(t));
-                    Cow::Owned(s)
-                }
-            }
-        }
-        _ => Cow::Borrowed(""),
-    }
-}
-
-fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
-}
-
-/// A string; a number as its text; anything else absent.
-fn lenient_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) => Some(s),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    })
-}
-
-/// An integer, or a string holding one; anything else absent.
-fn lenient_int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    })
-}
-
-/// A token count; anything that is not a non-negative integer is absent.
-fn lenient_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    })
 }

@@ -382,7 +382,7 @@ pub(crate) fn encode(
     check_tools(req)?;
     let path = path(&req.model, stream)?;
     let traits = ModelTraits::of(&req.model);
-    let names = NameMap::build(request_names(req), gemini_name);
+    let names = NameMap::build(request_names(req), gemini_name)?;
     let (system, contents) = history(&req.messages, &names, traits)?;
 
     let mut body = Map::new();

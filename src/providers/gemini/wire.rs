@@ -1,14 +1,14 @@
 //! Lenient serde types of the `generateContent` response (a whole body or one stream chunk):
 //! everything optional, unknown fields ignored, `null` treated like absent.
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::{Number, Value};
 
 /// A `GenerateContentResponse`: a whole body, or one chunk of `streamGenerateContent`.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Response {
-    #[serde(default, deserialize_with = "null_default")]
+    #[serde(default, deserialize_with = "crate::providers::lenient::null_default")]
     pub candidates: Vec<Candidate>,
     #[serde(default)]
     pub usage_metadata: Option<UsageMetadata>,
@@ -36,7 +36,7 @@ pub(crate) struct Candidate {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct Content {
-    #[serde(default, deserialize_with = "null_default")]
+    #[serde(default, deserialize_with = "crate::providers::lenient::null_default")]
     pub parts: Vec<Part>,
 }
 
@@ -66,7 +66,7 @@ pub(crate) struct FunctionCall {
     #[serde(default)]
     pub args: Option<Value>,
     /// Vertex streamed arguments (research C.4).
-    #[serde(default, deserialize_with = "null_default")]
+    #[serde(default, deserialize_with = "crate::providers::lenient::null_default")]
     pub partial_args: Vec<PartialArg>,
     #[serde(default)]
     pub will_continue: Option<bool>,
@@ -109,12 +109,4 @@ pub(crate) struct UsageMetadata {
 pub(crate) struct PromptFeedback {
     #[serde(default)]
     pub block_reason: Option<String>,
-}
-
-fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }

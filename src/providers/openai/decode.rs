@@ -2,13 +2,12 @@
 
 use std::borrow::Cow;
 
-use serde_json::Value;
-
-use super::Dialect;
 use super::wire::{Choice, Chunk, Delta};
+use super::{Dialect, ReasoningField};
 use crate::assemble::{Fragment, Turn};
 use crate::error::{Error, Result};
 use crate::provider::{StreamDecoder, generic_error};
+use crate::providers::lenient::content_text;
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 /// A decoded finish reason: `None` while the turn is still running.
@@ -21,20 +20,6 @@ pub(crate) fn finish_reason(dialect: &Dialect, wire: Option<&str>) -> Option<Fin
         return Some(reason.clone());
     }
     Some(FinishReason::from_canonical(wire))
-}
-
-/// Text of a `content` field: a string, or an array of `{"type":"text","text":…}` parts.
-fn content_text(v: &Value) -> Cow<'_, str> {
-    match v {
-        Value::String(s) => Cow::Borrowed(s),
-        Value::Array(parts) => Cow::Owned(
-            parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect(),
-        ),
-        _ => Cow::Borrowed(""),
-    }
 }
 
 fn usage(u: &super::wire::Usage) -> Usage {
@@ -61,10 +46,9 @@ fn apply_choice(dialect: &Dialect, turn: &mut Turn, choice: &Choice, out: &mut V
 
 fn apply_delta(dialect: &Dialect, turn: &mut Turn, delta: &Delta, out: &mut Vec<StreamEvent>) {
     for field in dialect.reasoning_fields {
-        let value = match *field {
-            "reasoning_content" => delta.reasoning_content.as_ref(),
-            "reasoning" => delta.reasoning.as_ref(),
-            _ => None,
+        let value = match field {
+            ReasoningField::ReasoningContent => delta.reasoning_content.as_ref(),
+            ReasoningField::Reasoning => delta.reasoning.as_ref(),
         };
         // The first field that carries text wins: servers that send both repeat the same text.
         let text = value.map(content_text).unwrap_or_default();

@@ -20,7 +20,7 @@ pub struct Dialect {
     pub stream_usage: bool,
     /// Delta and message fields read as reasoning text; the first one present in a delta wins (`reasoning_content` on
     /// DeepSeek/GLM/Qwen, `reasoning` on StepFun and OpenRouter).
-    pub reasoning_fields: &'static [&'static str],
+    pub reasoning_fields: &'static [ReasoningField],
     /// Field that carries the reasoning back on assistant turns with tool calls, when the
     /// provider needs it (DeepSeek-style thinking models answer 400 otherwise).
     pub echo_reasoning: Option<&'static str>,
@@ -61,6 +61,25 @@ pub struct Dialect {
     /// are [`crate::Error::Unsupported`] naming the key (StepFun, fixture
     /// `stepfun/quirk_property_key_rule`).
     pub check_property_keys: bool,
+}
+
+/// A delta or message field that carries reasoning text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReasoningField {
+    /// `reasoning_content` (DeepSeek, GLM, Qwen, vLLM).
+    ReasoningContent,
+    /// `reasoning` (StepFun, OpenRouter).
+    Reasoning,
+}
+
+impl ReasoningField {
+    /// The field's JSON name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ReasoningContent => "reasoning_content",
+            Self::Reasoning => "reasoning",
+        }
+    }
 }
 
 /// Which `tool_choice` values a wire honours.
@@ -130,7 +149,7 @@ pub const OPENAI: Dialect = Dialect {
     path: "/chat/completions",
     max_tokens_field: "max_completion_tokens",
     stream_usage: true,
-    reasoning_fields: &["reasoning_content", "reasoning"],
+    reasoning_fields: &[ReasoningField::ReasoningContent, ReasoningField::Reasoning],
     echo_reasoning: None,
     unfinished: &[""],
     finish_reasons: &[("function_call", FinishReason::ToolCalls)],

@@ -195,7 +195,7 @@ pub(crate) fn check_keys(dialect: &Dialect, tool: &ToolDefinition) -> Result<()>
 pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     check_tools(req)?;
     check_dialect(dialect, req)?;
-    let names = NameMap::build(request_names(req), dialect.valid_name);
+    let names = NameMap::build(request_names(req), dialect.valid_name)?;
     let mut body = Map::new();
     body.insert("model".into(), json!(req.model));
     body.insert(

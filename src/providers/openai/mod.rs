@@ -11,8 +11,8 @@ mod respond;
 mod wire;
 
 pub use dialect::{
-    Dialect, OPENAI, OPENAI_COMPATIBLE, ParallelCalls, ThinkingSwitch, ToolChoiceSupport,
-    openai_name,
+    Dialect, OPENAI, OPENAI_COMPATIBLE, ParallelCalls, ReasoningField, ThinkingSwitch,
+    ToolChoiceSupport, openai_name,
 };
 
 use serde_json::Value;

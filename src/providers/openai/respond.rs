@@ -85,7 +85,7 @@ pub(crate) fn body(dialect: &Dialect, response: &ChatResponse) -> Vec<u8> {
     message.insert("content".into(), json!(response.text));
     if let (Some(reasoning), Some(field)) = (&response.reasoning, dialect.reasoning_fields.first())
     {
-        message.insert((*field).into(), json!(reasoning));
+        message.insert(field.name().into(), json!(reasoning));
     }
     if !response.tool_calls.is_empty() {
         let calls: Vec<Value> = response
@@ -140,7 +140,7 @@ fn content_chunks(dialect: &Dialect, response: &ChatResponse, out: &mut Vec<u8>)
     if let (Some(reasoning), Some(field)) = (&response.reasoning, dialect.reasoning_fields.first())
     {
         for piece in pieces(reasoning, TEXT_PIECE) {
-            push_chunk(out, json!({ *field: piece }), None);
+            push_chunk(out, json!({ field.name(): piece }), None);
         }
     }
     if let Some(text) = &response.text {

@@ -1,15 +1,17 @@
 //! Lenient serde types of the Chat Completions wire: everything optional, unknown fields
 //! ignored, `""` treated like absent by the caller.
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::Value;
+
+use crate::providers::lenient;
 
 /// A streamed chunk or a whole response (`delta` vs `message`).
 #[derive(Debug, Deserialize)]
 pub(crate) struct Chunk {
-    #[serde(default, deserialize_with = "null_default")]
+    #[serde(default, deserialize_with = "lenient::null_default")]
     pub choices: Vec<Choice>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::object")]
     pub usage: Option<Usage>,
     #[serde(default)]
     pub error: Option<Value>,
@@ -17,13 +19,13 @@ pub(crate) struct Chunk {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct Choice {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub index: Option<i64>,
     #[serde(default)]
     pub delta: Option<Delta>,
     #[serde(default)]
     pub message: Option<Delta>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::text")]
     pub finish_reason: Option<String>,
 }
 
@@ -35,15 +37,15 @@ pub(crate) struct Delta {
     pub reasoning_content: Option<Value>,
     #[serde(default)]
     pub reasoning: Option<Value>,
-    #[serde(default, deserialize_with = "null_default")]
+    #[serde(default, deserialize_with = "lenient::null_default")]
     pub tool_calls: Vec<ToolCallDelta>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ToolCallDelta {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::int")]
     pub index: Option<i64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::text")]
     pub id: Option<String>,
     #[serde(default)]
     pub function: Option<FunctionDelta>,
@@ -51,7 +53,7 @@ pub(crate) struct ToolCallDelta {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct FunctionDelta {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::text")]
     pub name: Option<String>,
     /// A string on OpenAI; a JSON object on some GLM docs. Raw so an object keeps its bytes.
     #[serde(default)]
@@ -60,24 +62,16 @@ pub(crate) struct FunctionDelta {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct Usage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::count")]
     pub prompt_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::count")]
     pub completion_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::object")]
     pub completion_tokens_details: Option<Details>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct Details {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::count")]
     pub reasoning_tokens: Option<u64>,
-}
-
-fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
