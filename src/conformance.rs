@@ -2,7 +2,7 @@
 //! provider and compare with their goldens.
 //!
 //! A case folder (DESIGN.md section 5) holds `meta.toml` (`description` and `source` required;
-//! optional `provider`, `stream`, `status`, `strict`, `schema_mode`), and any of:
+//! optional `provider`, `base_url`, `stream`, `status`, `strict`, `schema_mode`), and any of:
 //! `request.json` → `wire_request.json` (encode), `response.sse` | `response.json` →
 //! `expected.json` (decode), `schema.json` → `expected_schema.json` (parameters lowering).
 //! An expected error is `{"error": {"kind", "provider", "status", "code", "message"},
@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, Provider, ProviderKind};
-use crate::providers::provider_for;
+use crate::providers::provider_for_base_url;
 use crate::replay::replay_answer;
 use crate::types::{ChatRequest, SchemaMode, ToolDefinition};
 
@@ -63,6 +63,16 @@ pub struct Meta {
     /// When the recording was made (informational).
     #[serde(default)]
     pub recorded: Option<String>,
+    /// The server the case was recorded against, when not the provider's own endpoint: it
+    /// picks the provider the way the client did
+    /// ([`crate::providers::provider_for_base_url`]; an `openai` case recorded against another
+    /// OpenAI-compatible server runs with the compatible dialect).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The recording stopped before the response ended (the caller dropped the stream):
+    /// `expected.json` is what the cut bytes decode to (informational).
+    #[serde(default)]
+    pub incomplete: Option<bool>,
 }
 
 /// One comparison's result.
@@ -199,7 +209,7 @@ pub fn run_case(dir: &Path, mode: Mode) -> CaseReport {
         });
         return report;
     };
-    let provider = match provider_for(kind) {
+    let provider = match provider_for_base_url(kind, meta.base_url.as_deref()) {
         Ok(p) => p,
         Err(e) => {
             report.checks.push(Check {

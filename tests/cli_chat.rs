@@ -141,3 +141,61 @@ async fn chat_records_fixture_cases() {
     assert!(reports.iter().all(|r| r.passed()), "{reports:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn chat_ends_quietly_when_stdout_is_closed() {
+    // The reader of standard output is gone before the answer streams: the command stops at
+    // its first write with status 0, no panic, and runs no tool round for nobody.
+    let first = toolwire::ChatResponse {
+        text: Some("Nobody reads this.".into()),
+        tool_calls: vec![ToolCall::new("call_tw_3", "clock", "{}")],
+        finish_reason: toolwire::FinishReason::ToolCalls,
+        ..toolwire::ChatResponse::default()
+    };
+    let script = Script::new()
+        .then(MockReply::from(first).head_delay(std::time::Duration::from_millis(300)))
+        .then(MockReply::text("Nor this."));
+    let server = MockServer::start(ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let argv = args(&server.url(), &["hi"]);
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolwire"))
+            .args(&argv)
+            .env("OPENAI_API_KEY", KEY)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Closing the read end: every write to standard output now fails with a broken pipe.
+        drop(child.stdout.take());
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn chat_refuses_an_unwritable_record_folder() {
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-unwritable-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("file"), "not a folder").unwrap();
+    let server = MockServer::start(ProviderKind::OpenAi, Script::new())
+        .await
+        .unwrap();
+    let record = dir.join("file").join("cases").display().to_string();
+    let out = toolwire(args(&server.url(), &["--record", &record, "hi"])).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot record"), "{stderr}");
+    assert!(
+        server.requests().is_empty(),
+        "refused before anything is sent"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use toolwire::client::{Client, Limits, RetryPolicy, Timeouts};
 use toolwire::conformance;
-use toolwire::mock::{MockReply, MockServer, Script};
+use toolwire::mock::{MockReply, MockServer, Script, Shape};
 use toolwire::provider::{Auth, ProviderInfo};
 use toolwire::providers::openai::{Dialect, OPENAI, OpenAi};
 use toolwire::{
@@ -805,6 +805,75 @@ async fn header_auth_keeps_the_key_out_of_the_url() {
     assert!(!seen.path.contains("SECRET"));
 }
 
+/// A custom provider whose auth header is spelled with capitals, as documentation often does.
+static CAPITAL_HEADER: Dialect = Dialect {
+    info: ProviderInfo {
+        auth: Auth::Header("X-Api-Key"),
+        ..OPENAI.info
+    },
+    ..OPENAI
+};
+
+/// A custom provider whose auth header name is not a header name.
+static BAD_HEADER: Dialect = Dialect {
+    info: ProviderInfo {
+        auth: Auth::Header("api key:"),
+        ..OPENAI.info
+    },
+    ..OPENAI
+};
+
+#[tokio::test]
+async fn custom_auth_header_names_are_lowercased_or_refused() {
+    let server = MockServer::start(ProviderKind::OpenAi, Script::new().then(text_reply()))
+        .await
+        .unwrap();
+    let client = Client::builder_with(Box::new(OpenAi::with_dialect(&CAPITAL_HEADER)))
+        .base_url(server.url())
+        .api_key(KEY)
+        .build()
+        .unwrap();
+    client.chat(&request()).await.unwrap();
+    assert_eq!(server.requests()[0].header("x-api-key"), Some(KEY));
+
+    let err = Client::builder_with(Box::new(OpenAi::with_dialect(&BAD_HEADER)))
+        .base_url(server.url())
+        .api_key(KEY)
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, Error::Input { .. }), "{err:?}");
+    assert!(err.to_string().contains("\"api key:\""), "{err}");
+    assert!(!err.to_string().contains("SECRET"), "{err}");
+}
+
+#[tokio::test]
+async fn short_keys_are_redacted_too() {
+    let key = "k3y";
+    let echo = format!(
+        r#"{{"error":{{"message":"Incorrect API key provided: {key}","code":"invalid_api_key"}}}}"#
+    );
+    let script = Script::new().then(MockReply::Raw {
+        status: 401,
+        content_type: "application/json".into(),
+        body: echo.into_bytes(),
+    });
+    let server = MockServer::start(ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let client = Client::builder(ProviderKind::OpenAi)
+        .base_url(server.url())
+        .api_key(key)
+        .build()
+        .unwrap();
+    let err = client.chat(&request()).await.unwrap_err();
+    let api = err.api().unwrap();
+    assert_eq!(api.message, "Incorrect API key provided: <redacted>");
+    for text in [err.to_string(), format!("{err:?}"), api.body.clone()] {
+        assert!(!text.contains(key), "{text}");
+    }
+    assert!(!format!("{client:?}").contains(key));
+}
+
 #[test]
 fn missing_key_names_the_variables() {
     let err = Client::builder_with(Box::new(OpenAi::with_dialect(&HEADER_AUTH)))
@@ -868,6 +937,7 @@ async fn mock_refuses_a_provider_without_an_encoder() {
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("toolwire-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&dir);
     dir
 }
 
@@ -969,11 +1039,14 @@ async fn recording_writes_fixture_cases_without_the_key() {
 }
 
 #[tokio::test]
-async fn recording_through_a_compatible_server_keeps_the_sent_body() {
-    // Against a non-OpenAI base URL the compatible dialect sends `max_tokens`; the golden is the
-    // `openai` encoding that conformance checks, and the body actually sent is kept beside it.
+async fn recording_through_a_compatible_server_is_checked_with_its_dialect() {
+    // Against a non-OpenAI base URL the compatible dialect sends `max_tokens`; the recording
+    // keeps that body as its golden and names the server, so conformance picks the same
+    // dialect. Expected output is decoded with the request sent (its tool-name mapping).
     let dir = temp_dir("record-compatible");
-    let server = MockServer::start(ProviderKind::OpenAi, Script::new().then(text_reply()))
+    let tool = ToolDefinition::new("weather.get", "Weather").unwrap();
+    let reply = MockReply::tool_calls([ToolCall::new("call_tw_h", "weather_get", "{}")]);
+    let server = MockServer::start(ProviderKind::OpenAi, Script::new().then(reply))
         .await
         .unwrap();
     let client = Client::builder(ProviderKind::OpenAi)
@@ -981,19 +1054,143 @@ async fn recording_through_a_compatible_server_keeps_the_sent_body() {
         .record_to(&dir)
         .build()
         .unwrap();
-    let mut req = request();
+    let mut req = request().with_tools([tool]);
     req.max_tokens = Some(64);
-    client.chat(&req).await.unwrap();
+    let got = client.chat(&req).await.unwrap();
+    assert_eq!(got.tool_calls[0].name, "weather.get");
     let case = &case_dirs(&dir)[0];
-    let sent: Value =
-        serde_json::from_slice(&std::fs::read(case.join("sent_request.json")).unwrap()).unwrap();
-    let golden: Value =
-        serde_json::from_slice(&std::fs::read(case.join("wire_request.json")).unwrap()).unwrap();
-    assert_eq!(sent["max_tokens"], 64);
-    assert_eq!(golden["max_completion_tokens"], 64);
-    assert_eq!(server.requests()[0].body, sent);
+    let read = |file: &str| std::fs::read_to_string(case.join(file)).unwrap();
+    let golden: Value = serde_json::from_str(&read("wire_request.json")).unwrap();
+    assert_eq!(golden["max_tokens"], 64);
+    assert_eq!(server.requests()[0].body, golden);
+    assert!(!case.join("sent_request.json").exists());
+    let expected: Value = serde_json::from_str(&read("expected.json")).unwrap();
+    assert_eq!(expected["tool_calls"][0]["name"], "weather.get");
+    let meta = read("meta.toml");
+    assert!(
+        meta.contains(&format!("base_url = \"{}\"", server.url())),
+        "{meta}"
+    );
+    assert!(!meta.contains("incomplete"), "{meta}");
     let reports = conformance::run_dir(&dir, None, conformance::Mode::Check).unwrap();
     assert!(reports[0].passed(), "{:?}", reports[0].failures());
+
+    // Without `base_url` the same folder is an `openai` case, and the official dialect's
+    // encoding (`max_completion_tokens`) no longer matches the body sent.
+    let without: String = meta
+        .lines()
+        .filter(|l| !l.starts_with("base_url"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(case.join("meta.toml"), without).unwrap();
+    let reports = conformance::run_dir(&dir, None, conformance::Mode::Check).unwrap();
+    assert!(!reports[0].passed());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_unwritable_record_folder_is_refused_when_building() {
+    let dir = temp_dir("record-unwritable");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A file where a folder must go: no permission games, so this holds for root too.
+    let file = dir.join("a-file");
+    std::fs::write(&file, "not a folder").unwrap();
+    let err = Client::builder(ProviderKind::OpenAi)
+        .base_url("http://127.0.0.1:9")
+        .record_to(file.join("cases"))
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, Error::Input { .. }), "{err:?}");
+    assert!(err.to_string().contains("a-file"), "{err}");
+    assert!(err.to_string().contains("cannot record"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn recording_failures_never_replace_the_outcome() {
+    let dir = temp_dir("record-breaks");
+    let mut overloaded = ApiError::new(ProviderKind::OpenAi, None, "The model is overloaded");
+    overloaded.partial = Some(Box::new(ChatResponse {
+        text: Some("Let me".into()),
+        ..ChatResponse::default()
+    }));
+    let mut bad = ApiError::new(ProviderKind::OpenAi, Some(400), "Bad tool schema");
+    bad.code = Some("invalid_json_schema".into());
+    let script = Script::new()
+        .then(text_reply())
+        .then(text_reply())
+        .then(overloaded)
+        .then(bad);
+    let server = MockServer::start(ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let client = Client::builder(ProviderKind::OpenAi)
+        .base_url(server.url())
+        .api_key(KEY)
+        .retry(RetryPolicy::none())
+        .record_to(&dir)
+        .build()
+        .unwrap();
+    assert!(client.take_record_errors().is_empty());
+    // The folder goes away after the client was built: every write fails from now on.
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::write(&dir, "in the way").unwrap();
+
+    assert_eq!(client.chat(&request()).await.unwrap(), text_reply());
+    assert_eq!(drain(&client, &request()).await.1.unwrap(), text_reply());
+    let (events, result) = drain(&client, &request()).await;
+    assert_eq!(streamed_text(&events), "Let me");
+    let err = result.unwrap_err();
+    assert_eq!(err.api().unwrap().message, "The model is overloaded");
+    assert_eq!(err.partial().unwrap().text.as_deref(), Some("Let me"));
+    let err = client.chat(&request()).await.unwrap_err();
+    assert_eq!(
+        err.api().unwrap().code.as_deref(),
+        Some("invalid_json_schema")
+    );
+
+    let failures = client.take_record_errors();
+    assert_eq!(failures.len(), 4, "{failures:?}");
+    for f in &failures {
+        assert!(matches!(f, Error::Input { .. }), "{f:?}");
+        assert!(f.to_string().contains("cannot record"), "{f}");
+        assert!(!f.to_string().contains("SECRET"), "{f}");
+    }
+    assert!(client.take_record_errors().is_empty(), "taken once");
+    let _ = std::fs::remove_file(&dir);
+}
+
+#[tokio::test]
+async fn a_stream_dropped_early_is_recorded_as_incomplete() {
+    let dir = temp_dir("record-dropped");
+    let server = MockServer::start(
+        ProviderKind::OpenAi,
+        Script::new().then(MockReply::from(parallel_reply()).stall_after(400)),
+    )
+    .await
+    .unwrap();
+    let client = Client::builder(ProviderKind::OpenAi)
+        .base_url(server.url())
+        .record_to(&dir)
+        .build()
+        .unwrap();
+    let mut stream = client.stream(&request()).await.unwrap();
+    let first = stream.next().await.unwrap().unwrap();
+    assert!(matches!(first, StreamEvent::TextDelta { .. }), "{first:?}");
+    drop(stream);
+
+    let cases = case_dirs(&dir);
+    assert_eq!(cases.len(), 1);
+    let meta = std::fs::read_to_string(cases[0].join("meta.toml")).unwrap();
+    assert!(meta.contains("incomplete = true"), "{meta}");
+    let body = std::fs::read(cases[0].join("response.sse")).unwrap();
+    assert!(!body.is_empty() && body.len() <= 400, "{}", body.len());
+    let expected: Value =
+        serde_json::from_slice(&std::fs::read(cases[0].join("expected.json")).unwrap()).unwrap();
+    assert_eq!(expected["error"]["kind"], "stream", "{expected}");
+    let reports = conformance::run_dir(&dir, None, conformance::Mode::Check).unwrap();
+    assert!(reports[0].passed(), "{:?}", reports[0].failures());
+    assert!(client.take_record_errors().is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -1147,4 +1344,225 @@ async fn unbounded_limits_do_not_overflow() {
         .build()
         .unwrap();
     assert_eq!(drain(&client, &request()).await.1.unwrap(), text_reply());
+}
+
+/// A client whose idle limit is long and whose error-body limit is short, so only the
+/// error-body limit can explain a quick answer.
+fn patient_with_error_bodies(server: &MockServer, retry: RetryPolicy) -> Client {
+    Client::builder(ProviderKind::OpenAi)
+        .base_url(server.url())
+        .api_key(KEY)
+        .retry(retry)
+        .timeouts(
+            Timeouts::default()
+                .with_idle(Duration::from_secs(60))
+                .with_error_body(Duration::from_millis(100)),
+        )
+        .build()
+        .unwrap()
+}
+
+fn server_error() -> ApiError {
+    let mut e = ApiError::new(
+        ProviderKind::OpenAi,
+        Some(503),
+        "Service temporarily unavailable",
+    );
+    e.code = Some("service_unavailable".into());
+    e
+}
+
+#[tokio::test]
+async fn error_bodies_that_stall_or_drop_keep_what_arrived() {
+    let (_, full) = OpenAi::new().encode_error(&server_error(), false);
+    let script = Script::new()
+        .then(MockReply::from(server_error()).stall_after(30))
+        .then(MockReply::from(server_error()).drop_after(30));
+    let server = MockServer::start(ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let client = patient_with_error_bodies(&server, RetryPolicy::none());
+    for _ in 0..2 {
+        let err = client.chat(&request()).await.unwrap_err();
+        let api = err.api().unwrap();
+        assert_eq!(api.status, Some(503));
+        assert_eq!(
+            api.body.as_bytes(),
+            &full[..30],
+            "the bytes that came are kept"
+        );
+        assert!(err.is_retryable());
+    }
+}
+
+#[tokio::test]
+async fn a_stalled_error_body_does_not_hold_up_the_retry() {
+    let script = Script::new()
+        .then(MockReply::from(server_error()).stall_after(10))
+        .then(text_reply());
+    let server = MockServer::start(ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let client = patient_with_error_bodies(&server, fast_retry());
+    // With the 60 s idle limit as the only bound this would take a minute.
+    assert_eq!(client.chat(&request()).await.unwrap(), text_reply());
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn leading_blank_lines_keep_sse_line_numbers() {
+    // 300 blank lines (CRLF) before the stream, one byte at a time: the bad line is still
+    // reported where it is in the body.
+    let mut body = "\r\n".repeat(300).into_bytes();
+    body.extend_from_slice(
+        b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}]}\n\ndata: \xff\n\n",
+    );
+    let script = Script::new()
+        .then(MockReply::raw_sse(body.clone()).chunk_size(1))
+        .then(MockReply::raw_sse(body));
+    let (_server, client) = openai(script).await;
+    for _ in 0..2 {
+        let (events, result) = drain(&client, &request()).await;
+        assert_eq!(streamed_text(&events), "ok");
+        let err = result.unwrap_err();
+        assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+        assert!(err.to_string().contains("line 303"), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn leading_blank_lines_before_a_json_answer() {
+    let mut body = b"\n \t\r\n".repeat(50);
+    body.extend_from_slice(&OpenAi::new().encode_response(&text_reply(), false).unwrap());
+    let reply = MockReply::Raw {
+        status: 200,
+        content_type: "application/json".into(),
+        body,
+    };
+    let (_server, client) = openai(Script::new().then(reply.chunk_size(2))).await;
+    let (events, result) = drain(&client, &request()).await;
+    assert_eq!(result.unwrap(), text_reply());
+    assert_eq!(streamed_text(&events), text_reply().text.unwrap());
+}
+
+/// A loopback listener that accepts nothing, with its queue full: a connection attempt gets
+/// no answer at all (Linux drops the SYN when the accept queue is full).
+#[cfg(target_os = "linux")]
+fn full_listener() -> (tokio::net::TcpListener, Vec<std::net::TcpStream>) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut fillers = Vec::new();
+    // Backlog 0 queues one connection; fill until an attempt goes unanswered.
+    for _ in 0..16 {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)) {
+            Ok(s) => fillers.push(s),
+            Err(_) => return (listener, fillers),
+        }
+    }
+    panic!("the listen queue never filled");
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn an_unanswered_connection_is_a_connect_timeout() {
+    let (listener, _fillers) = full_listener();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let client = Client::builder(ProviderKind::OpenAi)
+        .base_url(url)
+        .retry(RetryPolicy::none())
+        .timeouts(
+            Timeouts::default()
+                .with_connect(Duration::from_millis(150))
+                .with_first_byte(Duration::from_secs(30)),
+        )
+        .build()
+        .unwrap();
+    let err = client.chat(&request()).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Timeout {
+                phase: TimeoutPhase::Connect,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.is_retryable(), "nothing was sent: safe to retry");
+}
+
+#[tokio::test]
+async fn qwen_stream_errors_come_sse_framed_with_their_status() {
+    let mut e = ApiError::new(
+        ProviderKind::Qwen,
+        Some(400),
+        "<400> InternalError.Algo.InvalidParameter: The tool_choice parameter does not support being set to required or object in thinking mode",
+    );
+    e.code = Some("invalid_parameter_error".into());
+    let server = MockServer::start(
+        ProviderKind::Qwen,
+        Script::new().then(e.clone()).then(e).repeat_last(),
+    )
+    .await
+    .unwrap();
+    // On the wire: the status, an event-stream, a `data:` frame.
+    let raw = reqwest::Client::new()
+        .post(format!("{}/chat/completions", server.url()))
+        .header("accept", "text/event-stream")
+        .body(r#"{"model":"qwen-plus","messages":[],"stream":true}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(raw.status().as_u16(), 400);
+    assert_eq!(
+        raw.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    assert!(raw.text().await.unwrap().starts_with("data: {\"error\":"));
+    // Through the client: the API error, code and message verbatim.
+    let err = drain(&client(ProviderKind::Qwen, &server), &request())
+        .await
+        .1
+        .unwrap_err();
+    let api = err.api().unwrap();
+    assert_eq!(api.status, Some(400));
+    assert_eq!(api.code.as_deref(), Some("invalid_parameter_error"));
+    assert!(api.message.contains("thinking mode"), "{}", api.message);
+}
+
+#[tokio::test]
+async fn nested_shapes_all_apply() {
+    // The inner shape cuts the connection; the outer one slows the pieces down. Both happen.
+    let reply = parallel_reply();
+    let cut = inside_second_fragment(&reply);
+    let inner = MockReply::from(reply).drop_after(cut);
+    let mut outer = Shape::default();
+    outer.chunk_size = Some(64);
+    let script = Script::new().then(MockReply::Shaped(Box::new(inner), outer));
+    let (_server, client) = openai(script).await;
+    let err = drain(&client, &request()).await.1.unwrap_err();
+    assert!(matches!(err, Error::Stream { .. }), "{err:?}");
+    assert!(err.partial().unwrap().tool_calls[1].error.is_some());
+}
+
+#[tokio::test]
+async fn dashscope_repeating_fragments_stream_through_the_client() {
+    // Incremental pieces that repeat ("abababab" twice) would read as a cumulative stream to
+    // a decoder guessing; the client's decoder knows from the request.
+    let reply = MockReply::text("abababababababababababab");
+    let server = MockServer::start(
+        ProviderKind::DashScope,
+        Script::new().then(reply.clone()).then(reply.chunk_size(5)),
+    )
+    .await
+    .unwrap();
+    let client = client(ProviderKind::DashScope, &server);
+    for _ in 0..2 {
+        let (events, got) = drain(&client, &request()).await;
+        let got = got.unwrap();
+        assert_eq!(got.text.as_deref(), Some("abababababababababababab"));
+        assert_eq!(streamed_text(&events), "abababababababababababab");
+    }
 }

@@ -2,7 +2,10 @@
 //!
 //! Text goes to standard output as it arrives; tool-call progress (name, argument fragments,
 //! the local result) goes to standard error. Two small demo tools run locally: `clock` and
-//! `calculator`. A failure prints one line (never the key) and sets the exit status.
+//! `calculator`. A failure prints one line (never the key) and sets the exit status. When
+//! standard output is a closed pipe the command ends quietly with status 0, as the others do.
+//! With `--record`, a case that could not be written is a warning line on standard error; the
+//! conversation goes on.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -79,7 +82,11 @@ pub(crate) fn chat(args: ChatArgs) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::Provider(format!("cannot start the async runtime: {e}")))?;
     let prompt = args.prompt.join(" ");
-    runtime.block_on(converse(&client, &model, &prompt, args.max_turns))
+    let result = runtime.block_on(converse(&client, &model, &prompt, args.max_turns));
+    for e in client.take_record_errors() {
+        eprintln!("toolwire: warning: not recorded: {e}");
+    }
+    result
 }
 
 /// What the CLI does next: bad input is exit 2, anything the exchange produced is exit 1.
@@ -97,7 +104,6 @@ async fn converse(
     max_turns: usize,
 ) -> Result<(), CliError> {
     let mut messages = vec![Message::user(prompt)];
-    let mut out = std::io::stdout();
     let mut err = std::io::stderr();
     for _ in 0..max_turns {
         let req = ChatRequest::new(model, messages.clone()).with_tools(demo_tools());
@@ -105,13 +111,11 @@ async fn converse(
         let mut thinking = false;
         while let Some(event) = stream.next().await {
             match event.map_err(|e| {
-                let _ = writeln!(out);
+                // The error is what matters here, even when standard output is gone.
+                let _ = writeln!(std::io::stdout());
                 classify(&e)
             })? {
-                StreamEvent::TextDelta { text } => {
-                    let _ = write!(out, "{text}");
-                    let _ = out.flush();
-                }
+                StreamEvent::TextDelta { text } => super::out_part(format_args!("{text}")),
                 StreamEvent::ReasoningDelta { text } => {
                     if !thinking {
                         let _ = write!(err, "[thinking] ");
@@ -133,7 +137,7 @@ async fn converse(
         }
         let response = stream.finish().await.map_err(|e| classify(&e))?;
         if response.tool_calls.is_empty() {
-            let _ = writeln!(out);
+            outln!("");
             return Ok(());
         }
         let calls = response.tool_calls.clone();
@@ -149,7 +153,7 @@ async fn converse(
             messages.push(Message::Tool(result));
         }
     }
-    let _ = writeln!(out);
+    outln!("");
     Err(CliError::Provider(format!(
         "no final answer after {max_turns} turns (--max-turns)"
     )))

@@ -77,11 +77,27 @@ impl CliError {
 
 /// Writes one line to standard output; a closed pipe ends the process with status 0.
 pub(crate) fn out(args: std::fmt::Arguments<'_>) {
+    out_text(args, true);
+}
+
+/// Writes to standard output and flushes, for text that streams in pieces (`toolwire chat`);
+/// a closed pipe ends the process with status 0, as for [`out`].
+pub(crate) fn out_part(args: std::fmt::Arguments<'_>) {
+    out_text(args, false);
+}
+
+fn out_text(args: std::fmt::Arguments<'_>, newline: bool) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     let result = stdout
         .write_fmt(args)
-        .and_then(|()| stdout.write_all(b"\n"))
+        .and_then(|()| {
+            if newline {
+                stdout.write_all(b"\n")
+            } else {
+                Ok(())
+            }
+        })
         .and_then(|()| stdout.flush());
     if let Err(e) = result {
         if e.kind() == std::io::ErrorKind::BrokenPipe {

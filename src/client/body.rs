@@ -117,24 +117,33 @@ impl Body {
         }
     }
 
-    /// Reads the rest of the body; with `truncate`, keeps only the first `limit` bytes and stops
-    /// quietly there (for error bodies, where the start is enough) instead of failing.
-    pub(crate) async fn read_all(&mut self, truncate: bool) -> Result<Vec<u8>, BodyError> {
-        let cap = self.limit;
-        if truncate {
-            self.limit = usize::MAX;
-        }
+    /// Reads the rest of the body.
+    pub(crate) async fn read_all(&mut self) -> Result<Vec<u8>, BodyError> {
         let mut out = Vec::new();
+        loop {
+            match std::future::poll_fn(|cx| self.poll_chunk(cx)).await? {
+                Some(chunk) => out.extend_from_slice(&chunk),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// Reads the body into `out`, keeping only its first `limit` bytes and stopping quietly
+    /// there (for error bodies, where the start is enough). Each chunk lands in `out` as it
+    /// arrives, so a caller that gives up waiting, or meets an error, keeps what came.
+    pub(crate) async fn read_truncated(&mut self, out: &mut Vec<u8>) -> Result<(), BodyError> {
+        let cap = self.limit;
+        self.limit = usize::MAX;
         loop {
             match std::future::poll_fn(|cx| self.poll_chunk(cx)).await? {
                 Some(chunk) => {
                     let room = cap.saturating_sub(out.len());
-                    out.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                    if chunk.len() > room {
-                        return Ok(out);
+                    out.extend_from_slice(chunk.get(..room).unwrap_or(&chunk));
+                    if chunk.len() >= room {
+                        return Ok(());
                     }
                 }
-                None => return Ok(out),
+                None => return Ok(()),
             }
         }
     }

@@ -3,9 +3,18 @@
 //! Providers are pure translation; this module does all the IO. A [`Client`] encodes the
 //! canonical request with its provider, sends it (with the key in the provider's auth header,
 //! never in the URL), retries what is safe to retry, and decodes the answer under time and size
-//! limits. [`Client::stream`] yields each [`StreamEvent`](crate::StreamEvent) as soon as its bytes arrive; the body
-//! is never buffered first. Tool names the provider's encoder rewrote are restored, so callers
-//! only see canonical names.
+//! limits. [`Client::stream`] yields each [`StreamEvent`](crate::StreamEvent) as soon as its
+//! bytes arrive; the body is never buffered first. Tool names the provider's encoder rewrote are
+//! restored, so callers only see canonical names.
+//!
+//! Server-Sent Events are read with the crate's own [`crate::sse`] parser rather than an
+//! `eventsource-stream`-style crate: it reports line numbers, bounds each event's memory
+//! ([`Limits::max_event_bytes`]), and is pure, so the client, `toolwire replay`, the
+//! conformance runner and the property tests all parse streams with the same code.
+//!
+//! Recording ([`ClientBuilder::record_to`]) is best effort: the folder is checked when the
+//! client is built, and a write that fails later never replaces the answer or the error of the
+//! exchange it records; it is kept for [`Client::take_record_errors`].
 //!
 //! ```no_run
 //! # async fn demo() -> toolwire::Result<()> {
@@ -44,7 +53,6 @@ use tokio::time::Instant;
 
 use crate::error::{ApiError, Error, Result, TimeoutPhase};
 use crate::provider::{Auth, HttpRequest, NameMap, Provider, ProviderKind};
-use crate::providers::openai::OpenAi;
 use crate::types::{ChatRequest, ChatResponse};
 use body::{Body, BodyError, Deadlines};
 use record::{Recorder, Recording};
@@ -62,16 +70,21 @@ pub struct Timeouts {
     pub idle: Duration,
     /// The whole call, retries and streaming included.
     pub total: Duration,
+    /// How long the body of an error response (4xx/5xx) may take after its head, at most
+    /// `idle`. The status already says what happened, so a body that stalls must not hold up
+    /// the error or a retry; what arrived in time is kept.
+    pub error_body: Duration,
 }
 
 impl Default for Timeouts {
-    /// Connect 10 s, first byte 300 s, idle 120 s, total 600 s.
+    /// Connect 10 s, first byte 300 s, idle 120 s, total 600 s, error body 5 s.
     fn default() -> Self {
         Self {
             connect: Duration::from_secs(10),
             first_byte: Duration::from_secs(300),
             idle: Duration::from_secs(120),
             total: Duration::from_secs(600),
+            error_body: Duration::from_secs(5),
         }
     }
 }
@@ -98,6 +111,12 @@ impl Timeouts {
     /// Sets the total limit.
     pub fn with_total(mut self, d: Duration) -> Self {
         self.total = d;
+        self
+    }
+
+    /// Sets the error-body limit.
+    pub fn with_error_body(mut self, d: Duration) -> Self {
+        self.error_body = d;
         self
     }
 }
@@ -225,28 +244,24 @@ impl ClientBuilder {
     }
 
     /// Records every exchange as a fixture case folder `dir/<provider>/recorded_<time>_<n>/`
-    /// (DESIGN.md section 5 layout; no keys or auth headers are written).
+    /// (DESIGN.md section 5 layout; no keys or auth headers are written). A stream dropped
+    /// before its end is recorded too, marked `incomplete` in its `meta.toml`.
+    ///
+    /// [`ClientBuilder::build`] fails when the folder cannot be created or written; a write
+    /// that fails later is kept for [`Client::take_record_errors`] and never replaces the
+    /// outcome of the exchange.
     pub fn record_to(mut self, dir: impl Into<PathBuf>) -> Self {
         self.record_to = Some(dir.into());
         self
     }
 
     /// The client. Fails with [`Error::Input`] when no key is found (naming the variables to
-    /// set) or the base URL is not an http(s) URL.
+    /// set), the base URL is not an http(s) URL, the provider's auth header name is not a
+    /// valid header name, or the recording folder cannot be written.
     pub fn build(self) -> Result<Client> {
         let provider: Box<dyn Provider> = match self.provider {
             Some(p) => p,
-            None => {
-                let custom_url = self
-                    .base_url
-                    .as_deref()
-                    .is_some_and(|u| u.trim_end_matches('/') != OpenAi::new().info().base_url);
-                if self.kind == ProviderKind::OpenAi && custom_url {
-                    Box::new(OpenAi::compatible())
-                } else {
-                    crate::providers::provider_for(self.kind)?
-                }
-            }
+            None => crate::providers::provider_for_base_url(self.kind, self.base_url.as_deref())?,
         };
         let info = provider.info().clone();
         let key = self
@@ -289,7 +304,7 @@ impl ClientBuilder {
             Some(Secret(k)) => {
                 let (name, value) = match info.auth {
                     Auth::Bearer => (AUTHORIZATION, format!("Bearer {}", k.trim())),
-                    Auth::Header(name) => (HeaderName::from_static(name), k.trim().to_owned()),
+                    Auth::Header(name) => (header_name(name)?, k.trim().to_owned()),
                 };
                 let mut value = HeaderValue::from_str(&value).map_err(|_| {
                     Error::input(
@@ -314,6 +329,10 @@ impl ClientBuilder {
                 connect: false,
                 source: None,
             })?;
+        let recorder = match self.record_to {
+            Some(dir) => Some(Recorder::open(dir, info.kind)?),
+            None => None,
+        };
         Ok(Client {
             inner: Arc::new(Inner {
                 provider,
@@ -324,10 +343,21 @@ impl ClientBuilder {
                 timeouts: self.timeouts,
                 retry: self.retry,
                 limits: self.limits,
-                recorder: self.record_to.map(Recorder::new),
+                recorder,
             }),
         })
     }
+}
+
+/// A custom provider's auth header name, lowercased (HTTP/2 requires it, and
+/// `X-Api-Key` is as good as `x-api-key` on HTTP/1.1).
+fn header_name(name: &str) -> Result<HeaderName> {
+    HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()).map_err(|_| {
+        Error::input(
+            "auth header",
+            format!("{name:?} (the provider's Auth::Header) is not a valid HTTP header name"),
+        )
+    })
 }
 
 /// Sends canonical requests to one provider. Cheap to clone; clones share the connection pool.
@@ -429,13 +459,12 @@ impl Client {
         let status = response.status().as_u16();
         let mut body = Body::new(response, deadlines, inner.limits.max_body_bytes);
         let bytes = body
-            .read_all(false)
+            .read_all()
             .await
             .map_err(|e| inner.redact(inner.body_error(e, None, body.received())))?;
         let result = inner.decode_body(&bytes, &wire.names);
-        if let Some(recorder) = &inner.recorder {
-            let rec = Recording::new(req, &wire, false, status, bytes);
-            recorder.write(inner, &rec)?;
+        if inner.recorder.is_some() {
+            inner.record(&Recording::new(req, &wire, false, status, bytes));
         }
         result.map_err(|e| inner.redact(e))
     }
@@ -465,6 +494,21 @@ impl Client {
             recording,
         ))
     }
+
+    /// Takes the recording failures kept since the last call (a full disk, a folder removed
+    /// while the client runs): each one says which file could not be written. Recording never
+    /// replaces the outcome of an exchange, so this is where such failures show. At most
+    /// [`Client::MAX_RECORD_ERRORS`] are kept between calls (the first ones, which say what
+    /// went wrong); later ones are dropped. Empty when the client does not record.
+    pub fn take_record_errors(&self) -> Vec<Error> {
+        self.inner
+            .recorder
+            .as_ref()
+            .map_or_else(Vec::new, Recorder::take_errors)
+    }
+
+    /// How many recording failures [`Client::take_record_errors`] keeps between calls.
+    pub const MAX_RECORD_ERRORS: usize = record::MAX_ERRORS;
 }
 
 impl Inner {
@@ -567,8 +611,11 @@ impl Inner {
         }
         let retry_after = retry::retry_after(response.headers());
         let mut body = Body::new(response, deadlines, self.limits.max_error_body_bytes);
-        // The status is the answer; a body that fails to arrive leaves only the status.
-        let bytes = body.read_all(true).await.unwrap_or_default();
+        // The status is the answer. The body gets a short deadline of its own, and whatever of
+        // it arrived before that deadline or a broken connection is kept.
+        let wait_until = after(t.idle.min(t.error_body)).min(total);
+        let mut bytes = Vec::new();
+        let _ = tokio::time::timeout_at(wait_until, body.read_truncated(&mut bytes)).await;
         let mut api = self.provider.decode_error(Some(status.as_u16()), &bytes);
         api.retry_after = retry_after.or(api.retry_after);
         Err(Failure {
@@ -585,13 +632,19 @@ impl Inner {
         stream: bool,
         f: Failure,
     ) -> Error {
-        if let (Some(recorder), Some((status, bytes))) = (&self.recorder, f.answer) {
-            let rec = Recording::new(req, wire, stream, status, bytes);
-            if let Err(e) = recorder.write(self, &rec) {
-                return e;
-            }
+        if let (Some(_), Some((status, bytes))) = (&self.recorder, f.answer) {
+            self.record(&Recording::new(req, wire, stream, status, bytes));
         }
         f.error
+    }
+
+    /// Writes a recording; a failure is kept for [`Client::take_record_errors`].
+    fn record(&self, rec: &Recording) {
+        if let Some(recorder) = &self.recorder
+            && let Err(e) = recorder.write(self, rec)
+        {
+            recorder.keep_error(self.redact(e));
+        }
     }
 
     fn timeout(
@@ -691,8 +744,9 @@ impl Inner {
             return e;
         };
         let key = key.trim();
-        // Too short a key would garble unrelated text; such keys are not secrets worth the name.
-        if key.len() < 6 {
+        // Any key is replaced, however short: a short one may garble unrelated text (a key
+        // `EMPTY` replaces that word), which is better than ever printing a secret.
+        if key.is_empty() {
             return e;
         }
         let clean = |s: String| {
@@ -763,7 +817,7 @@ impl Inner {
         self.key
             .as_ref()
             .map(|Secret(k)| k.trim())
-            .filter(|k| k.len() >= 6)
+            .filter(|k| !k.is_empty())
     }
 }
 

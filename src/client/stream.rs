@@ -30,8 +30,8 @@ pub struct ChatStream {
 }
 
 enum Mode {
-    /// Nothing but whitespace seen yet.
-    Sniff(Vec<u8>),
+    /// Nothing but whitespace (and a byte order mark) seen yet.
+    Sniff(Sniffer),
     /// Server-Sent Events.
     Sse,
     /// A whole JSON body, decoded at the end.
@@ -90,7 +90,7 @@ impl ChatStream {
                 parser,
                 decoder,
                 names,
-                mode: Mode::Sniff(Vec::new()),
+                mode: Mode::Sniff(Sniffer::default()),
                 sse: Vec::new(),
                 scratch: Vec::new(),
                 pending: VecDeque::new(),
@@ -179,26 +179,31 @@ impl State {
                 buf.extend_from_slice(chunk);
                 Ok(())
             }
-            Mode::Sniff(seen) => {
-                seen.extend_from_slice(chunk);
-                // Wait until a byte order mark can be told apart from the start of the body.
-                if seen.len() < BOM.len() && BOM.starts_with(seen) {
+            Mode::Sniff(sniffer) => {
+                let Some(start) = sniffer.push(chunk) else {
+                    return Ok(());
+                };
+                let lines = sniffer.lines;
+                let indented = sniffer.indented;
+                if start.prefix.is_empty() && is_json_body(start.rest) {
+                    // Line ends kept so a JSON error's line number points into the body.
+                    let mut buf = vec![b'\n'; lines];
+                    buf.extend_from_slice(start.rest);
+                    self.mode = Mode::Json(buf);
                     return Ok(());
                 }
-                if seen.starts_with(BOM) {
-                    seen.drain(..BOM.len());
+                self.mode = Mode::Sse;
+                // The skipped whitespace, replayed as what it means to the parser: blank lines
+                // (line numbers stay right) and, before the first field, one blank that makes
+                // that line an unknown field as the original indentation did.
+                for _ in 0..lines {
+                    self.push_sse(b"\n")?;
                 }
-                if seen.iter().all(u8::is_ascii_whitespace) {
-                    return Ok(());
+                if indented {
+                    self.push_sse(b" ")?;
                 }
-                let seen = std::mem::take(seen);
-                if is_json_body(&seen) {
-                    self.mode = Mode::Json(seen);
-                    Ok(())
-                } else {
-                    self.mode = Mode::Sse;
-                    self.push_sse(&seen)
-                }
+                self.push_sse(start.prefix)?;
+                self.push_sse(start.rest)
             }
         }
     }
@@ -296,20 +301,28 @@ impl State {
                 self.pending.extend(events_of(&response));
                 Ok(response)
             }
-            Mode::Sniff(_) | Mode::Sse => {
-                let finished = self.parser.finish(&mut self.sse);
-                self.feed_events()?;
-                finished.map_err(|e| self.sse_error(e))?;
-                let result = self.decoder.finish(&mut self.scratch);
-                self.take_events()?;
-                let mut response = result.map_err(|mut e| {
-                    self.names.restore_error(&mut e);
-                    e
-                })?;
-                self.names.restore_response(&mut response);
-                Ok(response)
+            Mode::Sniff(sniffer) => {
+                // A body of whitespace, or the start of a byte order mark that never finished.
+                self.push_sse(sniffer.unfinished_bom())?;
+                self.end_sse()
             }
+            Mode::Sse => self.end_sse(),
         }
+    }
+
+    /// The end of an SSE body: the last event, then the decoder's verdict.
+    fn end_sse(&mut self) -> Result<ChatResponse> {
+        let finished = self.parser.finish(&mut self.sse);
+        self.feed_events()?;
+        finished.map_err(|e| self.sse_error(e))?;
+        let result = self.decoder.finish(&mut self.scratch);
+        self.take_events()?;
+        let mut response = result.map_err(|mut e| {
+            self.names.restore_error(&mut e);
+            e
+        })?;
+        self.names.restore_response(&mut response);
+        Ok(response)
     }
 
     /// What the turn holds so far, unfinished calls marked `truncated`. Ends the decoder.
@@ -331,27 +344,111 @@ impl State {
 
     fn succeed(&mut self, response: ChatResponse) {
         self.outcome = Outcome::Ended;
-        if let Err(e) = self.record() {
-            self.fail(e);
-            return;
-        }
+        self.record(false);
         self.response = Some(response);
     }
 
     fn fail(&mut self, e: Error) {
         let e = self.inner.redact(e);
         self.outcome = Outcome::Failed(e.to_string(), e.partial().cloned().map(Box::new));
-        self.error = Some(match self.record() {
-            Ok(()) => e,
-            Err(record_error) => record_error,
-        });
+        self.record(false);
+        self.error = Some(e);
     }
 
-    /// Writes the recording once, whatever the outcome.
-    fn record(&mut self) -> Result<()> {
-        match (&self.inner.recorder, self.recording.take()) {
-            (Some(recorder), Some(rec)) => recorder.write(&self.inner, &rec).map(drop),
-            _ => Ok(()),
+    /// Writes the recording once, whatever the outcome; a failed write never replaces it
+    /// (it is kept for [`super::Client::take_record_errors`]).
+    fn record(&mut self, incomplete: bool) {
+        if let Some(mut rec) = self.recording.take() {
+            rec.incomplete = incomplete;
+            self.inner.record(&rec);
+        }
+    }
+}
+
+impl Drop for ChatStream {
+    /// A stream dropped before its end is still recorded, marked incomplete.
+    fn drop(&mut self) {
+        self.state.record(true);
+    }
+}
+
+/// Finds where a body starts (past a byte order mark and leading whitespace) without keeping
+/// the whitespace: only counts, so each chunk is looked at once whatever the chunking.
+#[derive(Debug, Default)]
+struct Sniffer {
+    /// Bytes of a leading byte order mark matched so far.
+    bom: usize,
+    /// The byte order mark is settled (matched whole, or absent).
+    past_bom: bool,
+    /// Line ends in the leading whitespace (CR, LF, or CRLF as one).
+    lines: usize,
+    /// The last whitespace byte was a CR, so an LF right after it ends the same line.
+    after_cr: bool,
+    /// Blanks (space, tab, form feed) follow the last line end.
+    indented: bool,
+}
+
+/// Where the body starts: `prefix` (the start of a byte order mark that turned out not to
+/// be one), then `rest`, which begins with the first byte that is not whitespace.
+struct Start<'a> {
+    prefix: &'static [u8],
+    rest: &'a [u8],
+}
+
+impl Sniffer {
+    /// Looks at the next chunk; `Some` once the body has started.
+    fn push<'a>(&mut self, mut chunk: &'a [u8]) -> Option<Start<'a>> {
+        while !self.past_bom {
+            let (&b, tail) = chunk.split_first()?;
+            if BOM.get(self.bom) == Some(&b) {
+                self.bom += 1;
+                chunk = tail;
+                self.past_bom = self.bom == BOM.len();
+            } else {
+                self.past_bom = true;
+                if self.bom > 0 {
+                    return Some(Start {
+                        prefix: self.unfinished_bom(),
+                        rest: chunk,
+                    });
+                }
+            }
+        }
+        for (i, &b) in chunk.iter().enumerate() {
+            match b {
+                b'\n' => {
+                    if !self.after_cr {
+                        self.lines += 1;
+                    }
+                    self.after_cr = false;
+                    self.indented = false;
+                }
+                b'\r' => {
+                    self.lines += 1;
+                    self.after_cr = true;
+                    self.indented = false;
+                }
+                b' ' | b'\t' | 0x0C => {
+                    self.after_cr = false;
+                    self.indented = true;
+                }
+                _ => {
+                    return Some(Start {
+                        prefix: &[],
+                        rest: chunk.get(i..).unwrap_or_default(),
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// The bytes of a byte order mark begun but not finished (they are body bytes after all).
+    fn unfinished_bom(&self) -> &'static [u8] {
+        if self.bom < BOM.len() {
+            BOM.get(..self.bom).unwrap_or_default()
+        } else {
+            &[]
         }
     }
 }
@@ -390,4 +487,65 @@ fn events_of(response: &ChatResponse) -> Vec<StreamEvent> {
         reason: response.finish_reason.clone(),
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `chunks`; the start's prefix and rest, and the counts at that point.
+    fn sniff(chunks: &[&[u8]]) -> Option<(Vec<u8>, Vec<u8>, usize, bool)> {
+        let mut s = Sniffer::default();
+        for chunk in chunks {
+            if let Some(start) = s.push(chunk) {
+                return Some((
+                    start.prefix.to_vec(),
+                    start.rest.to_vec(),
+                    s.lines,
+                    s.indented,
+                ));
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn leading_whitespace_is_counted_not_kept() {
+        // 40k line ends one byte at a time: each chunk is looked at once, nothing is buffered.
+        let mut s = Sniffer::default();
+        for _ in 0..40_000 {
+            assert!(s.push(b"\n").is_none());
+        }
+        let start = s.push(b"data: x").unwrap();
+        assert_eq!((start.prefix, start.rest), (&b""[..], &b"data: x"[..]));
+        assert_eq!(s.lines, 40_000);
+        assert!(!s.indented);
+    }
+
+    #[test]
+    fn line_ends_count_like_the_sse_parser() {
+        // CR, LF and CRLF (even split across chunks) are one line end each.
+        let got = sniff(&[b"\r", b"\n\n\r\r\n", b" \t", b"{"]).unwrap();
+        assert_eq!(got, (vec![], b"{".to_vec(), 4, true));
+        let got = sniff(&[b"  \n", b"data: 1\n\n"]).unwrap();
+        assert_eq!(got, (vec![], b"data: 1\n\n".to_vec(), 1, false));
+        assert_eq!(sniff(&[b" \r\n\t", b""]), None);
+    }
+
+    #[test]
+    fn byte_order_marks_split_or_false() {
+        let got = sniff(&[b"\xEF", b"\xBB", b"\xBF\n{}"]).unwrap();
+        assert_eq!(got, (vec![], b"{}".to_vec(), 1, false));
+        // The start of a mark that is not one: those bytes are the body's first bytes.
+        let got = sniff(&[b"\xEF\xBB", b"x"]).unwrap();
+        assert_eq!(got, (b"\xEF\xBB".to_vec(), b"x".to_vec(), 0, false));
+        let mut s = Sniffer::default();
+        assert!(s.push(b"\xEF").is_none());
+        assert_eq!(s.unfinished_bom(), b"\xEF");
+        assert!(s.push(b"\xBB\xBF").is_none());
+        assert_eq!(s.unfinished_bom(), b"");
+        // A mark in the middle is no mark.
+        let got = sniff(&[b" \xEF\xBB\xBF"]).unwrap();
+        assert_eq!(got, (vec![], b"\xEF\xBB\xBF".to_vec(), 0, true));
+    }
 }

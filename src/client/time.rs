@@ -67,13 +67,18 @@ pub(crate) fn rfc3339(t: SystemTime) -> String {
 }
 
 /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form RFC 9110 requires senders
-/// to use. The obsolete RFC 850 and asctime forms are not accepted.
+/// to use. The obsolete RFC 850 and asctime forms are not accepted, nor years outside
+/// `1..=9999` (the four digits the format has): a header from a server is never trusted to keep
+/// the arithmetic in range.
 pub(crate) fn parse_http_date(text: &str) -> Option<SystemTime> {
     let rest = text.trim().split_once(", ")?.1;
     let mut parts = rest.split(' ');
     let day: u32 = parts.next()?.parse().ok()?;
     let month = parts.next()?;
     let year: i64 = parts.next()?.parse().ok()?;
+    if !(1..=9999).contains(&year) {
+        return None;
+    }
     let clock = parts.next()?;
     if parts.next()? != "GMT" || parts.next().is_some() {
         return None;
@@ -87,10 +92,9 @@ pub(crate) fn parse_http_date(text: &str) -> Option<SystemTime> {
     if hms.next().is_some() || !(1..=31).contains(&day) || h > 23 || mi > 59 || s > 60 {
         return None;
     }
-    let secs = days_from_civil(year, month, day) * 86_400
-        + i64::from(h) * 3600
-        + i64::from(mi) * 60
-        + i64::from(s);
+    let secs = days_from_civil(year, month, day)
+        .checked_mul(86_400)?
+        .checked_add(i64::from(h * 3600 + mi * 60 + s))?;
     let secs = u64::try_from(secs).ok()?;
     UNIX_EPOCH.checked_add(Duration::from_secs(secs))
 }
@@ -106,6 +110,8 @@ mod tests {
         assert_eq!(date(t), "1994-11-06");
         assert_eq!(stamp(t), "19941106_084937");
         assert_eq!(rfc3339(t), "1994-11-06T08:49:37Z");
+        let last = parse_http_date("Fri, 31 Dec 9999 23:59:59 GMT").unwrap();
+        assert_eq!(date(last), "9999-12-31");
         for bad in [
             "",
             "Sunday, 06-Nov-94 08:49:37 GMT",
@@ -114,6 +120,13 @@ mod tests {
             "Sun, 32 Nov 1994 08:49:37 GMT",
             "Sun, 06 Foo 1994 08:49:37 GMT",
             "Sun, 06 Nov 1994 08:49 GMT",
+            // Years the four-digit format cannot hold, or that would overflow the arithmetic.
+            "Sun, 06 Nov 99999999999999 08:49:37 GMT",
+            "Sun, 06 Nov 9223372036854775807 08:49:37 GMT",
+            "Sun, 06 Nov -9223372036854775808 08:49:37 GMT",
+            "Sun, 06 Nov 10000 08:49:37 GMT",
+            "Sun, 06 Nov 0 08:49:37 GMT",
+            "Sun, 06 Nov 1969 08:49:37 GMT",
         ] {
             assert_eq!(parse_http_date(bad), None, "{bad:?}");
         }

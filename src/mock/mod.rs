@@ -71,7 +71,8 @@ pub enum MockReply {
     Hang,
     /// Read the request, then close the connection without answering.
     Close,
-    /// Another reply delivered with a [`Shape`].
+    /// Another reply delivered with a [`Shape`]. Nested shapes merge: the outer one's settings
+    /// win where it has them, headers of both are sent.
     Shaped(Box<MockReply>, Shape),
 }
 
@@ -178,10 +179,36 @@ impl MockReply {
         self.shape_mut(|s| s.stream = Some(stream))
     }
 
-    fn unshape(&self) -> (&MockReply, Option<&Shape>) {
+    /// The reply under its shapes, and the shapes merged.
+    fn unshape(&self) -> (&MockReply, Shape) {
         match self {
-            Self::Shaped(reply, shape) => (reply.unshape().0, Some(shape)),
-            other => (other, None),
+            Self::Shaped(reply, outer) => {
+                let (base, inner) = reply.unshape();
+                (base, outer.over(inner))
+            }
+            other => (other, Shape::default()),
+        }
+    }
+}
+
+impl Shape {
+    /// This shape laid over `inner`: settings given here win, the others come from `inner`;
+    /// headers of both are sent, `inner`'s first.
+    fn over(&self, inner: Shape) -> Shape {
+        let or_inner = |outer: Duration, inner: Duration| {
+            if outer.is_zero() { inner } else { outer }
+        };
+        let mut headers = inner.headers;
+        headers.extend(self.headers.iter().cloned());
+        Shape {
+            chunk_size: self.chunk_size.or(inner.chunk_size),
+            delay: or_inner(self.delay, inner.delay),
+            head_delay: or_inner(self.head_delay, inner.head_delay),
+            drop_after: self.drop_after.or(inner.drop_after),
+            stall_after: self.stall_after.or(inner.stall_after),
+            status: self.status.or(inner.status),
+            headers,
+            stream: self.stream.or(inner.stream),
         }
     }
 }
@@ -426,7 +453,6 @@ async fn serve(mut sock: TcpStream, shared: Arc<Shared>) {
         MockReply::Error(e)
     });
     let (base, shape) = reply.unshape();
-    let shape = shape.cloned().unwrap_or_default();
     let stream = shape.stream.unwrap_or(wants_stream);
     if matches!(base, MockReply::Close) {
         return;
@@ -454,7 +480,14 @@ fn render(provider: &dyn Provider, reply: &MockReply, stream: bool) -> Option<Re
     let (status, body, mut headers) = match reply {
         MockReply::Response(r) => match provider.encode_response(r, stream) {
             Ok(body) => (200, body, Vec::new()),
-            Err(e) => (500, format!("mock server: {e}").into_bytes(), Vec::new()),
+            Err(e) => {
+                return Some(Response {
+                    status: 500,
+                    headers: vec![("content-type".into(), "text/plain; charset=utf-8".into())],
+                    body: format!("mock server: {e}").into_bytes(),
+                    chunked: false,
+                });
+            }
         },
         MockReply::Error(e) => {
             let (status, body) = provider.encode_error(e, stream);
@@ -482,7 +515,9 @@ fn render(provider: &dyn Provider, reply: &MockReply, stream: bool) -> Option<Re
         MockReply::Hang | MockReply::Close => return None,
         MockReply::Shaped(inner, _) => return render(provider, inner, stream),
     };
-    let sse = !is_json_body(&body) && status == 200;
+    // Whatever the status: a provider that frames the errors of a stream (Qwen's 4xx bodies,
+    // DashScope's 200 error events) sends them as the stream they are.
+    let sse = stream && !is_json_body(&body);
     let content_type = if sse {
         "text/event-stream"
     } else if is_json_body(&body) {
@@ -497,4 +532,73 @@ fn render(provider: &dyn Provider, reply: &MockReply, stream: bool) -> Option<Re
         body,
         chunked: sse,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn content_type(r: &Response) -> &str {
+        r.headers
+            .iter()
+            .find(|(n, _)| n == "content-type")
+            .map_or("", |(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn framed_stream_errors_are_served_as_event_streams() {
+        let qwen = crate::providers::qwen::provider();
+        let mut e = ApiError::new(ProviderKind::Qwen, Some(400), "bad request");
+        e.code = Some("invalid_parameter_error".into());
+        let reply = MockReply::Error(e);
+        let streamed = render(&qwen, &reply, true).unwrap();
+        assert_eq!(streamed.status, 400);
+        assert_eq!(content_type(&streamed), "text/event-stream");
+        assert!(streamed.chunked);
+        let whole = render(&qwen, &reply, false).unwrap();
+        assert_eq!(content_type(&whole), "application/json");
+        assert!(!whole.chunked);
+
+        let openai = crate::providers::openai::OpenAi::new();
+        let mut e = ApiError::new(ProviderKind::OpenAi, Some(500), "oops");
+        let json = render(&openai, &MockReply::Error(e.clone()), true).unwrap();
+        assert_eq!(content_type(&json), "application/json");
+        e.status = None;
+        let event = render(&openai, &MockReply::Error(e), true).unwrap();
+        assert_eq!(
+            (event.status, content_type(&event)),
+            (200, "text/event-stream")
+        );
+    }
+
+    #[test]
+    fn nested_shapes_merge_with_the_outer_winning() {
+        let inner = MockReply::text("hi")
+            .chunk_size(3)
+            .drop_after(10)
+            .status(503)
+            .header("x-inner", "1");
+        let outer = Shape {
+            status: Some(429),
+            delay: Duration::from_millis(5),
+            headers: vec![("x-outer".into(), "2".into())],
+            ..Shape::default()
+        };
+        let nested = MockReply::Shaped(Box::new(inner), outer);
+        let (base, shape) = nested.unshape();
+        assert!(matches!(base, MockReply::Response(_)));
+        assert_eq!(shape.chunk_size, Some(3));
+        assert_eq!(shape.drop_after, Some(10));
+        assert_eq!(shape.status, Some(429));
+        assert_eq!(shape.delay, Duration::from_millis(5));
+        assert_eq!(
+            shape.headers,
+            [
+                ("x-inner".to_owned(), "1".to_owned()),
+                ("x-outer".into(), "2".into())
+            ]
+        );
+        let (_, none) = MockReply::Hang.unshape();
+        assert_eq!(none, Shape::default());
+    }
 }

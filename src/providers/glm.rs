@@ -41,6 +41,7 @@ pub const GLM: Dialect = Dialect {
     empty_content_as_string: true,
     exclusive_with_tools: &[],
     check_property_keys: false,
+    sse_error_bodies: false,
 };
 
 /// The GLM provider.

@@ -29,3 +29,63 @@ pub fn provider_for(kind: ProviderKind) -> Result<Box<dyn Provider>> {
         ProviderKind::StepFun => Ok(Box::new(stepfun::provider())),
     }
 }
+
+/// The provider for `kind` answering at `base_url` (`None`: the provider's own endpoint).
+///
+/// A base URL other than OpenAI's own, for `openai`, means another OpenAI-compatible server
+/// (vLLM, Ollama, DeepSeek, a gateway), which gets [`openai::OpenAi::compatible`]; every other
+/// provider speaks its own wire wherever it is served. The client, its recorder and
+/// [`crate::conformance`] all choose with this, so a recording is checked with the dialect that
+/// produced it.
+pub fn provider_for_base_url(
+    kind: ProviderKind,
+    base_url: Option<&str>,
+) -> Result<Box<dyn Provider>> {
+    let default = provider_for(kind)?;
+    let elsewhere = base_url.is_some_and(|url| !is_default_base_url(default.as_ref(), url));
+    if kind == ProviderKind::OpenAi && elsewhere {
+        return Ok(Box::new(openai::OpenAi::compatible()));
+    }
+    Ok(default)
+}
+
+/// Whether `url` is `provider`'s own endpoint (a trailing `/` aside).
+pub fn is_default_base_url(provider: &dyn Provider, url: &str) -> bool {
+    url.trim_end_matches('/') == provider.info().base_url.trim_end_matches('/')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_base_url_selects_the_compatible_dialect_only_for_openai() {
+        let mut req = crate::ChatRequest::new("m", vec![crate::Message::user("hi")]);
+        req.max_tokens = Some(9);
+        let name_of = |kind, url| {
+            let p = provider_for_base_url(kind, url).unwrap();
+            p.encode(&req, false)
+                .unwrap()
+                .body
+                .as_object()
+                .unwrap()
+                .keys()
+                .find(|k| k.starts_with("max_"))
+                .cloned()
+        };
+        let official = Some("max_completion_tokens".to_owned());
+        let compatible = Some("max_tokens".to_owned());
+        assert_eq!(name_of(ProviderKind::OpenAi, None), official);
+        assert_eq!(
+            name_of(ProviderKind::OpenAi, Some("https://api.openai.com/v1/")),
+            official
+        );
+        assert_eq!(
+            name_of(ProviderKind::OpenAi, Some("http://127.0.0.1:8000/v1")),
+            compatible
+        );
+        let qwen = provider_for_base_url(ProviderKind::Qwen, Some("http://127.0.0.1:1")).unwrap();
+        assert_eq!(qwen.info().kind, ProviderKind::Qwen);
+        assert!(is_default_base_url(qwen.as_ref(), qwen.info().base_url));
+    }
+}

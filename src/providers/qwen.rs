@@ -35,6 +35,7 @@ pub const QWEN: Dialect = Dialect {
     empty_content_as_string: true,
     exclusive_with_tools: &["enable_search"],
     check_property_keys: false,
+    sse_error_bodies: true,
 };
 
 /// The Qwen provider.

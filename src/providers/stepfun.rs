@@ -36,6 +36,7 @@ pub const STEPFUN: Dialect = Dialect {
     empty_content_as_string: false,
     exclusive_with_tools: &[],
     check_property_keys: true,
+    sse_error_bodies: false,
 };
 
 /// The StepFun provider.

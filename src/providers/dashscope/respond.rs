@@ -17,12 +17,13 @@ const REQUEST_ID: &str = "tw-mock-0000-0000-0000-000000000000";
 /// How many characters one streamed fragment holds.
 const PIECE: usize = 8;
 
-/// `text` cut into fragments of at most [`PIECE`] characters (the first may be longer, see
-/// below).
+/// `text` cut into fragments of at most [`PIECE`] characters.
 ///
-/// The decoder tells an incremental stream from a cumulative one by whether a second value
-/// starts with everything held so far, so a text whose second fragment repeats the first
-/// (`"abababab"` twice) would read as cumulative. Such leading fragments are sent as one.
+/// Fragments that repeat (`"abababab"` twice) are sent as they come, as the service would: a
+/// client knows the stream is incremental from its request ([`Provider::decoder_for`]), and
+/// only a replay without the request has to guess.
+///
+/// [`Provider::decoder_for`]: crate::provider::Provider::decoder_for
 fn pieces(text: &str) -> Vec<&str> {
     let mut cuts = vec![0];
     for (n, (i, _)) in text.char_indices().enumerate() {
@@ -31,16 +32,10 @@ fn pieces(text: &str) -> Vec<&str> {
         }
     }
     cuts.push(text.len());
-    let mut out: Vec<&str> = cuts
-        .windows(2)
+    cuts.windows(2)
         .filter_map(|w| text.get(w.first().copied()?..w.get(1).copied()?))
         .filter(|p| !p.is_empty())
-        .collect();
-    while out.len() >= 2 && out[1].starts_with(out[0]) {
-        let merged = &text[..out[0].len() + out[1].len()];
-        out.splice(0..2, [merged]);
-    }
-    out
+        .collect()
 }
 
 fn usage_json(u: &Usage, output_tokens: u64) -> Value {
@@ -208,10 +203,24 @@ mod tests {
         assert!(parts.iter().all(|p| p.chars().count() <= PIECE));
         assert_eq!(parts.concat(), text);
         assert!(pieces("").is_empty());
-        let repeated = "abababababababababab";
-        let parts = pieces(repeated);
-        assert_eq!(parts.concat(), repeated);
-        assert!(parts.len() < 2 || !parts[1].starts_with(parts[0]));
+    }
+
+    #[test]
+    fn repeating_fragments_decode_with_the_request() {
+        // "abababab" twice: only the request tells this incremental stream from a cumulative one.
+        let provider = DashScope::new();
+        let response = ChatResponse {
+            text: Some("abababababababababab".into()),
+            finish_reason: FinishReason::Stop,
+            ..ChatResponse::default()
+        };
+        let body = provider.encode_response(&response, true).unwrap();
+        let parts = pieces(response.text.as_deref().unwrap());
+        assert!(parts[1].starts_with(parts[0]), "the fragments repeat");
+        let req = crate::ChatRequest::new("qwen-plus", vec![crate::Message::user("hi")]);
+        let http = provider.encode(&req, true).unwrap();
+        let decoded = crate::replay::replay_answer(&provider, Some(&http), &body).unwrap();
+        assert_eq!(decoded.response, response);
     }
 
     #[test]

@@ -61,6 +61,11 @@ pub struct Dialect {
     /// are [`crate::Error::Unsupported`] naming the key (StepFun, fixture
     /// `stepfun/quirk_property_key_rule`).
     pub check_property_keys: bool,
+    /// An error answering a stream request comes SSE-framed (`data: {"error": …}`) with its
+    /// 4xx/5xx status, instead of a JSON body (Qwen, research wire-cn-providers 3.7, fixture
+    /// `qwen/quirk_sse_error_body`). Decoding reads either form; this tells the mock provider
+    /// which one to send.
+    pub sse_error_bodies: bool,
 }
 
 /// A delta or message field that carries reasoning text.
@@ -163,6 +168,7 @@ pub const OPENAI: Dialect = Dialect {
     empty_content_as_string: false,
     exclusive_with_tools: &[],
     check_property_keys: false,
+    sse_error_bodies: false,
 };
 
 /// Any other OpenAI-compatible server (vLLM, Ollama, DeepSeek, a gateway): the `openai` wire

@@ -193,7 +193,9 @@ fn error_json(error: &ApiError) -> Value {
 }
 
 /// The status and body for `error`. An error without a status in a stream is an error event
-/// inside a 200 stream, after the content of its partial response if it has one.
+/// inside a 200 stream, after the content of its partial response if it has one; with a
+/// status it is a JSON body, or SSE-framed for a stream on a dialect that frames them
+/// ([`Dialect::sse_error_bodies`]).
 pub(crate) fn error(dialect: &Dialect, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
     let body = error_json(error).to_string();
     match error.status {
@@ -204,6 +206,11 @@ pub(crate) fn error(dialect: &Dialect, error: &ApiError, stream: bool) -> (u16, 
             }
             push_data(&mut out, &body);
             (200, out)
+        }
+        Some(status) if stream && dialect.sse_error_bodies => {
+            let mut out = Vec::new();
+            push_data(&mut out, &body);
+            (status, out)
         }
         status => (status.unwrap_or(500), body.into_bytes()),
     }
@@ -352,5 +359,24 @@ mod tests {
             partial.tool_calls[0].error.as_ref().unwrap().kind,
             crate::ArgumentsErrorKind::Truncated
         );
+    }
+
+    #[test]
+    fn qwen_frames_stream_errors_with_their_status() {
+        let qwen = OpenAi::with_dialect(&crate::providers::qwen::QWEN);
+        let mut e = ApiError::new(crate::ProviderKind::Qwen, Some(400), "bad tool_choice");
+        e.code = Some("invalid_parameter_error".into());
+        let (status, body) = qwen.encode_error(&e, true);
+        assert_eq!(status, 400);
+        assert!(body.starts_with(b"data: {\"error\":"), "SSE-framed");
+        let back = qwen.decode_error(Some(status), &body);
+        assert_eq!(
+            (back.code, back.message),
+            (e.code.clone(), e.message.clone())
+        );
+        let (_, plain) = qwen.encode_error(&e, false);
+        assert!(plain.starts_with(b"{"), "a JSON body without a stream");
+        let (_, openai) = OpenAi::new().encode_error(&e, true);
+        assert!(openai.starts_with(b"{"), "OpenAI sends JSON bodies");
     }
 }
