@@ -180,6 +180,11 @@ mod tests {
         );
         assert_eq!(parse_retry_after("soon", now), None);
         assert_eq!(parse_retry_after("-1", now), None);
+        // A year that overflowed the date arithmetic (a debug-build panic) is ignored.
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 99999999999999 08:49:37 GMT", now),
+            None
+        );
 
         let mut h = HeaderMap::new();
         h.insert("retry-after", HeaderValue::from_static("2"));
