@@ -138,6 +138,14 @@ pub(crate) fn body(dialect: &Dialect, response: &ChatResponse) -> Vec<u8> {
     Value::Object(body).to_string().into_bytes()
 }
 
+/// `{"role": role, "content": ""}`: OpenAI's opening delta, GLM's and StepFun's finish delta.
+fn role_and_empty_content(role: &str) -> Map<String, Value> {
+    let mut d = Map::new();
+    d.insert("role".into(), json!(role));
+    d.insert("content".into(), json!(""));
+    d
+}
+
 /// The chunks of one stream, built whole before they are written, so usage can be placed on
 /// any of them (StepFun's running totals need the chunk count).
 struct Chunks<'d> {
@@ -156,10 +164,7 @@ impl<'d> Chunks<'d> {
             role_sent: false,
         };
         if chunks.shape.role == DeltaRole::OpeningChunk {
-            let opening = json!({"role": "assistant", "content": ""});
-            if let Value::Object(delta) = opening {
-                chunks.push(delta, None);
-            }
+            chunks.push(role_and_empty_content("assistant"), None);
         }
         chunks
     }
@@ -288,12 +293,10 @@ impl<'d> Chunks<'d> {
     /// The chunk that ends the turn.
     fn finish(&mut self, reason: &str) {
         let delta = match self.shape.role {
-            DeltaRole::EveryDelta(role) => json!({"role": role, "content": ""}),
-            _ => json!({}),
+            DeltaRole::EveryDelta(role) => role_and_empty_content(role),
+            DeltaRole::OpeningChunk | DeltaRole::FirstDelta => Map::new(),
         };
-        if let Value::Object(delta) = delta {
-            self.push(delta, Some(reason));
-        }
+        self.push(delta, Some(reason));
     }
 
     /// Places the turn's usage where this wire sends it.
