@@ -4,7 +4,9 @@
 #![doc = include_str!("../../providers/glm.md")]
 
 use super::openai::{
-    Dialect, OpenAi, ParallelCalls, ReasoningField, ThinkingSwitch, ToolChoiceSupport, openai_name,
+    DeltaRole, Dialect, ErrorFields, IdleContent, OpenAi, ParallelCalls, ReasoningField,
+    ResponseShape, RunningFinish, StreamUsage, StreamedCalls, ThinkingSwitch, ToolChoiceSupport,
+    openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
 use crate::types::FinishReason;
@@ -41,7 +43,38 @@ pub const GLM: Dialect = Dialect {
     empty_content_as_string: true,
     exclusive_with_tools: &[],
     check_property_keys: false,
-    sse_error_bodies: false,
+    response: ResponseShape {
+        role: DeltaRole::EveryDelta("assistant"),
+        idle_content: IdleContent::Absent,
+        running_finish: RunningFinish::Absent,
+        // `tool_stream` is off unless the request turns it on (docs.z.ai/guides/tools/stream-tool),
+        // so calls arrive whole; `-1` as the GLM-4.5 family sends (zai-org/GLM-4.5 issue 17).
+        calls: StreamedCalls::Whole { index: Some(-1) },
+        usage: StreamUsage::FinishChunk,
+        null_fields: &[],
+        null_choice_fields: &[],
+        body_call_index: true,
+        finish_reasons: &[
+            (FinishReason::ContentFilter, "sensitive"),
+            (FinishReason::Error, "network_error"),
+        ],
+        error_fields: ErrorFields::CodeMessage,
+        sse_errors: false,
+    },
+};
+
+/// [`GLM`] answering a request that set `tool_stream: true` (glm-4.6, glm-4.7, glm-5): the
+/// mock provider streams each call's arguments in fragments keyed by `index`, as in fixture
+/// `glm/stream_single_call`. Requests encode exactly as with [`GLM`].
+pub const GLM_TOOL_STREAM: Dialect = Dialect {
+    response: ResponseShape {
+        calls: StreamedCalls::Fragments {
+            first_piece_in_opener: false,
+            empty_id_continuations: false,
+        },
+        ..GLM.response
+    },
+    ..GLM
 };
 
 /// The GLM provider.
@@ -152,6 +185,153 @@ mod tests {
                 "message": {"role": "assistant", "content": "x"}}]});
             let r = p.decode(body.to_string().as_bytes()).unwrap();
             assert_eq!(r.finish_reason.as_str(), canonical);
+        }
+    }
+
+    #[test]
+    fn mock_answers_decode_back() {
+        use crate::providers::openai::testing::assert_round_trips;
+        assert_round_trips(&provider());
+        assert_round_trips(&OpenAi::with_dialect(&GLM_TOOL_STREAM));
+    }
+
+    #[test]
+    fn mock_streams_have_the_fixtures_fields() {
+        use crate::providers::openai::testing::assert_streams_match_fixtures;
+        assert_streams_match_fixtures(&provider(), "glm");
+        assert_streams_match_fixtures(&OpenAi::with_dialect(&GLM_TOOL_STREAM), "glm");
+    }
+
+    #[test]
+    fn whole_calls_carry_the_finish_which_repeats_with_usage() {
+        use crate::providers::openai::testing::sample_chunks;
+        let chunks = sample_chunks(&provider(), "parallel calls");
+        let (last, running) = chunks.split_last().unwrap();
+        let (whole, running) = running.split_last().unwrap();
+        // Reasoning fragments, each delta with its role and no finish_reason key.
+        for c in running {
+            let choice = &c["choices"][0];
+            assert!(choice.get("finish_reason").is_none(), "{c}");
+            assert_eq!(choice["delta"]["role"], "assistant");
+            assert!(choice["delta"].get("reasoning_content").is_some(), "{c}");
+            assert!(c.get("usage").is_none());
+        }
+        // Both calls whole in one chunk that already carries the finish.
+        let choice = &whole["choices"][0];
+        assert_eq!(choice["finish_reason"], "tool_calls");
+        let calls = choice["delta"]["tool_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 2);
+        for c in calls {
+            assert_eq!(c["index"], -1);
+            assert_eq!(c["type"], "function");
+        }
+        assert_eq!(calls[1]["id"], "call_tw_2");
+        assert_eq!(
+            calls[1]["function"]["arguments"],
+            r#"{"city": "北京", "q": "a\"b"}"#
+        );
+        assert!(whole.get("usage").is_none());
+        // The finish repeated, with the usage: one call each, usage once.
+        assert_eq!(last["choices"][0]["finish_reason"], "tool_calls");
+        assert_eq!(
+            last["choices"][0]["delta"],
+            json!({"role": "assistant", "content": ""})
+        );
+        assert_eq!(last["usage"]["prompt_tokens"], 12);
+        let p = provider();
+        let sse = p
+            .encode_response(&crate::providers::openai::testing::samples()[1].1, true)
+            .unwrap();
+        let replayed = crate::replay::replay(&p, &sse).unwrap();
+        let usage_events = replayed
+            .events
+            .iter()
+            .filter(|e| matches!(e, crate::StreamEvent::Usage { .. }))
+            .count();
+        assert_eq!(usage_events, 1);
+        assert_eq!(replayed.response.tool_calls.len(), 2);
+    }
+
+    #[test]
+    fn text_only_turn_finishes_once_with_usage() {
+        use crate::providers::openai::testing::sample_chunks;
+        let chunks = sample_chunks(&provider(), "text");
+        let finishes = chunks
+            .iter()
+            .filter(|c| c["choices"][0].get("finish_reason").is_some())
+            .count();
+        assert_eq!(finishes, 1);
+        let last = chunks.last().unwrap();
+        assert_eq!(last["choices"][0]["finish_reason"], "stop");
+        assert_eq!(last["usage"]["completion_tokens"], 30);
+    }
+
+    #[test]
+    fn tool_stream_answers_stream_arguments_by_index() {
+        use crate::providers::openai::testing::sample_chunks;
+        let chunks = sample_chunks(&OpenAi::with_dialect(&GLM_TOOL_STREAM), "parallel calls");
+        let calls: Vec<&serde_json::Value> = chunks
+            .iter()
+            .filter_map(|c| c["choices"][0]["delta"].get("tool_calls"))
+            .collect();
+        assert_eq!(calls[0][0]["id"], "call_tw_1");
+        assert_eq!(calls[0][0]["index"], 0);
+        assert_eq!(calls[0][0]["function"]["arguments"], "");
+        assert_eq!(calls[1][0]["index"], 0);
+        assert!(calls[1][0].get("id").is_none());
+        assert!(calls.len() > 4, "arguments in fragments");
+        let finishes: Vec<_> = chunks
+            .iter()
+            .filter_map(|c| c["choices"][0].get("finish_reason"))
+            .collect();
+        assert_eq!(finishes, [&json!("tool_calls")]);
+        assert_eq!(chunks.last().unwrap()["usage"]["prompt_tokens"], 12);
+    }
+
+    #[test]
+    fn finish_reasons_are_sent_in_glms_words() {
+        use crate::providers::openai::testing::{sample_chunks, samples};
+        let p = provider();
+        for (name, wire) in [
+            ("content filter", "sensitive"),
+            ("failed", "network_error"),
+            ("cut short", "length"),
+            ("unknown finish", "brand_new_reason"),
+        ] {
+            let last = sample_chunks(&p, name).pop().unwrap();
+            assert_eq!(last["choices"][0]["finish_reason"], wire, "{name}");
+            let (_, response) = samples().into_iter().find(|(n, _)| *n == name).unwrap();
+            let body: serde_json::Value =
+                serde_json::from_slice(&p.encode_response(&response, false).unwrap()).unwrap();
+            assert_eq!(body["choices"][0]["finish_reason"], wire, "{name}");
+        }
+    }
+
+    #[test]
+    fn bodies_and_errors_have_glms_shape() {
+        use crate::error::ApiError;
+        use crate::providers::openai::testing::samples;
+        let p = provider();
+        let body: serde_json::Value =
+            serde_json::from_slice(&p.encode_response(&samples()[1].1, false).unwrap()).unwrap();
+        let message = &body["choices"][0]["message"];
+        assert_eq!(message["content"], "");
+        assert_eq!(message["reasoning_content"], "Two cities, two calls.");
+        assert_eq!(message["tool_calls"][1]["index"], 1);
+
+        let mut e = ApiError::new(ProviderKind::Glm, Some(429), "Insufficient balance");
+        e.code = Some("1113".into());
+        for stream in [false, true] {
+            let (status, body) = p.encode_error(&e, stream);
+            assert_eq!(status, 429);
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(
+                v,
+                json!({"error": {"code": "1113", "message": "Insufficient balance"}})
+            );
+            let back = p.decode_error(Some(status), &body);
+            assert_eq!(back.code.as_deref(), Some("1113"));
+            assert_eq!(back.message, "Insufficient balance");
         }
     }
 }

@@ -4,7 +4,9 @@
 #![doc = include_str!("../../providers/qwen.md")]
 
 use super::openai::{
-    Dialect, OpenAi, ParallelCalls, ReasoningField, ThinkingSwitch, ToolChoiceSupport, openai_name,
+    DeltaRole, Dialect, ErrorFields, IdleContent, OpenAi, ParallelCalls, ReasoningField,
+    ResponseShape, RunningFinish, StreamUsage, StreamedCalls, ThinkingSwitch, ToolChoiceSupport,
+    openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
 
@@ -35,7 +37,24 @@ pub const QWEN: Dialect = Dialect {
     empty_content_as_string: true,
     exclusive_with_tools: &["enable_search"],
     check_property_keys: false,
-    sse_error_bodies: true,
+    // Research 3.3 and 3.4 (the Alibaba doc example, pattern B, and the recorded qwen-max
+    // stream, pattern A); fixtures `qwen/stream_single_call`, `qwen/single_call`.
+    response: ResponseShape {
+        role: DeltaRole::FirstDelta,
+        idle_content: IdleContent::Null,
+        running_finish: RunningFinish::Null,
+        calls: StreamedCalls::Fragments {
+            first_piece_in_opener: true,
+            empty_id_continuations: true,
+        },
+        usage: StreamUsage::LastChunk,
+        null_fields: &["usage", "system_fingerprint"],
+        null_choice_fields: &["logprobs"],
+        body_call_index: true,
+        finish_reasons: &[],
+        error_fields: ErrorFields::OpenAi,
+        sse_errors: true,
+    },
 };
 
 /// The Qwen provider.
@@ -106,5 +125,119 @@ mod tests {
         let body = provider().encode(&plain, false).unwrap().body;
         assert_eq!(body["enable_search"], json!(true));
         assert!(body.get("parallel_tool_calls").is_none(), "only with tools");
+    }
+
+    #[test]
+    fn mock_answers_decode_back() {
+        crate::providers::openai::testing::assert_round_trips(&provider());
+    }
+
+    #[test]
+    fn mock_streams_have_the_fixtures_fields() {
+        crate::providers::openai::testing::assert_streams_match_fixtures(&provider(), "qwen");
+    }
+
+    #[test]
+    fn continuations_carry_an_empty_id_and_usage_comes_last() {
+        use crate::providers::openai::testing::sample_chunks;
+        let chunks = sample_chunks(&provider(), "parallel calls");
+        // The role rides on the first delta, which already carries reasoning; no role after.
+        let first = &chunks[0]["choices"][0]["delta"];
+        assert_eq!(first["role"], "assistant");
+        assert_eq!(first["content"], serde_json::Value::Null);
+        assert!(first.get("reasoning_content").is_some());
+        assert!(
+            chunks[1..]
+                .iter()
+                .all(|c| c["choices"][0]["delta"].get("role").is_none())
+        );
+        let calls: Vec<&serde_json::Value> = chunks
+            .iter()
+            .filter_map(|c| c["choices"][0]["delta"]["tool_calls"].get(0))
+            .collect();
+        // The opener already holds the first piece of the arguments.
+        assert_eq!(calls[0]["id"], "call_tw_1");
+        assert_eq!(calls[0]["function"]["name"], "get_weather");
+        assert_eq!(calls[0]["function"]["arguments"], "{\"cit");
+        assert_eq!(
+            calls[1],
+            &json!({"index": 0, "id": "", "type": "function", "function": {"arguments": "y\":\"P"}})
+        );
+        let (usage, rest) = chunks.split_last().unwrap();
+        let (finish, running) = rest.split_last().unwrap();
+        for c in running {
+            assert_eq!(c["choices"][0]["finish_reason"], serde_json::Value::Null);
+            assert_eq!(c["choices"][0]["logprobs"], serde_json::Value::Null);
+            assert_eq!(c["usage"], serde_json::Value::Null);
+            assert_eq!(c["system_fingerprint"], serde_json::Value::Null);
+        }
+        assert_eq!(finish["choices"][0]["finish_reason"], "tool_calls");
+        assert_eq!(finish["choices"][0]["delta"], json!({}));
+        assert_eq!(usage["choices"], json!([]));
+        assert_eq!(usage["usage"]["completion_tokens"], 30);
+    }
+
+    #[test]
+    fn bodies_have_empty_content_and_call_index() {
+        use crate::providers::openai::testing::samples;
+        let body: serde_json::Value =
+            serde_json::from_slice(&provider().encode_response(&samples()[1].1, false).unwrap())
+                .unwrap();
+        let choice = &body["choices"][0];
+        assert_eq!(choice["message"]["content"], "");
+        assert_eq!(choice["message"]["tool_calls"][1]["index"], 1);
+        assert_eq!(choice["logprobs"], serde_json::Value::Null);
+        assert_eq!(body["system_fingerprint"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn stream_errors_are_sse_framed() {
+        use crate::error::ApiError;
+        let p = provider();
+        let mut e = ApiError::new(
+            ProviderKind::Qwen,
+            Some(400),
+            "<400> InternalError.Algo.InvalidParameter: bad tool_choice",
+        );
+        e.code = Some("invalid_parameter_error".into());
+        let (status, body) = p.encode_error(&e, true);
+        assert_eq!(status, 400);
+        let text = String::from_utf8(body.clone()).unwrap();
+        assert!(
+            text.starts_with("data: {\"error\":") && text.ends_with("}\n\n"),
+            "{text}"
+        );
+        let back = p.decode_error(Some(status), &body);
+        assert_eq!(back.code, e.code);
+        assert_eq!(back.message, e.message);
+        // Not framed: the same error without stream, or a 5xx.
+        let (_, plain) = p.encode_error(&e, false);
+        assert!(plain.starts_with(b"{\"error\""));
+        e.status = Some(500);
+        let (status, plain) = p.encode_error(&e, true);
+        assert_eq!(status, 500);
+        assert!(plain.starts_with(b"{\"error\""));
+        // An error event after partial text: the partial is kept.
+        let mut e = ApiError::new(
+            ProviderKind::Qwen,
+            None,
+            "Output data may contain inappropriate content.",
+        );
+        e.code = Some("data_inspection_failed".into());
+        e.partial = Some(Box::new(crate::types::ChatResponse {
+            text: Some("Here is the story:".into()),
+            ..Default::default()
+        }));
+        let (status, sse) = p.encode_error(&e, true);
+        assert_eq!(status, 200);
+        let err = crate::replay::replay(&p, &sse).unwrap_err();
+        assert_eq!(
+            err.api().unwrap().code.as_deref(),
+            Some("data_inspection_failed")
+        );
+        assert_eq!(
+            err.partial().unwrap().text.as_deref(),
+            Some("Here is the story:")
+        );
     }
 }

@@ -4,7 +4,9 @@
 #![doc = include_str!("../../providers/stepfun.md")]
 
 use super::openai::{
-    Dialect, OpenAi, ParallelCalls, ReasoningField, ThinkingSwitch, ToolChoiceSupport, openai_name,
+    DeltaRole, Dialect, ErrorFields, IdleContent, OpenAi, ParallelCalls, ReasoningField,
+    ResponseShape, RunningFinish, StreamUsage, StreamedCalls, ThinkingSwitch, ToolChoiceSupport,
+    openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
 
@@ -36,7 +38,25 @@ pub const STEPFUN: Dialect = Dialect {
     empty_content_as_string: false,
     exclusive_with_tools: &[],
     check_property_keys: true,
-    sse_error_bodies: false,
+    // The chat/streaming doc example (research 6.3): `role: ""`, `content: ""` and
+    // `finish_reason: ""` on running chunks, running usage totals on every chunk; fixture
+    // `stepfun/stream_single_call`. No error body is documented: OpenAI's shape is assumed.
+    response: ResponseShape {
+        role: DeltaRole::EveryDelta(""),
+        idle_content: IdleContent::Empty,
+        running_finish: RunningFinish::Empty,
+        calls: StreamedCalls::Fragments {
+            first_piece_in_opener: false,
+            empty_id_continuations: false,
+        },
+        usage: StreamUsage::EveryChunk,
+        null_fields: &[],
+        null_choice_fields: &[],
+        body_call_index: false,
+        finish_reasons: &[],
+        error_fields: ErrorFields::OpenAi,
+        sse_errors: false,
+    },
 };
 
 /// The StepFun provider.
@@ -129,5 +149,65 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn mock_answers_decode_back() {
+        crate::providers::openai::testing::assert_round_trips(&provider());
+    }
+
+    #[test]
+    fn mock_streams_have_the_fixtures_fields() {
+        crate::providers::openai::testing::assert_streams_match_fixtures(&provider(), "stepfun");
+    }
+
+    #[test]
+    fn every_chunk_has_empty_role_and_finish_and_running_usage() {
+        use crate::providers::openai::testing::sample_chunks;
+        let chunks = sample_chunks(&provider(), "parallel calls");
+        let (last, running) = chunks.split_last().unwrap();
+        for c in running {
+            let choice = &c["choices"][0];
+            assert_eq!(choice["finish_reason"], "", "{c}");
+            assert_eq!(choice["delta"]["role"], "", "{c}");
+            assert_eq!(choice["delta"]["content"], "", "{c}");
+        }
+        assert_eq!(running[0]["choices"][0]["delta"]["reasoning"], "Two ");
+        assert_eq!(last["choices"][0]["finish_reason"], "tool_calls");
+        assert_eq!(
+            last["choices"][0]["delta"],
+            json!({"role": "", "content": ""})
+        );
+        // Usage on every chunk: running totals that never fall and end at the turn's usage.
+        let completion: Vec<u64> = chunks
+            .iter()
+            .map(|c| c["usage"]["completion_tokens"].as_u64().unwrap())
+            .collect();
+        assert!(
+            completion.windows(2).all(|w| w[0] <= w[1]),
+            "{completion:?}"
+        );
+        assert_eq!(completion.last(), Some(&30));
+        assert!(chunks.iter().all(|c| c["usage"]["prompt_tokens"] == 12));
+        assert_eq!(
+            last["usage"]["completion_tokens_details"]["reasoning_tokens"],
+            4
+        );
+        assert!(
+            chunks
+                .iter()
+                .all(|c| c["choices"].as_array().unwrap().len() == 1)
+        );
+    }
+
+    #[test]
+    fn text_rides_in_content_with_the_empty_role() {
+        use crate::providers::openai::testing::sample_chunks;
+        let chunks = sample_chunks(&provider(), "text");
+        assert_eq!(
+            chunks[0]["choices"][0]["delta"],
+            json!({"role": "", "content": "Hell"})
+        );
+        assert!(chunks.iter().all(|c| c.get("usage").is_some()));
     }
 }

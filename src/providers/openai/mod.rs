@@ -4,17 +4,20 @@
 //! sheet for OpenAI itself follows.
 #![doc = include_str!("../../../providers/openai.md")]
 
-mod decode;
+pub(crate) mod decode;
 mod dialect;
 mod encode;
 mod respond;
 mod wire;
 
 pub use dialect::{
-    Dialect, OPENAI, OPENAI_COMPATIBLE, ParallelCalls, ReasoningField, ThinkingSwitch,
-    ToolChoiceSupport, openai_name,
+    DeltaRole, Dialect, ErrorFields, IdleContent, OPENAI, OPENAI_COMPATIBLE, OPENAI_RESPONSE,
+    ParallelCalls, ReasoningField, ResponseShape, RunningFinish, StreamUsage, StreamedCalls,
+    ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
 
+#[cfg(test)]
+pub(crate) use respond::testing;
 use serde_json::Value;
 
 use crate::error::{ApiError, Result};

@@ -1,14 +1,18 @@
 //! The canonical response → the bytes a Chat Completions server sends, for the mock provider.
 //!
-//! The shapes follow the recorded OpenAI streams in research A.3: a role-only first chunk,
-//! content fragments, each tool call opened by a fragment carrying `index`, `id`, `type` and
-//! `name` with empty `arguments`, then argument fragments keyed by `index` only, a chunk with an
-//! empty delta and the `finish_reason`, a usage-only chunk with empty `choices`, and
-//! `data: [DONE]`. Decoding what this writes gives back the response it was given.
+//! What is written follows the dialect's [`ResponseShape`]: for OpenAI (research A.3) a
+//! role-only first chunk, content fragments, each tool call opened by a fragment carrying
+//! `index`, `id`, `type` and `name` with empty `arguments`, then argument fragments keyed by
+//! `index` only, a chunk with an empty delta and the `finish_reason`, a usage-only chunk with
+//! empty `choices`, and `data: [DONE]`; GLM, Qwen and StepFun differ where their shapes say.
+//! Decoding what this writes gives back the response it was given.
 
 use serde_json::{Map, Value, json};
 
 use super::Dialect;
+use super::dialect::{
+    DeltaRole, ErrorFields, IdleContent, ResponseShape, RunningFinish, StreamUsage, StreamedCalls,
+};
 use crate::error::ApiError;
 use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
 
@@ -18,18 +22,27 @@ const TEXT_PIECE: usize = 4;
 const ARGUMENT_PIECE: usize = 5;
 
 /// Fields every chunk and body carries. The values are the mock's own.
-fn envelope(object: &str) -> Map<String, Value> {
+fn envelope(shape: &ResponseShape, object: &str) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("id".into(), json!("chatcmpl-toolwire-mock"));
     m.insert("object".into(), json!(object));
     m.insert("created".into(), json!(0));
     m.insert("model".into(), json!("toolwire-mock"));
+    for field in shape.null_fields {
+        m.insert((*field).into(), Value::Null);
+    }
     m
 }
 
-/// The wire `finish_reason` for a canonical one: the canonical names are the wire names.
-fn finish_wire(reason: &FinishReason) -> &str {
-    reason.as_str()
+/// The wire `finish_reason` for a canonical one: the wire's own spelling where it has one,
+/// else the canonical name.
+fn finish_wire<'a>(dialect: &'a Dialect, reason: &'a FinishReason) -> &'a str {
+    dialect
+        .response
+        .finish_reasons
+        .iter()
+        .find(|(canonical, _)| canonical == reason)
+        .map_or(reason.as_str(), |(_, wire)| wire)
 }
 
 fn usage_json(u: &Usage) -> Value {
@@ -49,10 +62,18 @@ fn usage_json(u: &Usage) -> Value {
     Value::Object(m)
 }
 
+/// `part / whole` of `value`, rounded down: the running total after `part` of `whole` chunks.
+fn share(value: u64, part: usize, whole: usize) -> u64 {
+    let (part, whole) = (part as u128, whole.max(1) as u128);
+    u64::try_from(u128::from(value) * part / whole).unwrap_or(value)
+}
+
 /// The call's wire object; a minted id is left out, as the service that sent none did.
-fn call_head(call: &ToolCall, index: usize, arguments: &str) -> Value {
+fn call_json(call: &ToolCall, index: Option<i64>, arguments: &str) -> Value {
     let mut m = Map::new();
-    m.insert("index".into(), json!(index));
+    if let Some(index) = index {
+        m.insert("index".into(), json!(index));
+    }
     if !call.has_synthetic_id() {
         m.insert("id".into(), json!(call.id));
     }
@@ -80,51 +101,238 @@ fn pieces(text: &str, n: usize) -> impl Iterator<Item = &str> {
 
 /// A whole `chat.completion` body.
 pub(crate) fn body(dialect: &Dialect, response: &ChatResponse) -> Vec<u8> {
+    let shape = &dialect.response;
     let mut message = Map::new();
     message.insert("role".into(), json!("assistant"));
-    message.insert("content".into(), json!(response.text));
+    let content = match &response.text {
+        None if dialect.empty_content_as_string => json!(""),
+        text => json!(text),
+    };
+    message.insert("content".into(), content);
     if let (Some(reasoning), Some(field)) = (&response.reasoning, dialect.reasoning_fields.first())
     {
         message.insert(field.name().into(), json!(reasoning));
     }
     if !response.tool_calls.is_empty() {
-        let calls: Vec<Value> = response
-            .tool_calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let mut v = call_head(c, i, &c.raw_arguments);
-                if let Some(m) = v.as_object_mut() {
-                    m.remove("index");
-                }
-                v
-            })
+        let calls: Vec<Value> = (0_i64..)
+            .zip(&response.tool_calls)
+            .map(|(i, c)| call_json(c, shape.body_call_index.then_some(i), &c.raw_arguments))
             .collect();
         message.insert("tool_calls".into(), Value::Array(calls));
     }
-    let mut body = envelope("chat.completion");
-    body.insert(
-        "choices".into(),
-        json!([{
-            "index": 0,
-            "message": message,
-            "finish_reason": finish_wire(&response.finish_reason),
-        }]),
+    let mut choice = Map::new();
+    choice.insert("index".into(), json!(0));
+    choice.insert("message".into(), Value::Object(message));
+    choice.insert(
+        "finish_reason".into(),
+        json!(finish_wire(dialect, &response.finish_reason)),
     );
+    for field in shape.null_choice_fields {
+        choice.insert((*field).into(), Value::Null);
+    }
+    let mut body = envelope(shape, "chat.completion");
+    body.insert("choices".into(), json!([choice]));
     if let Some(u) = &response.usage {
         body.insert("usage".into(), usage_json(u));
     }
     Value::Object(body).to_string().into_bytes()
 }
 
-/// Appends one `data:` event for a chunk whose only choice has `delta` and `finish_reason`.
-fn push_chunk(out: &mut Vec<u8>, delta: Value, finish: Option<&str>) {
-    let mut chunk = envelope("chat.completion.chunk");
-    chunk.insert(
-        "choices".into(),
-        json!([{"index": 0, "delta": delta, "finish_reason": finish}]),
-    );
-    push_data(out, &Value::Object(chunk).to_string());
+/// `{"role": role, "content": ""}`: OpenAI's opening delta, GLM's and StepFun's finish delta.
+fn role_and_empty_content(role: &str) -> Map<String, Value> {
+    let mut d = Map::new();
+    d.insert("role".into(), json!(role));
+    d.insert("content".into(), json!(""));
+    d
+}
+
+/// The chunks of one stream, built whole before they are written, so usage can be placed on
+/// any of them (StepFun's running totals need the chunk count).
+struct Chunks<'d> {
+    dialect: &'d Dialect,
+    shape: &'d ResponseShape,
+    chunks: Vec<Map<String, Value>>,
+    role_sent: bool,
+}
+
+impl<'d> Chunks<'d> {
+    fn new(dialect: &'d Dialect) -> Self {
+        let mut chunks = Self {
+            dialect,
+            shape: &dialect.response,
+            chunks: Vec::new(),
+            role_sent: false,
+        };
+        if chunks.shape.role == DeltaRole::OpeningChunk {
+            chunks.push(role_and_empty_content("assistant"), None);
+        }
+        chunks
+    }
+
+    /// A delta with what every delta of this wire carries (its role, its idle content).
+    fn delta(&mut self) -> Map<String, Value> {
+        let mut d = Map::new();
+        match self.shape.role {
+            DeltaRole::OpeningChunk => {}
+            DeltaRole::FirstDelta => {
+                if !self.role_sent {
+                    d.insert("role".into(), json!("assistant"));
+                }
+            }
+            DeltaRole::EveryDelta(role) => {
+                d.insert("role".into(), json!(role));
+            }
+        }
+        self.role_sent = true;
+        match self.shape.idle_content {
+            IdleContent::Absent => {}
+            IdleContent::Null => {
+                d.insert("content".into(), Value::Null);
+            }
+            IdleContent::Empty => {
+                d.insert("content".into(), json!(""));
+            }
+        }
+        d
+    }
+
+    /// Appends a chunk whose only choice has `delta` and, when given, `finish`.
+    fn push(&mut self, delta: Map<String, Value>, finish: Option<&str>) {
+        let mut choice = Map::new();
+        choice.insert("index".into(), json!(0));
+        choice.insert("delta".into(), Value::Object(delta));
+        match (finish, self.shape.running_finish) {
+            (Some(reason), _) => {
+                choice.insert("finish_reason".into(), json!(reason));
+            }
+            (None, RunningFinish::Null) => {
+                choice.insert("finish_reason".into(), Value::Null);
+            }
+            (None, RunningFinish::Absent) => {}
+            (None, RunningFinish::Empty) => {
+                choice.insert("finish_reason".into(), json!(""));
+            }
+        }
+        for field in self.shape.null_choice_fields {
+            choice.insert((*field).into(), Value::Null);
+        }
+        let mut chunk = envelope(self.shape, "chat.completion.chunk");
+        chunk.insert("choices".into(), json!([choice]));
+        self.chunks.push(chunk);
+    }
+
+    /// Reasoning, then text, in small fragments.
+    fn text(&mut self, response: &ChatResponse) {
+        if let (Some(reasoning), Some(field)) =
+            (&response.reasoning, self.dialect.reasoning_fields.first())
+        {
+            for piece in pieces(reasoning, TEXT_PIECE) {
+                let mut d = self.delta();
+                d.insert(field.name().into(), json!(piece));
+                self.push(d, None);
+            }
+        }
+        if let Some(text) = &response.text {
+            for piece in pieces(text, TEXT_PIECE) {
+                let mut d = self.delta();
+                d.insert("content".into(), json!(piece));
+                self.push(d, None);
+            }
+        }
+    }
+
+    fn calls_delta(&mut self, calls: Vec<Value>) -> Map<String, Value> {
+        let mut d = self.delta();
+        d.insert("tool_calls".into(), Value::Array(calls));
+        d
+    }
+
+    /// The tool calls as this wire streams them; `finish` rides on a whole-call chunk.
+    fn calls(&mut self, calls: &[ToolCall], finish: Option<&str>) {
+        match self.shape.calls {
+            StreamedCalls::Fragments {
+                first_piece_in_opener,
+                empty_id_continuations,
+            } => {
+                for (i, call) in (0_i64..).zip(calls) {
+                    let mut rest = pieces(&call.raw_arguments, ARGUMENT_PIECE);
+                    let first = if first_piece_in_opener {
+                        rest.next().unwrap_or_default()
+                    } else {
+                        ""
+                    };
+                    let d = self.calls_delta(vec![call_json(call, Some(i), first)]);
+                    self.push(d, None);
+                    for piece in rest {
+                        let mut fragment = Map::new();
+                        fragment.insert("index".into(), json!(i));
+                        if empty_id_continuations {
+                            fragment.insert("id".into(), json!(""));
+                            fragment.insert("type".into(), json!("function"));
+                        }
+                        fragment.insert("function".into(), json!({ "arguments": piece }));
+                        let d = self.calls_delta(vec![Value::Object(fragment)]);
+                        self.push(d, None);
+                    }
+                }
+            }
+            StreamedCalls::Whole { index } => {
+                if calls.is_empty() {
+                    return;
+                }
+                let whole = (0_i64..)
+                    .zip(calls)
+                    .map(|(i, c)| call_json(c, Some(index.unwrap_or(i)), &c.raw_arguments))
+                    .collect();
+                let d = self.calls_delta(whole);
+                self.push(d, finish);
+            }
+        }
+    }
+
+    /// The chunk that ends the turn.
+    fn finish(&mut self, reason: &str) {
+        let delta = match self.shape.role {
+            DeltaRole::EveryDelta(role) => role_and_empty_content(role),
+            DeltaRole::OpeningChunk | DeltaRole::FirstDelta => Map::new(),
+        };
+        self.push(delta, Some(reason));
+    }
+
+    /// Places the turn's usage where this wire sends it.
+    fn usage(&mut self, usage: Option<&Usage>) {
+        let Some(u) = usage else { return };
+        match self.shape.usage {
+            StreamUsage::LastChunk => {
+                let mut chunk = envelope(self.shape, "chat.completion.chunk");
+                chunk.insert("choices".into(), json!([]));
+                chunk.insert("usage".into(), usage_json(u));
+                self.chunks.push(chunk);
+            }
+            StreamUsage::FinishChunk => {
+                if let Some(last) = self.chunks.last_mut() {
+                    last.insert("usage".into(), usage_json(u));
+                }
+            }
+            StreamUsage::EveryChunk => {
+                let n = self.chunks.len();
+                for (k, chunk) in self.chunks.iter_mut().enumerate() {
+                    let running = Usage {
+                        input_tokens: u.input_tokens,
+                        output_tokens: share(u.output_tokens, k + 1, n),
+                        reasoning_tokens: u.reasoning_tokens.map(|r| share(r, k + 1, n)),
+                    };
+                    chunk.insert("usage".into(), usage_json(&running));
+                }
+            }
+        }
+    }
+
+    fn write(self, out: &mut Vec<u8>) {
+        for chunk in self.chunks {
+            push_data(out, &Value::Object(chunk).to_string());
+        }
+    }
 }
 
 fn push_data(out: &mut Vec<u8>, data: &str) {
@@ -133,81 +341,69 @@ fn push_data(out: &mut Vec<u8>, data: &str) {
     out.extend_from_slice(b"\n\n");
 }
 
-/// The chunks carrying the turn's content: role, reasoning, text and tool calls, without the
-/// finish. Also the prefix of an interrupted stream.
-fn content_chunks(dialect: &Dialect, response: &ChatResponse, out: &mut Vec<u8>) {
-    push_chunk(out, json!({"role": "assistant", "content": ""}), None);
-    if let (Some(reasoning), Some(field)) = (&response.reasoning, dialect.reasoning_fields.first())
-    {
-        for piece in pieces(reasoning, TEXT_PIECE) {
-            push_chunk(out, json!({ field.name(): piece }), None);
-        }
-    }
-    if let Some(text) = &response.text {
-        for piece in pieces(text, TEXT_PIECE) {
-            push_chunk(out, json!({"content": piece}), None);
-        }
-    }
-    for (i, call) in response.tool_calls.iter().enumerate() {
-        push_chunk(out, json!({"tool_calls": [call_head(call, i, "")]}), None);
-        for piece in pieces(&call.raw_arguments, ARGUMENT_PIECE) {
-            push_chunk(
-                out,
-                json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}),
-                None,
-            );
-        }
-    }
-}
-
 /// A whole SSE stream for `response`.
 pub(crate) fn stream(dialect: &Dialect, response: &ChatResponse) -> Vec<u8> {
+    let reason = finish_wire(dialect, &response.finish_reason);
+    let mut chunks = Chunks::new(dialect);
+    chunks.text(response);
+    chunks.calls(&response.tool_calls, Some(reason));
+    chunks.finish(reason);
+    chunks.usage(response.usage.as_ref());
     let mut out = Vec::new();
-    content_chunks(dialect, response, &mut out);
-    push_chunk(
-        &mut out,
-        json!({}),
-        Some(finish_wire(&response.finish_reason)),
-    );
-    if let Some(u) = &response.usage {
-        let mut chunk = envelope("chat.completion.chunk");
-        chunk.insert("choices".into(), json!([]));
-        chunk.insert("usage".into(), usage_json(u));
-        push_data(&mut out, &Value::Object(chunk).to_string());
-    }
+    chunks.write(&mut out);
     push_data(&mut out, "[DONE]");
     out
 }
 
-/// `{"error": {...}}` as OpenAI sends it (research A.6). `type` repeats the code when there is
-/// one and is left out otherwise, so reading the body back gives the same code.
-fn error_json(error: &ApiError) -> Value {
-    let mut e = Map::new();
-    e.insert("message".into(), json!(error.message));
-    if let Some(code) = &error.code {
-        e.insert("type".into(), json!(code));
+/// The chunks of a turn cut short: its content without a finish.
+fn interrupted(dialect: &Dialect, partial: &ChatResponse, out: &mut Vec<u8>) {
+    let mut chunks = Chunks::new(dialect);
+    chunks.text(partial);
+    chunks.calls(&partial.tool_calls, None);
+    if dialect.response.usage == StreamUsage::EveryChunk {
+        chunks.usage(partial.usage.as_ref());
     }
-    e.insert("param".into(), Value::Null);
-    e.insert("code".into(), json!(error.code));
+    chunks.write(out);
+}
+
+/// The error body. OpenAI's `type` repeats the code when there is one and is left out
+/// otherwise, so reading the body back gives the same code.
+fn error_json(dialect: &Dialect, error: &ApiError) -> Value {
+    let mut e = Map::new();
+    match dialect.response.error_fields {
+        ErrorFields::OpenAi => {
+            e.insert("message".into(), json!(error.message));
+            if let Some(code) = &error.code {
+                e.insert("type".into(), json!(code));
+            }
+            e.insert("param".into(), Value::Null);
+            e.insert("code".into(), json!(error.code));
+        }
+        ErrorFields::CodeMessage => {
+            if let Some(code) = &error.code {
+                e.insert("code".into(), json!(code));
+            }
+            e.insert("message".into(), json!(error.message));
+        }
+    }
     json!({ "error": e })
 }
 
 /// The status and body for `error`. An error without a status in a stream is an error event
-/// inside a 200 stream, after the content of its partial response if it has one; with a
-/// status it is a JSON body, or SSE-framed for a stream on a dialect that frames them
-/// ([`Dialect::sse_error_bodies`]).
+/// inside a 200 stream, after the content of its partial response if it has one; a 4xx
+/// answering a stream is SSE-framed where the wire does that.
 pub(crate) fn error(dialect: &Dialect, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
-    let body = error_json(error).to_string();
+    let body = error_json(dialect, error).to_string();
     match error.status {
         None if stream => {
             let mut out = Vec::new();
             if let Some(partial) = &error.partial {
-                content_chunks(dialect, partial, &mut out);
+                interrupted(dialect, partial, &mut out);
             }
             push_data(&mut out, &body);
             (200, out)
         }
-        Some(status) if stream && dialect.sse_error_bodies => {
+        Some(status) if stream && dialect.response.sse_errors && (400..500).contains(&status) => {
             let mut out = Vec::new();
             push_data(&mut out, &body);
             (status, out)
@@ -216,40 +412,49 @@ pub(crate) fn error(dialect: &Dialect, error: &ApiError, stream: bool) -> (u16, 
     }
 }
 
+/// Test helpers shared by the providers built on this wire.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::provider::Provider;
-    use crate::providers::openai::OpenAi;
-    use crate::replay::replay;
+pub(crate) mod testing {
+    use std::collections::BTreeSet;
 
-    fn call(id: &str, name: &str, raw: &str) -> ToolCall {
-        ToolCall::new(id, name, raw)
+    use serde_json::Value;
+
+    use crate::provider::Provider;
+    use crate::replay::replay;
+    use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
+
+    fn minted(id: &str, name: &str, raw: &str) -> ToolCall {
+        let mut c = ToolCall::new(id, name, raw);
+        c.extra
+            .insert(ToolCall::SYNTHETIC_ID.into(), Value::Bool(true));
+        c
     }
 
-    fn cases() -> Vec<(&'static str, ChatResponse)> {
+    /// Responses every encoder must give back through its own decoder.
+    pub(crate) fn samples() -> Vec<(&'static str, ChatResponse)> {
         let usage = Some(Usage {
             input_tokens: 12,
             output_tokens: 30,
             reasoning_tokens: Some(4),
         });
+        let text = |text: &str, finish_reason| ChatResponse {
+            text: Some(text.into()),
+            finish_reason,
+            usage,
+            ..ChatResponse::default()
+        };
         vec![
             (
                 "text",
-                ChatResponse {
-                    text: Some("Hello, 北京 — it's 22 °C.".into()),
-                    finish_reason: FinishReason::Stop,
-                    usage,
-                    ..ChatResponse::default()
-                },
+                text("Hello, 北京 — it's 22 °C.", FinishReason::Stop),
             ),
             (
                 "parallel calls",
                 ChatResponse {
                     reasoning: Some("Two cities, two calls.".into()),
                     tool_calls: vec![
-                        call("call_tw_1", "get_weather", r#"{"city":"Paris","unit":"c"}"#),
-                        call(
+                        ToolCall::new("call_tw_1", "get_weather", r#"{"city":"Paris","unit":"c"}"#),
+                        ToolCall::new(
                             "call_tw_2",
                             "get_weather",
                             r#"{"city": "北京", "q": "a\"b"}"#,
@@ -264,41 +469,194 @@ mod tests {
                 "zero-arg call",
                 ChatResponse {
                     text: Some("Checking the time.".into()),
-                    tool_calls: vec![call("call_tw_3", "clock", "")],
+                    tool_calls: vec![ToolCall::new("call_tw_3", "clock", "")],
                     finish_reason: FinishReason::ToolCalls,
-                    usage: None,
+                    usage: Some(Usage {
+                        input_tokens: 9,
+                        output_tokens: 3,
+                        reasoning_tokens: None,
+                    }),
                     ..ChatResponse::default()
                 },
+            ),
+            (
+                // No usage either: nothing is invented for it.
+                "minted ids",
+                ChatResponse {
+                    tool_calls: vec![
+                        minted("call_0", "clock", "{}"),
+                        minted("call_1", "get_weather", r#"{"city":"Oslo"}"#),
+                    ],
+                    finish_reason: FinishReason::ToolCalls,
+                    ..ChatResponse::default()
+                },
+            ),
+            (
+                "cut short",
+                ChatResponse {
+                    text: Some("Let me look.".into()),
+                    tool_calls: vec![ToolCall::new_cut_short(
+                        "call_tw_4",
+                        "get_weather",
+                        r#"{"city":"Pa"#,
+                    )],
+                    finish_reason: FinishReason::Length,
+                    usage,
+                    ..ChatResponse::default()
+                },
+            ),
+            (
+                "content filter",
+                text("I can't", FinishReason::ContentFilter),
+            ),
+            ("failed", text("The weather in", FinishReason::Error)),
+            (
+                "unknown finish",
+                text("ok", FinishReason::Other("brand_new_reason".into())),
             ),
         ]
     }
 
+    /// Decoding what `p` encodes gives back every sample, as a body and as a stream.
+    pub(crate) fn assert_round_trips(p: &dyn Provider) {
+        let kind = p.info().kind;
+        for (name, response) in samples() {
+            let body = p.encode_response(&response, false).unwrap();
+            assert_eq!(p.decode(&body).unwrap(), response, "{kind} {name}: body");
+            let sse = p.encode_response(&response, true).unwrap();
+            let replayed = replay(p, &sse).unwrap();
+            assert_eq!(replayed.response, response, "{kind} {name}: stream");
+            assert!(sse.ends_with(b"data: [DONE]\n\n"), "{kind} {name}");
+        }
+    }
+
+    /// The JSON chunks of a stream, `[DONE]` left out.
+    pub(crate) fn chunks(sse: &[u8]) -> Vec<Value> {
+        crate::sse::parse_all(sse)
+            .unwrap()
+            .iter()
+            .filter(|e| e.data != "[DONE]")
+            .map(|e| serde_json::from_str(&e.data).unwrap())
+            .collect()
+    }
+
+    /// The key sets found in a stream, each with where it was: chunk, choice, delta, call,
+    /// function.
+    fn key_sets(chunks: &[Value]) -> BTreeSet<(&'static str, Vec<String>)> {
+        fn keys(v: &Value) -> Vec<String> {
+            let mut k: Vec<String> = v
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k.clone())
+                .collect();
+            k.sort();
+            k
+        }
+        let mut out = BTreeSet::new();
+        for chunk in chunks {
+            out.insert(("chunk", keys(chunk)));
+            for choice in chunk["choices"].as_array().into_iter().flatten() {
+                out.insert(("choice", keys(choice)));
+                let delta = &choice["delta"];
+                out.insert(("delta", keys(delta)));
+                for call in delta["tool_calls"].as_array().into_iter().flatten() {
+                    out.insert(("call", keys(call)));
+                    out.insert(("function", keys(&call["function"])));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every object in the streams `p` writes for the samples has a key set that the
+    /// provider's stream fixtures show at the same place: the mock speaks the shapes the
+    /// fixtures document, field for field. Samples with minted ids or without usage are left
+    /// out: the services these fixtures record always send both.
+    pub(crate) fn assert_streams_match_fixtures(p: &dyn Provider, provider_dir: &str) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(provider_dir);
+        let mut seen = BTreeSet::new();
+        for case in std::fs::read_dir(&dir).unwrap() {
+            let path = case.unwrap().path().join("response.sse");
+            if let Ok(body) = std::fs::read(&path) {
+                let recorded: Vec<Value> = chunks(&body)
+                    .into_iter()
+                    .filter(|c| c.get("error").is_none())
+                    .collect();
+                seen.extend(key_sets(&recorded));
+            }
+        }
+        assert!(!seen.is_empty(), "no stream fixtures in {}", dir.display());
+        for (name, response) in samples() {
+            if response.usage.is_none()
+                || response.tool_calls.iter().any(ToolCall::has_synthetic_id)
+            {
+                continue;
+            }
+            let ours = chunks(&p.encode_response(&response, true).unwrap());
+            for (place, keys) in key_sets(&ours) {
+                assert!(
+                    seen.contains(&(place, keys.clone())),
+                    "{provider_dir} {name}: no fixture has a {place} with keys {keys:?}"
+                );
+            }
+        }
+    }
+
+    /// The stream `p` writes for the sample called `name`, as JSON chunks.
+    pub(crate) fn sample_chunks(p: &dyn Provider, name: &str) -> Vec<Value> {
+        let (_, response) = samples().into_iter().find(|(n, _)| *n == name).unwrap();
+        chunks(&p.encode_response(&response, true).unwrap())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{assert_round_trips, chunks, sample_chunks, samples};
+    use super::*;
+    use crate::provider::Provider;
+    use crate::providers::openai::{OPENAI, OPENAI_COMPATIBLE, OpenAi, decode};
+    use crate::providers::{glm, qwen, stepfun};
+    use crate::replay::replay;
+
     #[test]
     fn decode_inverts_encode_response() {
-        let p = OpenAi::new();
-        for (name, response) in cases() {
-            let body = p.encode_response(&response, false).unwrap();
-            assert_eq!(p.decode(&body).unwrap(), response, "{name}: JSON body");
-            let sse = p.encode_response(&response, true).unwrap();
-            let replayed = replay(&p, &sse).unwrap();
-            assert_eq!(replayed.response, response, "{name}: stream");
-            let text = String::from_utf8(sse).unwrap();
-            assert!(text.ends_with("data: [DONE]\n\n"), "{name}");
+        assert_round_trips(&OpenAi::new());
+        assert_round_trips(&OpenAi::compatible());
+    }
+
+    #[test]
+    fn every_wire_finish_reason_decodes_back() {
+        for d in [
+            &OPENAI,
+            &OPENAI_COMPATIBLE,
+            &glm::GLM,
+            &glm::GLM_TOOL_STREAM,
+            &qwen::QWEN,
+            &stepfun::STEPFUN,
+        ] {
+            for (canonical, wire) in d.response.finish_reasons {
+                assert_eq!(finish_wire(d, canonical), *wire);
+                assert_eq!(
+                    decode::finish_reason(d, Some(wire)).as_ref(),
+                    Some(canonical),
+                    "{}: {wire}",
+                    d.info.kind
+                );
+            }
         }
     }
 
     #[test]
     fn stream_shape_follows_the_recordings() {
-        let p = OpenAi::new();
-        let (_, response) = &cases()[1];
-        let sse = p.encode_response(response, true).unwrap();
-        let events = crate::sse::parse_all(&sse).unwrap();
-        let chunks: Vec<Value> = events
-            .iter()
-            .filter(|e| e.data != "[DONE]")
-            .map(|e| serde_json::from_str(&e.data).unwrap())
-            .collect();
-        assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+        let chunks = sample_chunks(&OpenAi::new(), "parallel calls");
+        assert_eq!(
+            chunks[0]["choices"][0]["delta"],
+            json!({"role": "assistant", "content": ""})
+        );
+        assert!(chunks[1]["choices"][0]["delta"].get("role").is_none());
         let opener = chunks
             .iter()
             .find(|c| c["choices"][0]["delta"]["tool_calls"][0]["id"] == "call_tw_2")
@@ -307,25 +665,30 @@ mod tests {
         assert_eq!(head["index"], 1);
         assert_eq!(head["function"]["name"], "get_weather");
         assert_eq!(head["function"]["arguments"], "");
+        let fragment = &chunks[chunks.len() - 3]["choices"][0]["delta"]["tool_calls"][0];
+        assert_eq!(
+            fragment.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["index", "function"]
+        );
         let last = chunks.last().unwrap();
         assert_eq!(last["choices"], json!([]));
         assert_eq!(last["usage"]["prompt_tokens"], 12);
         let finish = &chunks[chunks.len() - 2]["choices"][0];
         assert_eq!(finish["finish_reason"], "tool_calls");
         assert_eq!(finish["delta"], json!({}));
+        for running in &chunks[..chunks.len() - 2] {
+            assert_eq!(running["choices"][0]["finish_reason"], Value::Null);
+            assert!(running.get("usage").is_none());
+        }
     }
 
     #[test]
     fn minted_ids_stay_minted() {
         let p = OpenAi::new();
-        let mut c = call("call_0", "clock", "{}");
-        c.extra
-            .insert(ToolCall::SYNTHETIC_ID.into(), Value::Bool(true));
-        let response = ChatResponse {
-            tool_calls: vec![c],
-            finish_reason: FinishReason::ToolCalls,
-            ..ChatResponse::default()
-        };
+        let (_, response) = samples()
+            .into_iter()
+            .find(|(n, _)| *n == "minted ids")
+            .unwrap();
         let sse = p.encode_response(&response, true).unwrap();
         assert!(!String::from_utf8_lossy(&sse).contains("call_0"));
         assert_eq!(replay(&p, &sse).unwrap().response, response);
@@ -336,16 +699,22 @@ mod tests {
         let p = OpenAi::new();
         let mut e = ApiError::new(crate::ProviderKind::OpenAi, Some(429), "Rate limit reached");
         e.code = Some("rate_limit_exceeded".into());
-        let (status, body) = p.encode_error(&e, false);
-        assert_eq!(status, 429);
-        let back = p.decode_error(Some(status), &body);
-        assert_eq!(back.code, e.code);
-        assert_eq!(back.message, e.message);
+        for stream in [false, true] {
+            let (status, body) = p.encode_error(&e, stream);
+            assert_eq!(status, 429);
+            assert!(
+                body.starts_with(b"{\"error\""),
+                "plain JSON, stream {stream}"
+            );
+            let back = p.decode_error(Some(status), &body);
+            assert_eq!(back.code, e.code);
+            assert_eq!(back.message, e.message);
+        }
 
         // Mid-stream: a 200 stream with the partial content, then the error event.
         let mut e = ApiError::new(crate::ProviderKind::OpenAi, None, "overloaded");
         e.partial = Some(Box::new(ChatResponse {
-            tool_calls: vec![call("call_tw_9", "get_weather", r#"{"city":"Pa"#)],
+            tool_calls: vec![ToolCall::new("call_tw_9", "get_weather", r#"{"city":"Pa"#)],
             ..ChatResponse::default()
         }));
         let (status, sse) = p.encode_error(&e, true);
@@ -359,24 +728,14 @@ mod tests {
             partial.tool_calls[0].error.as_ref().unwrap().kind,
             crate::ArgumentsErrorKind::Truncated
         );
+        assert!(chunks(&sse).last().unwrap().get("error").is_some());
     }
 
     #[test]
-    fn qwen_frames_stream_errors_with_their_status() {
-        let qwen = OpenAi::with_dialect(&crate::providers::qwen::QWEN);
-        let mut e = ApiError::new(crate::ProviderKind::Qwen, Some(400), "bad tool_choice");
-        e.code = Some("invalid_parameter_error".into());
-        let (status, body) = qwen.encode_error(&e, true);
-        assert_eq!(status, 400);
-        assert!(body.starts_with(b"data: {\"error\":"), "SSE-framed");
-        let back = qwen.decode_error(Some(status), &body);
-        assert_eq!(
-            (back.code, back.message),
-            (e.code.clone(), e.message.clone())
-        );
-        let (_, plain) = qwen.encode_error(&e, false);
-        assert!(plain.starts_with(b"{"), "a JSON body without a stream");
-        let (_, openai) = OpenAi::new().encode_error(&e, true);
-        assert!(openai.starts_with(b"{"), "OpenAI sends JSON bodies");
+    fn running_totals_end_at_the_turns_usage() {
+        assert_eq!(share(30, 1, 4), 7);
+        assert_eq!(share(30, 4, 4), 30);
+        assert_eq!(share(u64::MAX, 3, 3), u64::MAX);
+        assert_eq!(share(5, 1, 0), 5);
     }
 }
