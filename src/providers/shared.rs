@@ -167,6 +167,27 @@ fn step(path: &str, key: &str) -> String {
     }
 }
 
+/// An assistant turn's call in the Chat Completions history shape (also DashScope's, which adds
+/// `index`): `{"id", "type": "function", "function": {"name", "arguments"}}`, the arguments
+/// replayed by [`replay_arguments`] and the name mapped for the wire.
+pub(crate) fn history_call(
+    call: &ToolCall,
+    names: &crate::provider::NameMap,
+    index: Option<usize>,
+) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    if let Some(i) = index {
+        m.insert("index".into(), i.into());
+    }
+    m.insert("id".into(), call.id.clone().into());
+    m.insert("type".into(), "function".into());
+    m.insert(
+        "function".into(),
+        serde_json::json!({"name": names.wire(&call.name), "arguments": replay_arguments(call)}),
+    );
+    serde_json::Value::Object(m)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

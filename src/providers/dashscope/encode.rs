@@ -7,7 +7,7 @@ use super::Endpoint;
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::openai::openai_name;
-use crate::providers::shared::{check_tools, replay_arguments, request_names};
+use crate::providers::shared::{check_tools, history_call, request_names};
 use crate::types::{ChatRequest, Message, ToolChoice, ToolDefinition};
 
 /// The header that turns a generation request into an SSE stream.
@@ -53,14 +53,7 @@ fn message_json(m: &Message, names: &NameMap, multimodal: bool) -> Value {
                     .tool_calls
                     .iter()
                     .enumerate()
-                    .map(|(i, c)| {
-                        json!({
-                            "index": i,
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": names.wire(&c.name), "arguments": replay_arguments(c)},
-                        })
-                    })
+                    .map(|(i, c)| history_call(c, names, Some(i)))
                     .collect();
                 msg.insert("tool_calls".into(), Value::Array(calls));
             }

@@ -6,9 +6,7 @@ use super::Dialect;
 use super::dialect::{ParallelCalls, ThinkingSwitch};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap};
-use crate::providers::shared::{
-    check_tools, invalid_property_key, replay_arguments, request_names,
-};
+use crate::providers::shared::{check_tools, history_call, invalid_property_key, request_names};
 use crate::schema;
 use crate::types::{ChatRequest, Message, ToolChoice, ToolDefinition};
 
@@ -52,13 +50,7 @@ fn message_json(dialect: &Dialect, m: &Message, names: &NameMap) -> Value {
                 let calls: Vec<Value> = a
                     .tool_calls
                     .iter()
-                    .map(|c| {
-                        json!({
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": names.wire(&c.name), "arguments": replay_arguments(c)},
-                        })
-                    })
+                    .map(|c| history_call(c, names, None))
                     .collect();
                 msg.insert("tool_calls".into(), Value::Array(calls));
             }
