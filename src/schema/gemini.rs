@@ -349,6 +349,9 @@ struct Lowerer<'a> {
 
 type Lowered = Option<Map<String, Value>>;
 
+/// A followed `$ref`: its pointer, the schema it points to, and that schema's path.
+type Followed = (String, Map<String, Value>, String);
+
 /// An `allOf` branch with its `$ref`s followed, and the references it went through.
 type ResolvedBranch = (Map<String, Value>, Vec<String>);
 
@@ -470,21 +473,24 @@ impl Lowerer<'_> {
         )
     }
 
-    fn lower_ref(
-        &mut self,
-        map: &Map<String, Value>,
+    /// Resolves one `$ref` found at `path`: the pointer, a copy of the schema it points to and
+    /// that schema's own path. `None`: it points to `false`. A reference back into `expanding`
+    /// or `through` is a cycle.
+    fn follow_ref(
+        &self,
         reference: &Value,
         path: &str,
-    ) -> Result<Lowered> {
+        through: &[String],
+    ) -> Result<Option<Followed>> {
         let ref_path = key_path(path, "$ref");
         let Some(pointer) = reference.as_str() else {
             return Err(Error::input(ref_path, "$ref must be a string"));
         };
-        if self.expanding.iter().any(|p| p == pointer) {
+        if self.expanding.iter().chain(through).any(|p| p == pointer) {
             return Err(self.cycle_error(pointer, &ref_path));
         }
         let (target, target_path) = self.resolve(pointer, &ref_path)?;
-        let mut merged = match target {
+        let schema = match target {
             Value::Object(m) => m.clone(),
             Value::Bool(true) => Map::new(),
             Value::Bool(false) => return Ok(None),
@@ -498,6 +504,19 @@ impl Lowerer<'_> {
                 ));
             }
         };
+        Ok(Some((pointer.to_owned(), schema, target_path)))
+    }
+
+    fn lower_ref(
+        &mut self,
+        map: &Map<String, Value>,
+        reference: &Value,
+        path: &str,
+    ) -> Result<Lowered> {
+        let Some((pointer, mut merged, target_path)) = self.follow_ref(reference, path, &[])?
+        else {
+            return Ok(None);
+        };
         for (k, v) in map {
             if k != "$ref" {
                 merged.insert(k.clone(), v.clone());
@@ -505,7 +524,7 @@ impl Lowerer<'_> {
         }
         // Errors inside the definition point at the definition itself.
         let inner_path = if map.len() > 1 { path } else { &target_path };
-        self.expanding.push(pointer.to_owned());
+        self.expanding.push(pointer);
         let result = self.lower(&Value::Object(merged), inner_path);
         self.expanding.pop();
         result
@@ -530,31 +549,13 @@ impl Lowerer<'_> {
         };
         let mut through: Vec<String> = Vec::new();
         while let Some(reference) = current.remove("$ref") {
-            let ref_path = key_path(path, "$ref");
-            let Some(pointer) = reference.as_str() else {
-                return Err(Error::input(ref_path, "$ref must be a string"));
-            };
-            if self.expanding.iter().chain(&through).any(|p| p == pointer) {
-                return Err(self.cycle_error(pointer, &ref_path));
-            }
-            let (target, _) = self.resolve(pointer, &ref_path)?;
-            let mut merged = match target {
-                Value::Object(m) => m.clone(),
-                Value::Bool(true) => Map::new(),
-                Value::Bool(false) => return Ok(None),
-                other => {
-                    return Err(Error::input(
-                        ref_path,
-                        format!(
-                            "$ref {pointer:?} points to a {}, not a schema",
-                            json_kind(other)
-                        ),
-                    ));
-                }
+            let Some((pointer, mut merged, _)) = self.follow_ref(&reference, path, &through)?
+            else {
+                return Ok(None);
             };
             merged.extend(current);
             current = merged;
-            through.push(pointer.to_owned());
+            through.push(pointer);
         }
         Ok(Some((current, through)))
     }
