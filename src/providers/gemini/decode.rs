@@ -179,14 +179,7 @@ impl Decoder {
                     "arguments without a function name and no call in progress",
                 ));
             }
-            if let Some(signature) = signature {
-                self.sign_open(signature);
-            }
-            self.partials(call, out)?;
-            if !continues {
-                self.close_open(out);
-            }
-            return Ok(());
+            return self.extend_open(call, signature, continues, out);
         };
         self.close_open(out);
         let streamed = call.args.is_none() && (continues || !call.partial_args.is_empty());
@@ -204,14 +197,7 @@ impl Decoder {
                 out,
             );
             self.open = Some(OpenCall { index, args });
-            if let Some(signature) = signature {
-                self.sign_open(signature);
-            }
-            self.partials(call, out)?;
-            if !continues {
-                self.close_open(out);
-            }
-            return Ok(());
+            return self.extend_open(call, signature, continues, out);
         }
         let raw = match &call.args {
             None | Some(Value::Null) => "{}".to_owned(),
@@ -231,6 +217,25 @@ impl Decoder {
     }
 
     /// Keeps a signature on the call in progress (the first one it got).
+    /// Applies a piece of the open call (its signature and partial arguments), closing it when
+    /// the piece does not say more will follow.
+    fn extend_open(
+        &mut self,
+        call: &FunctionCall,
+        signature: Option<&str>,
+        continues: bool,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<()> {
+        if let Some(signature) = signature {
+            self.sign_open(signature);
+        }
+        self.partials(call, out)?;
+        if !continues {
+            self.close_open(out);
+        }
+        Ok(())
+    }
+
     fn sign_open(&mut self, signature: &str) {
         let Some(open) = &self.open else { return };
         let position = usize::try_from(open.index).unwrap_or(usize::MAX);
