@@ -3,8 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::provider::ProviderKind;
-use crate::types::ChatResponse;
+use crate::types::{ChatResponse, ProviderKind};
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -5,6 +5,7 @@ pub mod assemble;
 pub mod client;
 pub mod conformance;
 pub mod error;
+pub mod fixture;
 #[cfg(feature = "mock")]
 pub mod mock;
 pub mod provider;

@@ -8,79 +8,11 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{ApiError, Error, Result};
+pub use crate::types::ProviderKind;
 use crate::types::{ChatRequest, ChatResponse, SchemaMode, StreamEvent, ToolDefinition};
-
-/// The built-in providers. One spelling everywhere: module, `fixtures/`, `providers/*.md`, CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProviderKind {
-    /// OpenAI Chat Completions, and any OpenAI-compatible server given a base URL.
-    OpenAi,
-    /// Google Gemini API (`generateContent`).
-    Gemini,
-    /// Zhipu GLM (open.bigmodel.cn, api.z.ai).
-    Glm,
-    /// Qwen through DashScope's OpenAI-compatible mode.
-    Qwen,
-    /// DashScope's native protocol.
-    DashScope,
-    /// StepFun.
-    StepFun,
-}
-
-impl ProviderKind {
-    /// Every provider, in display order.
-    pub const ALL: [ProviderKind; 6] = [
-        Self::OpenAi,
-        Self::Gemini,
-        Self::Glm,
-        Self::Qwen,
-        Self::DashScope,
-        Self::StepFun,
-    ];
-
-    /// The provider's one spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::OpenAi => "openai",
-            Self::Gemini => "gemini",
-            Self::Glm => "glm",
-            Self::Qwen => "qwen",
-            Self::DashScope => "dashscope",
-            Self::StepFun => "stepfun",
-        }
-    }
-}
-
-impl fmt::Display for ProviderKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for ProviderKind {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
-                Error::input(
-                    "provider",
-                    format!(
-                        "unknown provider {s:?}; expected one of {}",
-                        names.join(", ")
-                    ),
-                )
-            })
-    }
-}
 
 /// How the API key goes on the request. Never in the URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +52,18 @@ pub struct HttpRequest {
     pub names: NameMap,
 }
 
+/// How a wire frames the payloads of a streamed answer; the turn reader splits bytes into
+/// payloads by it before the provider's [`StreamDecoder`] sees them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Framing {
+    /// Server-Sent Events: `data:` lines (with optional `event:` names), blank-line separated.
+    #[default]
+    Sse,
+    /// Newline-delimited JSON: one payload per non-blank line, no event names.
+    Ndjson,
+}
+
 /// Pure translation between the canonical model and one wire format.
 pub trait Provider: Send + Sync + fmt::Debug {
     /// Static facts: name, base URL, key variables, auth.
@@ -143,29 +87,15 @@ pub trait Provider: Send + Sync + fmt::Debug {
         self.decoder()
     }
 
+    /// How the payloads of a streamed answer are framed: Server-Sent Events for most wires,
+    /// one JSON object per line for Ollama's native API.
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+
     /// An error body (any status) → [`ApiError`], the provider's code and message verbatim.
     fn decode_error(&self, status: Option<u16>, body: &[u8]) -> ApiError {
         generic_error(self.info().kind, status, body)
-    }
-
-    /// The inverse of decoding, for the mock provider: the body this provider would send for
-    /// `response`, as JSON or (when `stream`) as its SSE stream with arguments and text split
-    /// into small fragments the way the real service streams them.
-    fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
-        let _ = (response, stream);
-        Err(Error::unsupported(
-            self.info().kind,
-            "encoding responses (mock provider)",
-        ))
-    }
-
-    /// The inverse of [`Provider::decode_error`], for the mock provider: the HTTP status and
-    /// body this provider would send for `error` (SSE-framed when `stream` and the provider
-    /// frames errors in streams).
-    fn encode_error(&self, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
-        let _ = stream;
-        let body = serde_json::json!({"error": {"code": error.code, "message": error.message}});
-        (error.status.unwrap_or(500), body.to_string().into_bytes())
     }
 
     /// The `parameters` schema this provider will receive for `tool`.

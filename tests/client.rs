@@ -12,7 +12,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use toolwire::client::{Client, Limits, RetryPolicy, Timeouts};
 use toolwire::conformance;
-use toolwire::mock::{MockReply, MockServer, Script, Shape};
+use toolwire::mock::{MockReply, MockServer, Respond, Script, Shape};
 use toolwire::provider::{Auth, ProviderInfo};
 use toolwire::providers::openai::{Dialect, OPENAI, OpenAi};
 use toolwire::{
@@ -903,7 +903,8 @@ async fn mock_script_exhausted_is_a_clear_error() {
     assert!(err.to_string().contains("request 2"), "{err}");
 }
 
-/// OpenAI without a response encoder, to show the mock refuses such a provider up front.
+/// OpenAI whose response encoder refuses every reply, to show the mock refuses such a
+/// provider up front rather than at the first request.
 #[derive(Debug)]
 struct NoEncoder(OpenAi);
 
@@ -919,6 +920,15 @@ impl Provider for NoEncoder {
     }
     fn decoder(&self) -> Box<dyn toolwire::StreamDecoder> {
         self.0.decoder()
+    }
+}
+
+impl Respond for NoEncoder {
+    fn encode_response(&self, _: &ChatResponse, _: bool) -> toolwire::Result<Vec<u8>> {
+        Err(Error::Unsupported {
+            provider: ProviderKind::OpenAi,
+            feature: "encoding responses (mock provider)".into(),
+        })
     }
 }
 

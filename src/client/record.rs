@@ -24,8 +24,8 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use super::Inner;
-use crate::conformance::{decode_body, golden_json};
 use crate::error::{Error, Result};
+use crate::fixture::{decode_body, golden_json};
 use crate::provider::{HttpRequest, Provider, ProviderKind};
 use crate::replay::is_json_body;
 use crate::types::ChatRequest;

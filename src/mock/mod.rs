@@ -1,8 +1,8 @@
 //! A wire-faithful mock provider: a loopback HTTP server that answers in a chosen provider's
 //! real wire format, from scripted canonical replies.
 //!
-//! Each [`MockReply`] is encoded by the provider itself ([`Provider::encode_response`],
-//! [`Provider::encode_error`]) as its JSON body or its SSE stream, and can be delivered in small
+//! Each [`MockReply`] is encoded by the provider itself ([`Respond::encode_response`],
+//! [`Respond::encode_error`]) as its JSON body or its SSE stream, and can be delivered in small
 //! pieces, slowly, cut off or stalled, so a client (ours or a user's agent) meets the failures
 //! real services produce. The server binds `127.0.0.1` on a free port, records every request it
 //! receives, and stops when dropped.
@@ -46,6 +46,38 @@ use crate::provider::{Provider, ProviderKind};
 use crate::replay::is_json_body;
 use crate::types::{ChatResponse, FinishReason, ToolCall};
 use http::{Delivery, Response};
+
+/// A provider that can also write answers in its own wire format: the inverse of decoding,
+/// which only the mock server needs. Kept out of [`Provider`] so translation code compiled
+/// without the `mock` feature carries none of it.
+pub trait Respond: Provider {
+    /// The body this provider would send for `response`, as JSON or (when `stream`) as its
+    /// stream, with arguments and text split into small fragments the way the real service
+    /// streams them.
+    fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>>;
+
+    /// The inverse of [`Provider::decode_error`]: the HTTP status and body this provider would
+    /// send for `error` (framed as a stream when `stream` and the provider frames errors in
+    /// streams).
+    fn encode_error(&self, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
+        let _ = stream;
+        let body = serde_json::json!({"error": {"code": error.code, "message": error.message}});
+        (error.status.unwrap_or(500), body.to_string().into_bytes())
+    }
+}
+
+/// The provider for `kind`, able to answer as the mock server.
+pub fn responder_for(kind: ProviderKind) -> Result<Box<dyn Respond>> {
+    use crate::providers::{dashscope, gemini, glm, openai, qwen, stepfun};
+    Ok(match kind {
+        ProviderKind::OpenAi => Box::new(openai::OpenAi::new()),
+        ProviderKind::Gemini => Box::new(gemini::Gemini::new()),
+        ProviderKind::DashScope => Box::new(dashscope::DashScope::new()),
+        ProviderKind::Glm => Box::new(glm::provider()),
+        ProviderKind::Qwen => Box::new(qwen::provider()),
+        ProviderKind::StepFun => Box::new(stepfun::provider()),
+    })
+}
 
 /// One scripted answer.
 #[derive(Debug, Clone)]
@@ -303,7 +335,7 @@ impl RecordedRequest {
 }
 
 struct Shared {
-    provider: Box<dyn Provider>,
+    provider: Box<dyn Respond>,
     script: Mutex<Script>,
     requests: Mutex<Vec<RecordedRequest>>,
 }
@@ -334,11 +366,11 @@ impl MockServer {
     /// Starts a server speaking `kind`'s wire. Fails with [`Error::Unsupported`] when that
     /// provider cannot encode responses yet.
     pub async fn start(kind: ProviderKind, script: Script) -> Result<MockServer> {
-        Self::start_with(crate::providers::provider_for(kind)?, script).await
+        Self::start_with(responder_for(kind)?, script).await
     }
 
     /// Starts a server speaking any provider's wire.
-    pub async fn start_with(provider: Box<dyn Provider>, script: Script) -> Result<MockServer> {
+    pub async fn start_with(provider: Box<dyn Respond>, script: Script) -> Result<MockServer> {
         for reply in &script.replies {
             if let (MockReply::Response(r), _) = reply.unshape() {
                 provider.encode_response(r, false)?;
@@ -476,7 +508,7 @@ async fn serve(mut sock: TcpStream, shared: Arc<Shared>) {
 }
 
 /// The HTTP response for a reply; `None` for [`MockReply::Hang`] and [`MockReply::Close`].
-fn render(provider: &dyn Provider, reply: &MockReply, stream: bool) -> Option<Response> {
+fn render(provider: &dyn Respond, reply: &MockReply, stream: bool) -> Option<Response> {
     let (status, body, mut headers) = match reply {
         MockReply::Response(r) => match provider.encode_response(r, stream) {
             Ok(body) => (200, body, Vec::new()),

@@ -3,10 +3,12 @@
 //! Every quirk below is a field of [`GLM`]; the shared [`OpenAi`] implementation reads them.
 #![doc = include_str!("../../providers/glm.md")]
 
+#[cfg(feature = "mock")]
 use super::openai::{
-    DeltaRole, Dialect, ErrorFields, IdleContent, OpenAi, ParallelCalls, ReasoningField,
-    ResponseShape, RunningFinish, StreamUsage, StreamedCalls, ThinkingSwitch, ToolChoiceSupport,
-    openai_name,
+    DeltaRole, ErrorFields, IdleContent, ResponseShape, RunningFinish, StreamUsage, StreamedCalls,
+};
+use super::openai::{
+    Dialect, OpenAi, ParallelCalls, ReasoningField, ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
 use crate::types::FinishReason;
@@ -43,6 +45,7 @@ pub const GLM: Dialect = Dialect {
     empty_content_as_string: true,
     exclusive_with_tools: &[],
     check_property_keys: false,
+    #[cfg(feature = "mock")]
     response: ResponseShape {
         role: DeltaRole::EveryDelta("assistant"),
         idle_content: IdleContent::Absent,
@@ -66,7 +69,9 @@ pub const GLM: Dialect = Dialect {
 /// [`GLM`] answering a request that set `tool_stream: true` (glm-4.6, glm-4.7, glm-5): the
 /// mock provider streams each call's arguments in fragments keyed by `index`, as in fixture
 /// `glm/stream_single_call`. Requests encode exactly as with [`GLM`].
+#[cfg(feature = "mock")]
 pub const GLM_TOOL_STREAM: Dialect = Dialect {
+    #[cfg(feature = "mock")]
     response: ResponseShape {
         calls: StreamedCalls::Fragments {
             first_piece_in_opener: false,
@@ -82,8 +87,10 @@ pub fn provider() -> OpenAi {
     OpenAi::with_dialect(&GLM)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "mock"))]
 mod tests {
+    #[allow(unused_imports)]
+    use crate::mock::Respond;
     use serde_json::json;
 
     use super::*;

@@ -3,10 +3,12 @@
 //! Every quirk below is a field of [`QWEN`]; the shared [`OpenAi`] implementation reads them.
 #![doc = include_str!("../../providers/qwen.md")]
 
+#[cfg(feature = "mock")]
 use super::openai::{
-    DeltaRole, Dialect, ErrorFields, IdleContent, OpenAi, ParallelCalls, ReasoningField,
-    ResponseShape, RunningFinish, StreamUsage, StreamedCalls, ThinkingSwitch, ToolChoiceSupport,
-    openai_name,
+    DeltaRole, ErrorFields, IdleContent, ResponseShape, RunningFinish, StreamUsage, StreamedCalls,
+};
+use super::openai::{
+    Dialect, OpenAi, ParallelCalls, ReasoningField, ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
 
@@ -39,6 +41,7 @@ pub const QWEN: Dialect = Dialect {
     check_property_keys: false,
     // Research 3.3 and 3.4 (the Alibaba doc example, pattern B, and the recorded qwen-max
     // stream, pattern A); fixtures `qwen/stream_single_call`, `qwen/single_call`.
+    #[cfg(feature = "mock")]
     response: ResponseShape {
         role: DeltaRole::FirstDelta,
         idle_content: IdleContent::Null,
@@ -62,8 +65,10 @@ pub fn provider() -> OpenAi {
     OpenAi::with_dialect(&QWEN)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "mock"))]
 mod tests {
+    #[allow(unused_imports)]
+    use crate::mock::Respond;
     use serde_json::json;
 
     use super::*;

@@ -3,10 +3,12 @@
 //! Every quirk below is a field of [`STEPFUN`]; the shared [`OpenAi`] implementation reads them.
 #![doc = include_str!("../../providers/stepfun.md")]
 
+#[cfg(feature = "mock")]
 use super::openai::{
-    DeltaRole, Dialect, ErrorFields, IdleContent, OpenAi, ParallelCalls, ReasoningField,
-    ResponseShape, RunningFinish, StreamUsage, StreamedCalls, ThinkingSwitch, ToolChoiceSupport,
-    openai_name,
+    DeltaRole, ErrorFields, IdleContent, ResponseShape, RunningFinish, StreamUsage, StreamedCalls,
+};
+use super::openai::{
+    Dialect, OpenAi, ParallelCalls, ReasoningField, ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
 
@@ -41,6 +43,7 @@ pub const STEPFUN: Dialect = Dialect {
     // The chat/streaming doc example (research 6.3): `role: ""`, `content: ""` and
     // `finish_reason: ""` on running chunks, running usage totals on every chunk; fixture
     // `stepfun/stream_single_call`. No error body is documented: OpenAI's shape is assumed.
+    #[cfg(feature = "mock")]
     response: ResponseShape {
         role: DeltaRole::EveryDelta(""),
         idle_content: IdleContent::Empty,
@@ -64,8 +67,10 @@ pub fn provider() -> OpenAi {
     OpenAi::with_dialect(&STEPFUN)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "mock"))]
 mod tests {
+    #[allow(unused_imports)]
+    use crate::mock::Respond;
     use serde_json::json;
 
     use super::*;

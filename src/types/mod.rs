@@ -1,8 +1,10 @@
-//! The canonical model: pure data with serde, no IO. Its JSON is pinned by DESIGN.md section 3.
+//! The canonical model: pure data with serde, no IO. Its JSON is pinned: fixtures, the CLI and
+//! users' files use it.
 
 mod call;
 mod event;
 mod message;
+mod provider_kind;
 mod request;
 mod response;
 mod tool;
@@ -10,6 +12,7 @@ mod tool;
 pub use call::{ArgumentsError, ArgumentsErrorKind, ToolCall, parse_arguments};
 pub use event::StreamEvent;
 pub use message::{AssistantMessage, Message, ToolResult};
+pub use provider_kind::ProviderKind;
 pub use request::{ChatRequest, SchemaMode};
 pub use response::{ChatResponse, FinishReason, Usage};
 pub use tool::{NAME_RULE, ToolChoice, ToolDefinition, empty_parameters, is_valid_name};

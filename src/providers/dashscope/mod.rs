@@ -10,12 +10,13 @@
 
 mod decode;
 mod encode;
+#[cfg(feature = "mock")]
 mod respond;
 mod wire;
 
 use serde_json::Value;
 
-use crate::error::{ApiError, Result};
+use crate::error::Result;
 use crate::provider::{Auth, HttpRequest, Provider, ProviderInfo, ProviderKind, StreamDecoder};
 use crate::types::{ChatRequest, ChatResponse, SchemaMode, ToolDefinition};
 
@@ -128,14 +129,6 @@ impl Provider for DashScope {
             .pointer("/parameters/incremental_output")
             .and_then(serde_json::Value::as_bool);
         Box::new(decode::Decoder::new(incremental))
-    }
-
-    fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
-        respond::encode_response(response, stream)
-    }
-
-    fn encode_error(&self, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
-        respond::encode_error(error, stream)
     }
 
     /// DashScope takes JSON Schema as is and has no strict mode: the schema goes unchanged and

@@ -78,6 +78,16 @@ fn payload(message: Value, finish_reason: &str, usage: Option<Value>) -> Value {
 }
 
 /// The body (or SSE stream) for `response`.
+impl crate::mock::Respond for super::DashScope {
+    fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
+        encode_response(response, stream)
+    }
+
+    fn encode_error(&self, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
+        encode_error(error, stream)
+    }
+}
+
 pub(crate) fn encode_response(response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
     let finish = response.finish_reason.as_str();
     if !stream {
@@ -170,6 +180,8 @@ pub(crate) fn encode_error(error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[allow(unused_imports)]
+    use crate::mock::Respond;
     use crate::provider::{Provider, ProviderKind};
     use crate::providers::dashscope::DashScope;
     use crate::replay::replay;

@@ -8,6 +8,7 @@
 mod decode;
 mod encode;
 mod partial;
+#[cfg(feature = "mock")]
 mod respond;
 mod wire;
 
@@ -104,14 +105,6 @@ impl Provider for Gemini {
 
     fn decode_error(&self, status: Option<u16>, body: &[u8]) -> ApiError {
         decode::api_error(status, body)
-    }
-
-    fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
-        respond::encode_response(response, stream)
-    }
-
-    fn encode_error(&self, error: &ApiError, _stream: bool) -> (u16, Vec<u8>) {
-        respond::encode_error(error)
     }
 
     /// The lowered `parameters` (`null` when the tool takes none), or the schema unchanged in

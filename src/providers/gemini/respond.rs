@@ -118,6 +118,16 @@ fn pieces(text: &str) -> Vec<&str> {
 }
 
 /// The body (or SSE stream) Gemini would send for `r`.
+impl crate::mock::Respond for super::Gemini {
+    fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
+        encode_response(response, stream)
+    }
+
+    fn encode_error(&self, error: &ApiError, _stream: bool) -> (u16, Vec<u8>) {
+        encode_error(error)
+    }
+}
+
 pub(crate) fn encode_response(r: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
     let finish = wire_finish(&r.finish_reason)?;
     for (i, call) in r.tool_calls.iter().enumerate() {
@@ -273,6 +283,8 @@ pub(crate) fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[allow(unused_imports)]
+    use crate::mock::Respond;
     use crate::provider::Provider;
     use crate::providers::gemini::Gemini;
     use crate::replay::replay;

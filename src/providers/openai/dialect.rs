@@ -63,142 +63,11 @@ pub struct Dialect {
     /// are [`crate::Error::Unsupported`] naming the key (StepFun, fixture
     /// `stepfun/quirk_property_key_rule`).
     pub check_property_keys: bool,
-    /// How this wire's server writes its answers, for the mock provider.
-    pub response: ResponseShape,
+    /// How this wire's server writes its answers, for the mock provider (only with the `mock`
+    /// feature: decoding never looks at it).
+    #[cfg(feature = "mock")]
+    pub response: super::respond::ResponseShape,
 }
-
-/// How a server of this wire writes its bodies, streams and errors: what
-/// [`crate::Provider::encode_response`] and [`crate::Provider::encode_error`] produce for the
-/// mock provider. Decoding accepts far more than this; these fields only make the mock speak
-/// the provider's documented shape, so a client tested against it meets the real quirks.
-#[derive(Debug, Clone, Copy)]
-pub struct ResponseShape {
-    /// Where `role` goes in stream deltas.
-    pub role: DeltaRole,
-    /// `content` in stream deltas that carry no text.
-    pub idle_content: IdleContent,
-    /// `finish_reason` on the chunks of a turn still running.
-    pub running_finish: RunningFinish,
-    /// How tool calls travel in a stream.
-    pub calls: StreamedCalls,
-    /// Where usage goes in a stream.
-    pub usage: StreamUsage,
-    /// Top-level fields every chunk and body carries as `null` (Qwen `usage` until the usage
-    /// chunk, `system_fingerprint`).
-    pub null_fields: &'static [&'static str],
-    /// Fields every choice carries as `null` (Qwen `logprobs`).
-    pub null_choice_fields: &'static [&'static str],
-    /// Calls in a whole body carry their `index` (GLM and Qwen, fixtures `glm/single_call`,
-    /// `qwen/single_call`).
-    pub body_call_index: bool,
-    /// Canonical finish reasons this wire spells its own way, and that spelling (GLM
-    /// `sensitive`, `network_error`). Each is also in [`Dialect::finish_reasons`], so
-    /// decoding maps it back; every other reason goes out under its canonical name.
-    pub finish_reasons: &'static [(FinishReason, &'static str)],
-    /// The fields of an error body.
-    pub error_fields: ErrorFields,
-    /// A 4xx error answering a stream request comes SSE-framed (`data: {"error": …}`), as on
-    /// Qwen (research 3.7, fixture `qwen/quirk_sse_error_body`); otherwise it is a plain JSON
-    /// body.
-    pub sse_errors: bool,
-}
-
-/// Where `role` goes in stream deltas.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeltaRole {
-    /// A chunk of its own opens the stream: `{"role": "assistant", "content": ""}` (OpenAI,
-    /// research A.3).
-    OpeningChunk,
-    /// `"role": "assistant"` on the stream's first delta only (Qwen, research 3.4).
-    FirstDelta,
-    /// This `role` on every delta, the finish chunk's too, whose delta is then
-    /// `{"role": …, "content": ""}` (GLM `"assistant"`, research 2.4; StepFun `""`, 6.3).
-    EveryDelta(&'static str),
-}
-
-/// `content` in a stream delta that carries no text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IdleContent {
-    /// Left out (OpenAI, GLM).
-    Absent,
-    /// `null` (Qwen's reasoning and tool-call deltas, research 3.4).
-    Null,
-    /// `""` (StepFun, research 6.3).
-    Empty,
-}
-
-/// `finish_reason` on the chunks of a turn still running.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunningFinish {
-    /// `null` (OpenAI, Qwen).
-    Null,
-    /// Left out (GLM, research 2.4).
-    Absent,
-    /// `""` (StepFun, research 6.3).
-    Empty,
-}
-
-/// How tool calls travel in a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StreamedCalls {
-    /// Each call opened by a fragment with `index`, `id`, `type` and `name`, its arguments
-    /// following in fragments keyed by `index`; the finish comes on a chunk of its own (OpenAI,
-    /// Qwen, StepFun, GLM with `tool_stream`).
-    Fragments {
-        /// The opener already holds the first piece of the arguments instead of `""` (Qwen's
-        /// documented stream, research 3.4 pattern B).
-        first_piece_in_opener: bool,
-        /// Argument fragments repeat `"id": ""` and `"type": "function"` (Qwen, research 3.4
-        /// patterns A and B).
-        empty_id_continuations: bool,
-    },
-    /// Every call whole in one chunk that already carries the `finish_reason`, which a last
-    /// chunk repeats (GLM without `tool_stream`, research 2.4). Each call's `index` is this
-    /// value (`-1` on the GLM-4.5 family), or its position when `None`.
-    Whole {
-        /// The `index` every call carries, or `None` for its position.
-        index: Option<i64>,
-    },
-}
-
-/// Where usage goes in a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StreamUsage {
-    /// A last chunk with empty `choices` (OpenAI and Qwen with `include_usage`).
-    LastChunk,
-    /// On the chunk that carries the (last) `finish_reason` (GLM, research 2.4).
-    FinishChunk,
-    /// On every chunk, as running totals that end at the turn's usage (StepFun, research 6.3).
-    EveryChunk,
-}
-
-/// The fields of an error body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorFields {
-    /// `{"error": {"message", "type", "param", "code"}}` (OpenAI, research A.6; Qwen, 3.7).
-    OpenAi,
-    /// `{"error": {"code", "message"}}` (GLM, research 2.7).
-    CodeMessage,
-}
-
-/// How OpenAI's server writes (research A.3): a role-only opening chunk, calls opened then
-/// streamed in fragments, `finish_reason: null` while running, usage in a last chunk.
-pub const OPENAI_RESPONSE: ResponseShape = ResponseShape {
-    role: DeltaRole::OpeningChunk,
-    idle_content: IdleContent::Absent,
-    running_finish: RunningFinish::Null,
-    calls: StreamedCalls::Fragments {
-        first_piece_in_opener: false,
-        empty_id_continuations: false,
-    },
-    usage: StreamUsage::LastChunk,
-    null_fields: &[],
-    null_choice_fields: &[],
-    body_call_index: false,
-    finish_reasons: &[],
-    error_fields: ErrorFields::OpenAi,
-    sse_errors: false,
-};
 
 /// A delta or message field that carries reasoning text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -300,7 +169,8 @@ pub const OPENAI: Dialect = Dialect {
     empty_content_as_string: false,
     exclusive_with_tools: &[],
     check_property_keys: false,
-    response: OPENAI_RESPONSE,
+    #[cfg(feature = "mock")]
+    response: super::respond::OPENAI_RESPONSE,
 };
 
 /// Any other OpenAI-compatible server (vLLM, Ollama, DeepSeek, a gateway): the `openai` wire

@@ -7,20 +7,25 @@
 pub(crate) mod decode;
 mod dialect;
 mod encode;
+#[cfg(feature = "mock")]
 mod respond;
 mod wire;
 
 pub use dialect::{
-    DeltaRole, Dialect, ErrorFields, IdleContent, OPENAI, OPENAI_COMPATIBLE, OPENAI_RESPONSE,
-    ParallelCalls, ReasoningField, ResponseShape, RunningFinish, StreamUsage, StreamedCalls,
-    ThinkingSwitch, ToolChoiceSupport, openai_name,
+    Dialect, OPENAI, OPENAI_COMPATIBLE, ParallelCalls, ReasoningField, ThinkingSwitch,
+    ToolChoiceSupport, openai_name,
+};
+#[cfg(feature = "mock")]
+pub use respond::{
+    DeltaRole, ErrorFields, IdleContent, OPENAI_RESPONSE, ResponseShape, RunningFinish,
+    StreamUsage, StreamedCalls,
 };
 
-#[cfg(test)]
+#[cfg(all(test, feature = "mock"))]
 pub(crate) use respond::testing;
 use serde_json::Value;
 
-use crate::error::{ApiError, Result};
+use crate::error::Result;
 use crate::provider::{HttpRequest, Provider, ProviderInfo, StreamDecoder};
 use crate::types::{ChatRequest, ChatResponse, SchemaMode, ToolDefinition};
 
@@ -75,18 +80,6 @@ impl Provider for OpenAi {
 
     fn decoder(&self) -> Box<dyn StreamDecoder> {
         Box::new(decode::Decoder::new(self.dialect))
-    }
-
-    fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
-        Ok(if stream {
-            respond::stream(self.dialect, response)
-        } else {
-            respond::body(self.dialect, response)
-        })
-    }
-
-    fn encode_error(&self, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
-        respond::error(self.dialect, error, stream)
     }
 
     fn encode_parameters(&self, tool: &ToolDefinition, _mode: Option<SchemaMode>) -> Result<Value> {

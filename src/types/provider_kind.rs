@@ -1,0 +1,75 @@
+//! Which provider: the one spelling of each provider's name.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The built-in providers. One spelling everywhere: module, `fixtures/`, `providers/*.md`, CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions, and any OpenAI-compatible server given a base URL.
+    OpenAi,
+    /// Google Gemini API (`generateContent`).
+    Gemini,
+    /// Zhipu GLM (open.bigmodel.cn, api.z.ai).
+    Glm,
+    /// Qwen through DashScope's OpenAI-compatible mode.
+    Qwen,
+    /// DashScope's native protocol.
+    DashScope,
+    /// StepFun.
+    StepFun,
+}
+
+impl ProviderKind {
+    /// Every provider, in display order.
+    pub const ALL: [ProviderKind; 6] = [
+        Self::OpenAi,
+        Self::Gemini,
+        Self::Glm,
+        Self::Qwen,
+        Self::DashScope,
+        Self::StepFun,
+    ];
+
+    /// The provider's one spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Gemini => "gemini",
+            Self::Glm => "glm",
+            Self::Qwen => "qwen",
+            Self::DashScope => "dashscope",
+            Self::StepFun => "stepfun",
+        }
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for ProviderKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
+                Error::input(
+                    "provider",
+                    format!(
+                        "unknown provider {s:?}; expected one of {}",
+                        names.join(", ")
+                    ),
+                )
+            })
+    }
+}
