@@ -1,4 +1,5 @@
-//! The canonical model: pure data with serde, no IO. Its JSON is pinned by DESIGN.md section 3.
+//! The canonical model: pure data with serde, no IO. Its JSON is pinned: fixtures, the
+//! CLI and users' files use it (`docs/architecture.md`).
 
 mod call;
 mod event;
