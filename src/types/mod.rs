@@ -1,5 +1,4 @@
-//! The canonical model: pure data with serde, no IO. Its JSON is pinned: fixtures, the
-//! CLI and users' files use it (`docs/architecture.md`).
+//! The canonical model: pure data with serde, no IO. Its JSON is pinned by DESIGN.md section 3.
 
 mod call;
 mod event;

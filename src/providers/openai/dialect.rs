@@ -12,8 +12,8 @@ pub struct Dialect {
     /// Path of the chat endpoint below the base URL.
     pub path: &'static str,
     /// Body field for the output token limit. OpenAI's reasoning models reject `max_tokens`
-    /// ("Use 'max_completion_tokens' instead", their 400 `unsupported_parameter`); most
-    /// compatible servers only know `max_tokens`.
+    /// ("Use 'max_completion_tokens' instead", research A.6); most compatible servers only know
+    /// `max_tokens`.
     pub max_tokens_field: &'static str,
     /// Send `stream_options: {"include_usage": true}` when streaming, so usage arrives in a last
     /// chunk with empty `choices` (fixture `openai/quirk_usage_only_final_chunk`).
@@ -98,7 +98,8 @@ pub struct ResponseShape {
     /// The fields of an error body.
     pub error_fields: ErrorFields,
     /// A 4xx error answering a stream request comes SSE-framed (`data: {"error": …}`), as on
-    /// Qwen (fixture `qwen/quirk_sse_error_body`); otherwise it is a plain JSON body.
+    /// Qwen (research 3.7, fixture `qwen/quirk_sse_error_body`); otherwise it is a plain JSON
+    /// body.
     pub sse_errors: bool,
 }
 
@@ -106,13 +107,12 @@ pub struct ResponseShape {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeltaRole {
     /// A chunk of its own opens the stream: `{"role": "assistant", "content": ""}` (OpenAI,
-    /// as its recorded streams open).
+    /// research A.3).
     OpeningChunk,
-    /// `"role": "assistant"` on the stream's first delta only (Qwen's recorded streams).
+    /// `"role": "assistant"` on the stream's first delta only (Qwen, research 3.4).
     FirstDelta,
     /// This `role` on every delta, the finish chunk's too, whose delta is then
-    /// `{"role": …, "content": ""}` (GLM `"assistant"`, as recorded; StepFun `""`, as
-    /// its chat/streaming doc example shows).
+    /// `{"role": …, "content": ""}` (GLM `"assistant"`, research 2.4; StepFun `""`, 6.3).
     EveryDelta(&'static str),
 }
 
@@ -121,9 +121,9 @@ pub enum DeltaRole {
 pub enum IdleContent {
     /// Left out (OpenAI, GLM).
     Absent,
-    /// `null` (Qwen's reasoning and tool-call deltas, as recorded).
+    /// `null` (Qwen's reasoning and tool-call deltas, research 3.4).
     Null,
-    /// `""` (StepFun's chat/streaming doc example).
+    /// `""` (StepFun, research 6.3).
     Empty,
 }
 
@@ -132,9 +132,9 @@ pub enum IdleContent {
 pub enum RunningFinish {
     /// `null` (OpenAI, Qwen).
     Null,
-    /// Left out (GLM's recorded streams).
+    /// Left out (GLM, research 2.4).
     Absent,
-    /// `""` (StepFun's chat/streaming doc example).
+    /// `""` (StepFun, research 6.3).
     Empty,
 }
 
@@ -146,14 +146,14 @@ pub enum StreamedCalls {
     /// Qwen, StepFun, GLM with `tool_stream`).
     Fragments {
         /// The opener already holds the first piece of the arguments instead of `""` (Qwen's
-        /// stream in the Model Studio function-calling guide).
+        /// documented stream, research 3.4 pattern B).
         first_piece_in_opener: bool,
-        /// Argument fragments repeat `"id": ""` and `"type": "function"` (Qwen's
-        /// recorded and documented streams).
+        /// Argument fragments repeat `"id": ""` and `"type": "function"` (Qwen, research 3.4
+        /// patterns A and B).
         empty_id_continuations: bool,
     },
     /// Every call whole in one chunk that already carries the `finish_reason`, which a last
-    /// chunk repeats (GLM without `tool_stream`, as recorded). Each call's `index` is this
+    /// chunk repeats (GLM without `tool_stream`, research 2.4). Each call's `index` is this
     /// value (`-1` on the GLM-4.5 family), or its position when `None`.
     Whole {
         /// The `index` every call carries, or `None` for its position.
@@ -166,23 +166,22 @@ pub enum StreamedCalls {
 pub enum StreamUsage {
     /// A last chunk with empty `choices` (OpenAI and Qwen with `include_usage`).
     LastChunk,
-    /// On the chunk that carries the (last) `finish_reason` (GLM's recorded streams).
+    /// On the chunk that carries the (last) `finish_reason` (GLM, research 2.4).
     FinishChunk,
-    /// On every chunk, as running totals that end at the turn's usage (StepFun's doc
-    /// example).
+    /// On every chunk, as running totals that end at the turn's usage (StepFun, research 6.3).
     EveryChunk,
 }
 
 /// The fields of an error body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorFields {
-    /// `{"error": {"message", "type", "param", "code"}}` (OpenAI; Qwen).
+    /// `{"error": {"message", "type", "param", "code"}}` (OpenAI, research A.6; Qwen, 3.7).
     OpenAi,
-    /// `{"error": {"code", "message"}}` (GLM's error-code docs).
+    /// `{"error": {"code", "message"}}` (GLM, research 2.7).
     CodeMessage,
 }
 
-/// How OpenAI's server writes (its recorded streams): a role-only opening chunk, calls opened then
+/// How OpenAI's server writes (research A.3): a role-only opening chunk, calls opened then
 /// streamed in fragments, `finish_reason: null` while running, usage in a last chunk.
 pub const OPENAI_RESPONSE: ResponseShape = ResponseShape {
     role: DeltaRole::OpeningChunk,
