@@ -1,10 +1,11 @@
 //! The canonical response → the bytes a Chat Completions server sends, for the mock provider.
 //!
-//! What is written follows the dialect's [`ResponseShape`]: for OpenAI (research A.3) a
-//! role-only first chunk, content fragments, each tool call opened by a fragment carrying
-//! `index`, `id`, `type` and `name` with empty `arguments`, then argument fragments keyed by
-//! `index` only, a chunk with an empty delta and the `finish_reason`, a usage-only chunk with
-//! empty `choices`, and `data: [DONE]`; GLM, Qwen and StepFun differ where their shapes say.
+//! What is written follows the dialect's [`ResponseShape`]: for OpenAI (as recorded in
+//! openai-python's streaming snapshots) a role-only first chunk, content fragments, each tool
+//! call opened by a fragment carrying `index`, `id`, `type` and `name` with empty `arguments`,
+//! then argument fragments keyed by `index` only, a chunk with an empty delta and the
+//! `finish_reason`, a usage-only chunk with empty `choices`, and `data: [DONE]`; GLM, Qwen and
+//! StepFun differ where their shapes say.
 //! Decoding what this writes gives back the response it was given.
 
 use serde_json::{Map, Value, json};
@@ -162,7 +163,8 @@ pub const OPENAI_RESPONSE: ResponseShape = ResponseShape {
 
 /// Characters per text fragment: about one token, like the real service.
 const TEXT_PIECE: usize = 4;
-/// Characters per argument fragment (research A.3 shows `{"`, `city`, `":"`, `New`, ` York`).
+/// Characters per argument fragment (recorded OpenAI streams split as `{"`, `city`,
+/// `":"`, `New`, ` York`).
 const ARGUMENT_PIECE: usize = 5;
 
 /// Fields every chunk and body carries. The values are the mock's own.
