@@ -32,16 +32,6 @@ const ROOTS: [&str; 10] = [
     "Cargo.toml",
 ];
 
-/// Files being rewritten elsewhere that still carry such pointers; each needs its fix before
-/// it can leave this list.
-const PENDING: [&str; 5] = [
-    "src/assemble.rs",
-    "src/client/mod.rs",
-    "src/conformance.rs",
-    "src/providers/openai/dialect.rs",
-    "src/types/mod.rs",
-];
-
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -93,26 +83,8 @@ fn offenders() -> Vec<(String, &'static str)> {
 }
 
 #[test]
-#[ignore = "enable after the coordinator fixes the listed files"]
 fn nothing_points_outside_the_repository() {
     let found = offenders();
-    assert!(
-        found.is_empty(),
-        "files that point outside the repository:\n{}",
-        found
-            .iter()
-            .map(|(file, needle)| format!("  {file}: mentions {needle:?}"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-}
-
-#[test]
-fn only_pending_files_point_outside_the_repository() {
-    let found: Vec<_> = offenders()
-        .into_iter()
-        .filter(|(file, _)| !PENDING.contains(&file.as_str()))
-        .collect();
     assert!(
         found.is_empty(),
         "files that point outside the repository:\n{}",

@@ -194,7 +194,7 @@ impl ClientBuilder {
     }
 
     /// Records every exchange as a fixture case folder `dir/<provider>/recorded_<time>_<n>/`
-    /// (DESIGN.md section 5 layout; no keys or auth headers are written). A stream dropped
+    /// (the layout in `docs/fixtures.md`; no keys or auth headers are written). A stream dropped
     /// before its end is recorded too, marked `incomplete` in its `meta.toml`.
     ///
     /// [`ClientBuilder::build`] fails when the folder cannot be created or written; a write
