@@ -43,6 +43,7 @@ pub const GLM: Dialect = Dialect {
     empty_content_as_string: true,
     exclusive_with_tools: &[],
     check_property_keys: false,
+    calls_end_at_next_index: false,
     response: ResponseShape {
         role: DeltaRole::EveryDelta("assistant"),
         idle_content: IdleContent::Absent,

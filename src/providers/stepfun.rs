@@ -38,6 +38,7 @@ pub const STEPFUN: Dialect = Dialect {
     empty_content_as_string: false,
     exclusive_with_tools: &[],
     check_property_keys: true,
+    calls_end_at_next_index: false,
     // The chat/streaming doc example (research 6.3): `role: ""`, `content: ""` and
     // `finish_reason: ""` on running chunks, running usage totals on every chunk; fixture
     // `stepfun/stream_single_call`. No error body is documented: OpenAI's shape is assumed.
