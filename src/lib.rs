@@ -7,6 +7,7 @@ pub mod conformance;
 pub mod error;
 #[cfg(feature = "mock")]
 pub mod mock;
+pub mod partial_json;
 pub mod provider;
 pub mod providers;
 pub mod replay;
