@@ -295,46 +295,55 @@ fn schema_case(provider: &dyn Provider, path: &Path, meta: &Meta) -> Result<Valu
     })
 }
 
+/// The canonical serialization of a golden: `serde_json`'s pretty printing (two-space indent,
+/// keys in the order the value holds them) plus a final newline. Goldens are compared as these
+/// bytes, so a golden whose keys are reordered (or reformatted) fails: key order is part of
+/// what a wire body is.
+pub fn canonical_text(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
+}
+
 fn check_golden(golden: &Path, actual: Result<Value>, mode: Mode) -> Outcome {
     let actual = match actual {
         Ok(v) => v,
         Err(e) => return Outcome::Fail(e.to_string()),
     };
-    let expected = if golden.exists() {
-        match read_json(golden) {
-            Ok(v) => Some(v),
-            Err(e) => return Outcome::Fail(e.to_string()),
-        }
-    } else {
-        None
+    let text = canonical_text(&actual);
+    let expected = match std::fs::read(golden) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Outcome::Fail(format!("{}: {e}", golden.display())),
     };
-    if expected.as_ref() == Some(&actual) {
+    if expected.as_deref() == Some(text.as_bytes()) {
         return Outcome::Pass;
     }
     if mode == Mode::Bless {
-        let text = serde_json::to_string_pretty(&actual).unwrap_or_default() + "\n";
         return match std::fs::write(golden, text) {
             Ok(()) => Outcome::Pass,
             Err(e) => Outcome::Fail(format!("{}: {e}", golden.display())),
         };
     }
-    match expected {
-        None => Outcome::Fail(format!("{} is missing", golden.display())),
-        Some(expected) => Outcome::Fail(format!(
-            "{}: {}",
-            golden.display(),
-            first_difference(&expected, &actual, "$")
-        )),
+    if expected.is_none() {
+        return Outcome::Fail(format!("{} is missing", golden.display()));
     }
+    let expected = match read_json(golden) {
+        Ok(v) => v,
+        Err(e) => return Outcome::Fail(e.to_string()),
+    };
+    Outcome::Fail(format!(
+        "{}: {}",
+        golden.display(),
+        first_difference(&expected, &actual, "$")
+    ))
 }
 
-/// The first place two JSON values differ, as a path and both values.
+/// The first place two JSON values differ, as a path and both values; key order counts.
 pub fn first_difference(expected: &Value, actual: &Value, path: &str) -> String {
     match (expected, actual) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, va) in a {
                 match b.get(k) {
-                    Some(vb) if va == vb => {}
+                    Some(vb) if identical(va, vb) => {}
                     Some(vb) => return first_difference(va, vb, &format!("{path}.{k}")),
                     None => return format!("{path}.{k}: expected {va}, missing"),
                 }
@@ -342,16 +351,52 @@ pub fn first_difference(expected: &Value, actual: &Value, path: &str) -> String 
             if let Some(k) = b.keys().find(|k| !a.contains_key(*k)) {
                 return format!("{path}.{k}: unexpected {}", b[k]);
             }
-            format!("{path}: key order differs")
+            if a.keys().ne(b.keys()) {
+                let keys = |m: &serde_json::Map<String, Value>| {
+                    m.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                };
+                return format!(
+                    "{path}: key order differs: expected [{}], got [{}]",
+                    keys(a),
+                    keys(b)
+                );
+            }
+            format!(
+                "{path}: same JSON, not in canonical form (pretty-printed, 2-space indent, final newline)"
+            )
         }
         (Value::Array(a), Value::Array(b)) => {
             for (i, (va, vb)) in a.iter().zip(b).enumerate() {
-                if va != vb {
+                if !identical(va, vb) {
                     return first_difference(va, vb, &format!("{path}[{i}]"));
                 }
             }
+            if a.len() == b.len() {
+                return format!(
+                    "{path}: same JSON, not in canonical form (pretty-printed, 2-space indent, final newline)"
+                );
+            }
             format!("{path}: expected {} items, got {}", a.len(), b.len())
         }
+        _ if expected == actual => format!(
+            "{path}: same JSON, not in canonical form (pretty-printed, 2-space indent, final newline)"
+        ),
         _ => format!("{path}: expected {expected}, got {actual}"),
+    }
+}
+
+/// Equal values with their object keys in the same order.
+fn identical(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|((ka, va), (kb, vb))| ka == kb && identical(va, vb))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| identical(a, b))
+        }
+        _ => a == b,
     }
 }

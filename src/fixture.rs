@@ -8,6 +8,9 @@
 //! An expected error is `{"error": {"kind", "provider", "status", "code", "message"},
 //! "partial": ChatResponse | null}`.
 //!
+//! Goldens are compared as canonical bytes ([`crate::conformance::canonical_text`]), so key
+//! order counts.
+//!
 //! The recorder ([`crate::client`]) writes this format and [`crate::conformance`] checks it;
 //! both read it from here, so neither depends on the other.
 

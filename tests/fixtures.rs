@@ -128,3 +128,68 @@ fn every_fixture_is_registered() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Copies one case folder to a fresh temporary folder below `<tmp>/<tag>/<provider>/<case>`.
+fn temp_copy(provider: &str, case: &str, tag: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("toolwire-{tag}-{}", std::process::id()));
+    let dir = root.join(provider).join(case);
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(fixtures().join(provider).join(case)).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+/// Reverses the key order of every object in `value`.
+fn reverse_keys(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<_> = map.into_iter().collect();
+            entries.reverse();
+            serde_json::Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, reverse_keys(v)))
+                    .collect(),
+            )
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.into_iter().map(reverse_keys).collect())
+        }
+        other => other,
+    }
+}
+
+/// Goldens are compared as canonical bytes: the same JSON with its keys in another order is a
+/// different wire body and fails the case (an unchanged copy passes).
+#[test]
+fn a_golden_with_reordered_keys_fails() {
+    let dir = temp_copy("openai", "single_call", "reorder");
+    assert!(conformance::run_case(&dir, Mode::Check).passed());
+    let golden = dir.join("wire_request.json");
+    let value: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&golden).unwrap()).unwrap();
+    let reversed = reverse_keys(value.clone());
+    assert_eq!(reversed, value, "the same JSON value, keys aside");
+    std::fs::write(&golden, conformance::canonical_text(&reversed)).unwrap();
+    let report = conformance::run_case(&dir, Mode::Check);
+    let failures = report.failures().join("\n");
+    assert!(!report.passed(), "a reordered golden passed");
+    assert!(failures.contains("key order differs"), "{failures}");
+
+    // Reformatting alone (same keys, same order) fails too: the bytes are the contract.
+    std::fs::write(&golden, serde_json::to_string(&value).unwrap()).unwrap();
+    let report = conformance::run_case(&dir, Mode::Check);
+    assert!(!report.passed(), "a reformatted golden passed");
+    assert!(
+        report
+            .failures()
+            .join("\n")
+            .contains("not in canonical form"),
+        "{:?}",
+        report.failures()
+    );
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap().parent().unwrap());
+}
