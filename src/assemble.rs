@@ -62,6 +62,7 @@ pub struct Turn {
     keys: HashMap<Key, usize>,
     usage: Option<Usage>,
     finish: Option<FinishReason>,
+    raw_finish: Option<String>,
     finalized: Option<Vec<ToolCall>>,
     extra: Map<String, Value>,
 }
@@ -77,6 +78,7 @@ impl Turn {
             keys: HashMap::new(),
             usage: None,
             finish: None,
+            raw_finish: None,
             finalized: None,
             extra: Map::new(),
         }
@@ -228,11 +230,14 @@ impl Turn {
     }
 
     /// The turn ended with `reason`: finalizes every call (once; a repeated finish is ignored)
-    /// and emits their `ToolCallComplete` events and `Finish`.
-    pub fn finish(&mut self, reason: FinishReason, out: &mut Vec<StreamEvent>) {
+    /// and emits their `ToolCallComplete` events and `Finish`. `raw` is the provider's own
+    /// finish value, verbatim, kept as the response's `raw_finish_reason` (`None` when the wire
+    /// sent none, e.g. a turn ended by `[DONE]`).
+    pub fn finish(&mut self, reason: FinishReason, raw: Option<&str>, out: &mut Vec<StreamEvent>) {
         if self.finalized.is_some() {
             return;
         }
+        self.raw_finish = raw.map(str::to_owned);
         let cut_short = !reason.is_normal_end();
         let calls = self.finalize_calls(cut_short, out);
         let mut reason = reason;
@@ -290,6 +295,7 @@ impl Turn {
             reasoning: (!self.reasoning.is_empty()).then(|| std::mem::take(&mut self.reasoning)),
             tool_calls: self.finalized.take().unwrap_or_default(),
             finish_reason: self.finish.take().unwrap_or(FinishReason::Error),
+            raw_finish_reason: self.raw_finish.take(),
             usage: self.usage,
             extra: std::mem::take(&mut self.extra),
         }
@@ -313,13 +319,15 @@ impl Turn {
     }
 
     /// Ends the turn as if the stream was over (for providers whose end of stream is the
-    /// terminal signal, e.g. Gemini): finishes with `reason` if no finish came, then ends.
+    /// terminal signal, e.g. Gemini): finishes with `reason` (and the wire's `raw` value) if no
+    /// finish came, then ends.
     pub fn end_with(
         &mut self,
         reason: FinishReason,
+        raw: Option<&str>,
         out: &mut Vec<StreamEvent>,
     ) -> Result<ChatResponse> {
-        self.finish(reason, out);
+        self.finish(reason, raw, out);
         self.end(out)
     }
 
@@ -362,12 +370,17 @@ mod tests {
         t.fragment(0, frag(Some(0), Some("a"), Some("f"), "{\"x\":"), &mut out);
         t.fragment(0, frag(Some(0), Some(""), None, "1}"), &mut out);
         t.fragment(0, frag(Some(0), Some("b"), Some("g"), "{}"), &mut out);
-        t.finish(FinishReason::Stop, &mut out);
+        t.finish(FinishReason::Stop, Some("stop"), &mut out);
         let r = t.end(&mut out).unwrap();
         assert_eq!(r.tool_calls.len(), 2);
         assert_eq!(r.tool_calls[0].raw_arguments, "{\"x\":1}");
         assert_eq!(r.tool_calls[1].name, "g");
         assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(
+            r.raw_finish_reason.as_deref(),
+            Some("stop"),
+            "the wire's value"
+        );
     }
 
     #[test]
@@ -377,7 +390,7 @@ mod tests {
         t.fragment(0, frag(Some(-1), None, Some("f"), "{}"), &mut out);
         t.fragment(1, frag(Some(-1), None, Some("g"), "{}"), &mut out);
         t.fragment(2, frag(None, Some("call_0"), Some("h"), "{}"), &mut out);
-        t.finish(FinishReason::ToolCalls, &mut out);
+        t.finish(FinishReason::ToolCalls, Some("tool_calls"), &mut out);
         let r = t.end(&mut out).unwrap();
         let ids: Vec<_> = r.tool_calls.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["call_1", "call_2", "call_0"]);
@@ -395,7 +408,7 @@ mod tests {
         t.fragment(0, frag(Some(-1), None, None, "{\"x\":"), &mut out);
         t.fragment(0, frag(Some(-1), None, None, "1}"), &mut out);
         t.fragment(0, frag(Some(0), Some("b"), Some("g"), "{}"), &mut out);
-        t.finish(FinishReason::ToolCalls, &mut out);
+        t.finish(FinishReason::ToolCalls, Some("tool_calls"), &mut out);
         let r = t.end(&mut out).unwrap();
         assert_eq!(r.tool_calls.len(), 2);
         assert_eq!(r.tool_calls[0].id, "a");
@@ -412,7 +425,7 @@ mod tests {
             frag(Some(0), Some("a"), Some("f"), "{\"x\":\"ab"),
             &mut out,
         );
-        t.finish(FinishReason::Length, &mut out);
+        t.finish(FinishReason::Length, Some("length"), &mut out);
         let r = t.end(&mut out).unwrap();
         assert_eq!(r.finish_reason, FinishReason::Length);
         let err = r.tool_calls[0].error.as_ref().unwrap();
@@ -427,5 +440,6 @@ mod tests {
         let err = t.end(&mut out).unwrap_err();
         let partial = err.partial().unwrap();
         assert_eq!(partial.tool_calls[0].raw_arguments, "{\"x\":1}");
+        assert_eq!(partial.raw_finish_reason, None, "the wire sent none");
     }
 }

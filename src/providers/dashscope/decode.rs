@@ -225,8 +225,9 @@ fn apply_output(
             let text = content_text(text);
             turn.text(deltas.delta(Field::Text, &text)?, out);
         }
-        if let Some(reason) = finish_reason(output.finish_reason.as_deref()) {
-            turn.finish(reason, out);
+        let raw = output.finish_reason.as_deref();
+        if let Some(reason) = finish_reason(raw) {
+            turn.finish(reason, raw, out);
         }
         return Ok(());
     };
@@ -259,8 +260,9 @@ fn apply_output(
             );
         }
     }
-    if let Some(reason) = finish_reason(choice.finish_reason.as_deref()) {
-        turn.finish(reason, out);
+    let raw = choice.finish_reason.as_deref();
+    if let Some(reason) = finish_reason(raw) {
+        turn.finish(reason, raw, out);
     }
     Ok(())
 }
@@ -287,7 +289,7 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
     }
     apply_output(&mut turn, &mut deltas, output, &mut sink)?;
     // A body always ends the turn; a missing finish reason is a normal end.
-    turn.end_with(FinishReason::Stop, &mut sink)
+    turn.end_with(FinishReason::Stop, None, &mut sink)
 }
 
 /// The stream decoder: one per turn.

@@ -83,7 +83,7 @@ impl Decoder {
 
     /// Applies one chunk: parts in order, then usage, then the finish reason.
     fn apply(&mut self, chunk: &Response, out: &mut Vec<StreamEvent>) -> Result<()> {
-        let mut finish = None;
+        let mut finish: Option<(FinishReason, Option<&str>)> = None;
         for candidate in chunk
             .candidates
             .iter()
@@ -102,7 +102,7 @@ impl Decoder {
                     .set_extra(FINISH_MESSAGE, Value::String(message.clone()));
             }
             if let Some(reason) = &candidate.finish_reason {
-                finish = Some(finish_reason(reason));
+                finish = Some((finish_reason(reason), Some(reason.as_str())));
             }
         }
         if let Some(u) = chunk.usage_metadata.as_ref().and_then(usage) {
@@ -117,20 +117,20 @@ impl Decoder {
             // The prompt itself was blocked: no candidate at all.
             self.turn
                 .set_extra(BLOCK_REASON, Value::String(reason.clone()));
-            finish = Some(FinishReason::ContentFilter);
+            finish = Some((FinishReason::ContentFilter, None));
         }
-        if let Some(reason) = finish {
-            self.end_turn(reason, out);
+        if let Some((reason, raw)) = finish {
+            self.end_turn(reason, raw, out);
         }
         Ok(())
     }
 
-    fn end_turn(&mut self, reason: FinishReason, out: &mut Vec<StreamEvent>) {
+    fn end_turn(&mut self, reason: FinishReason, raw: Option<&str>, out: &mut Vec<StreamEvent>) {
         if reason.is_normal_end() {
             // A call whose terminator never came ends with the turn (research C.4 rule 4).
             self.close_open(out);
         }
-        self.turn.finish(reason, out);
+        self.turn.finish(reason, raw, out);
     }
 
     fn part(&mut self, part: &Part, out: &mut Vec<StreamEvent>) -> Result<()> {
@@ -317,7 +317,7 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
             return Err(Error::decode(KIND, "response body", "no candidates"));
         }
         // A whole body is complete by definition; a missing finishReason means STOP.
-        decoder.end_turn(FinishReason::Stop, &mut sink);
+        decoder.end_turn(FinishReason::Stop, None, &mut sink);
     }
     decoder.turn.end(&mut sink)
 }

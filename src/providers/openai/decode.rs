@@ -39,8 +39,9 @@ fn apply_choice(dialect: &Dialect, turn: &mut Turn, choice: &Choice, out: &mut V
     if let Some(delta) = choice.delta.as_ref().or(choice.message.as_ref()) {
         apply_delta(dialect, turn, delta, out);
     }
-    if let Some(reason) = finish_reason(dialect, choice.finish_reason.as_deref()) {
-        turn.finish(reason, out);
+    let raw = choice.finish_reason.as_deref();
+    if let Some(reason) = finish_reason(dialect, raw) {
+        turn.finish(reason, raw, out);
     }
 }
 
@@ -111,8 +112,12 @@ pub(crate) fn decode_body(dialect: &Dialect, body: &[u8]) -> Result<ChatResponse
     if let Some(delta) = choice.delta.as_ref().or(choice.message.as_ref()) {
         apply_delta(dialect, &mut turn, delta, &mut sink);
     }
-    let reason = finish_reason(dialect, choice.finish_reason.as_deref()).unwrap_or_default();
-    turn.end_with(reason, &mut sink)
+    let raw = choice.finish_reason.as_deref();
+    match finish_reason(dialect, raw) {
+        Some(reason) => turn.end_with(reason, raw, &mut sink),
+        // A whole body is a finished turn; a missing (or "not yet") reason is a normal end.
+        None => turn.end_with(FinishReason::Stop, None, &mut sink),
+    }
 }
 
 /// The stream decoder: one per turn.
@@ -162,7 +167,7 @@ impl StreamDecoder for Decoder {
     fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse> {
         if self.done && !self.turn.is_finished() {
             // `[DONE]` without a finish_reason: the server ended the turn normally.
-            self.turn.finish(FinishReason::Stop, out);
+            self.turn.finish(FinishReason::Stop, None, out);
         }
         self.turn.end(out)
     }
