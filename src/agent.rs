@@ -323,7 +323,8 @@ fn unique_synthetic_ids(response: &mut ChatResponse, history: &[Message], turn: 
 
 enum End {
     Running,
-    Done(Result<AgentOutcome>),
+    /// Boxed: an outcome holds whole responses and would make every state that large.
+    Done(Box<Result<AgentOutcome>>),
     /// The error was yielded; its text is kept for [`AgentStream::finish`].
     Failed(String, Option<usize>),
     Finished,
@@ -364,7 +365,7 @@ impl AgentStream {
             item?;
         }
         match std::mem::replace(&mut self.end, End::Finished) {
-            End::Done(Ok(outcome)) => Ok(outcome),
+            End::Done(result) if result.is_ok() => *result,
             End::Failed(_, Some(turns)) => Err(Error::MaxTurns(turns)),
             End::Failed(text, None) => Err(Error::Stream {
                 provider: self.provider,
@@ -393,7 +394,7 @@ impl Stream for AgentStream {
                 match driver.as_mut().poll(cx) {
                     Poll::Ready(result) => {
                         this.driver = None;
-                        this.end = End::Done(result);
+                        this.end = End::Done(Box::new(result));
                     }
                     Poll::Pending if lock(&this.shared.events).is_empty() => {
                         return Poll::Pending;
@@ -402,8 +403,10 @@ impl Stream for AgentStream {
                 }
                 continue;
             }
-            if let End::Done(Err(_)) = &this.end
-                && let End::Done(Err(e)) = std::mem::replace(&mut this.end, End::Finished)
+            if let End::Done(result) = &this.end
+                && result.is_err()
+                && let End::Done(result) = std::mem::replace(&mut this.end, End::Finished)
+                && let Err(e) = *result
             {
                 let turns = match &e {
                     Error::MaxTurns(n) => Some(*n),
