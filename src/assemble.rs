@@ -6,8 +6,10 @@
 //! - fragments are keyed by wire `index`; a missing or negative index falls back to a non-empty
 //!   id, else to the fragment's position in its chunk (which continues the call last seen at
 //!   that position without an index);
-//! - a new non-empty id (or a different non-empty name) at a key holding another call starts a
-//!   new call;
+//! - a new non-empty id that comes with a name (or a different non-empty name) at a key holding
+//!   another call starts a new call; a new id without a name continues the call (a server that
+//!   sends a fresh id on every fragment);
+//! - a call without a name is never complete (see [`ToolCall::new`]);
 //! - `""`/null id and name mean absent, and a repeated id or name is never concatenated;
 //! - calls are finalized only at the end of the turn, never because the buffer parses;
 //! - argument text is appended (O(n) in total) and parsed once, at the end;
@@ -133,9 +135,18 @@ impl Turn {
             },
         };
         let indexed = matches!(key, Key::Index(_));
-        let existing = self.keys.get(&key).copied().filter(|&slot| {
+        let mut existing = self.keys.get(&key).copied();
+        if existing.is_none() && !indexed && id.is_some() && name.is_none() {
+            // An unknown id without a name and without a usable index: a continuation carrying a
+            // fresh id, like the indexed case below; it continues the call last seen here.
+            existing = self.keys.get(&Key::Position(position)).copied();
+        }
+        let existing = existing.filter(|&slot| {
             let s = &self.slots[slot];
-            let new_id = matches!((id, &s.id), (Some(a), Some(b)) if a != b);
+            // A new id starts a new call only when it comes with a name (Ollama sends each call
+            // whole at index 0); without one it is a continuation that carries a fresh id
+            // (GLM-4's own server sends a new id on every fragment).
+            let new_id = matches!((id, &s.id), (Some(a), Some(b)) if a != b) && name.is_some();
             let new_name =
                 matches!(name, Some(n) if !s.name.is_empty() && n != s.name) && id.is_none();
             !(new_id || new_name)
@@ -381,6 +392,55 @@ mod tests {
             Some("stop"),
             "the wire's value"
         );
+    }
+
+    #[test]
+    fn a_fresh_id_without_a_name_continues_the_call() {
+        // GLM-4's openai_api_server.py: index 0, the name only on the first fragment, a new id
+        // on every fragment.
+        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut out = Vec::new();
+        t.fragment(0, frag(Some(0), Some("a"), Some("f"), "{\"x\":"), &mut out);
+        t.fragment(0, frag(Some(0), Some("b"), None, "\"y"), &mut out);
+        t.fragment(0, frag(Some(0), Some("c"), None, "z\"}"), &mut out);
+        // Without an index the same holds at the fragment's position.
+        t.fragment(1, frag(None, Some("d"), Some("g"), "{\"q\":"), &mut out);
+        t.fragment(1, frag(None, Some("e"), None, "1}"), &mut out);
+        // A new id that comes with a name is a new call, even with the same name (Ollama).
+        t.fragment(0, frag(Some(0), Some("h"), Some("f"), "{}"), &mut out);
+        t.finish(FinishReason::ToolCalls, Some("tool_calls"), &mut out);
+        let r = t.end(&mut out).unwrap();
+        let calls: Vec<_> = r
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.raw_arguments.as_str()))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("a", "f", "{\"x\":\"yz\"}"),
+                ("d", "g", "{\"q\":1}"),
+                ("h", "f", "{}")
+            ]
+        );
+        assert!(r.tool_calls.iter().all(ToolCall::is_complete));
+    }
+
+    #[test]
+    fn a_call_without_a_name_is_never_complete() {
+        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut out = Vec::new();
+        t.fragment(0, frag(Some(1), None, None, "{}"), &mut out);
+        t.finish(FinishReason::Stop, Some("stop"), &mut out);
+        let r = t.end(&mut out).unwrap();
+        let call = &r.tool_calls[0];
+        assert!(!call.is_complete());
+        assert_eq!(call.raw_arguments, "{}");
+        assert_eq!(call.arguments, None);
+        let err = call.error.as_ref().unwrap();
+        assert_eq!(err.kind, ArgumentsErrorKind::Malformed);
+        assert!(err.message.contains("no name"), "{err}");
+        assert_eq!(r.finish_reason, FinishReason::Stop, "no runnable call");
     }
 
     #[test]

@@ -38,12 +38,14 @@ macro_rules! cases {
 
 cases!(
     openai: error_body,
+    quirk_call_without_name,
     quirk_calls_with_finish_reason,
     quirk_done_without_finish,
     quirk_empty_arguments,
     quirk_empty_id_name_type,
     quirk_eof_without_done,
     quirk_error_mid_stream,
+    quirk_fresh_id_per_fragment,
     quirk_index_reused_new_id,
     quirk_index_sparse_start,
     quirk_missing_ids,

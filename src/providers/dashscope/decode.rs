@@ -171,13 +171,15 @@ impl Deltas {
         }
     }
 
-    /// The slot of a tool-call entry; a new non-empty id at a key holding another call starts
-    /// a new one, as in [`Turn::fragment`]. Only tracked while the form may be cumulative.
+    /// The slot of a tool-call entry; a new non-empty id that comes with a name, at a key
+    /// holding another call, starts a new one, as in [`Turn::fragment`]. Only tracked while the
+    /// form may be cumulative.
     fn call_slot(
         &mut self,
         position: usize,
         index: Option<i64>,
         id: Option<&str>,
+        named: bool,
     ) -> Option<usize> {
         if self.form == Form::Incremental {
             return None;
@@ -191,7 +193,7 @@ impl Deltas {
             && let Some(seen) = self.calls.get_mut(slot)
         {
             let same = match (&seen.id, id) {
-                (Some(held), Some(id)) => held == id,
+                (Some(held), Some(id)) => held == id || !named,
                 _ => true,
             };
             if same {
@@ -244,7 +246,12 @@ fn apply_output(
             let id = call.id.as_deref().filter(|s| !s.is_empty());
             let function = call.function.as_ref();
             let arguments = function.and_then(|f| f.arguments_text());
-            let arguments = match (deltas.call_slot(position, call.index, id), &arguments) {
+            let name = function.and_then(|f| f.name.as_deref());
+            let named = name.is_some_and(|n| !n.is_empty());
+            let arguments = match (
+                deltas.call_slot(position, call.index, id, named),
+                &arguments,
+            ) {
                 (Some(slot), Some(args)) => Some(deltas.delta(Field::Call(slot), args)?),
                 (_, args) => args.as_deref(),
             };
@@ -253,7 +260,7 @@ fn apply_output(
                 Fragment {
                     index: call.index,
                     id,
-                    name: function.and_then(|f| f.name.as_deref()),
+                    name,
                     arguments,
                 },
                 out,
@@ -399,18 +406,21 @@ mod tests {
         assert_eq!(d.form, Form::Incremental);
         assert!(d.reasoning.is_empty());
         assert_eq!(d.delta(Field::Text, "需要").unwrap(), "需要");
-        assert_eq!(d.call_slot(0, Some(0), Some("call_a")), None);
+        assert_eq!(d.call_slot(0, Some(0), Some("call_a"), true), None);
     }
 
     #[test]
     fn cumulative_calls_key_by_index_and_restart_on_a_new_id() {
         let mut d = Deltas::new(Form::Cumulative);
-        let a = d.call_slot(0, Some(0), Some("call_a")).unwrap();
+        let a = d.call_slot(0, Some(0), Some("call_a"), true).unwrap();
         assert_eq!(d.delta(Field::Call(a), "{\"x\":").unwrap(), "{\"x\":");
-        let again = d.call_slot(0, Some(0), Some("call_a")).unwrap();
+        let again = d.call_slot(0, Some(0), Some("call_a"), true).unwrap();
         assert_eq!(again, a);
+        // A fresh id without a name continues the call.
+        let fresh = d.call_slot(0, Some(0), Some("call_a2"), false).unwrap();
+        assert_eq!(fresh, a);
         assert_eq!(d.delta(Field::Call(a), "{\"x\":1}").unwrap(), "1}");
-        let b = d.call_slot(0, Some(0), Some("call_b")).unwrap();
+        let b = d.call_slot(0, Some(0), Some("call_b"), true).unwrap();
         assert_ne!(a, b);
         assert_eq!(d.delta(Field::Call(b), "{}").unwrap(), "{}");
     }
