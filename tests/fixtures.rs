@@ -51,6 +51,7 @@ cases!(
     quirk_missing_ids,
     quirk_missing_index,
     quirk_negative_index,
+    quirk_null_arguments,
     quirk_parallel_tool_calls_false,
     quirk_parsable_prefix,
     quirk_reasoning_content,

@@ -146,8 +146,8 @@ impl ToolCall {
     }
 }
 
-/// Parses argument text once: empty (or all whitespace) is `{}`, otherwise it must be one JSON
-/// object; anything else is `malformed`.
+/// Parses argument text once: empty (or all whitespace) and JSON `null` are `{}`, otherwise it
+/// must be one JSON object; anything else is `malformed`.
 pub fn parse_arguments(raw: &str) -> Result<Value, ArgumentsError> {
     parse_inner(raw).map_err(|(e, _)| e)
 }
@@ -163,6 +163,9 @@ fn parse_inner(raw: &str) -> Result<Value, (ArgumentsError, bool)> {
     };
     match serde_json::from_str::<Value>(raw) {
         Ok(v @ Value::Object(_)) => Ok(v),
+        // JSON null is no arguments, like empty text (Groq sends the text `null` for a tool
+        // without parameters); the raw text stays as sent.
+        Ok(Value::Null) => Ok(Value::Object(Map::new())),
         Ok(other) => Err((
             malformed(format!(
                 "arguments must be a JSON object, got {}",
@@ -214,6 +217,20 @@ mod tests {
         let call = ToolCall::new("c", "f", "");
         assert_eq!(call.arguments, Some(serde_json::json!({})));
         assert!(call.is_complete());
+    }
+
+    #[test]
+    fn null_is_no_arguments_and_keeps_its_text() {
+        for raw in ["null", " null\n"] {
+            let call = ToolCall::new("c", "f", raw);
+            assert!(call.is_complete(), "{raw:?}");
+            assert_eq!(call.arguments, Some(serde_json::json!({})));
+            assert_eq!(call.raw_arguments, raw);
+        }
+        // Only null itself: other non-objects stay malformed, and a cut `nul` is truncated.
+        assert!(!ToolCall::new("c", "f", "\"null\"").is_complete());
+        let cut = ToolCall::new_cut_short("c", "f", "nul");
+        assert!(!cut.is_complete());
     }
 
     #[test]
