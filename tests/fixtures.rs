@@ -50,6 +50,7 @@ cases!(
     quirk_index_sparse_start,
     quirk_missing_ids,
     quirk_missing_index,
+    quirk_native_finish_length,
     quirk_negative_index,
     quirk_null_arguments,
     quirk_parallel_tool_calls_false,

@@ -27,6 +27,9 @@ pub(crate) struct Choice {
     pub message: Option<Delta>,
     #[serde(default, deserialize_with = "lenient::text")]
     pub finish_reason: Option<String>,
+    /// The upstream model's own finish value beside the normalized one (OpenRouter).
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub native_finish_reason: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
