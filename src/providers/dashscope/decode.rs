@@ -284,10 +284,13 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
     if is_error(&payload) {
         return Err(generic_error(KIND, None, body).into());
     }
-    let output = payload
-        .output
-        .as_ref()
-        .ok_or_else(|| Error::decode(KIND, "response body", "no `output` and no error `code`"))?;
+    let output = payload.output.as_ref().ok_or_else(|| {
+        Error::decode(
+            KIND,
+            "response body",
+            "no `output` and no error `code` (is this another provider's body?)",
+        )
+    })?;
     let mut turn = Turn::new(KIND);
     let mut sink = Vec::new();
     let mut deltas = Deltas::new(Form::Incremental);
@@ -306,6 +309,9 @@ pub(crate) struct Decoder {
     deltas: Deltas,
     /// Whether any result event arrived (an error before any has no partial response).
     started: bool,
+    /// Payloads seen, and whether any had DashScope's shape (an `output` object).
+    payloads: usize,
+    shaped: bool,
 }
 
 impl Decoder {
@@ -321,6 +327,8 @@ impl Decoder {
             turn: Turn::new(KIND),
             deltas: Deltas::new(form),
             started: false,
+            payloads: 0,
+            shaped: false,
         }
     }
 
@@ -337,7 +345,9 @@ impl Decoder {
 impl crate::provider::StreamDecoder for Decoder {
     fn feed(&mut self, event: Option<&str>, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
         let data = data.trim();
-        if data.is_empty() {
+        // DashScope sends no `[DONE]`; one added by a proxy (or in another API's stream) ends
+        // nothing.
+        if data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
         if event == Some("error") {
@@ -347,6 +357,8 @@ impl crate::provider::StreamDecoder for Decoder {
         if is_error(&payload) {
             return Err(self.error(data));
         }
+        self.payloads += 1;
+        self.shaped |= payload.output.is_some();
         if let Some(output) = &payload.output
             && !self.turn.is_finished()
         {
@@ -361,6 +373,13 @@ impl crate::provider::StreamDecoder for Decoder {
     }
 
     fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse> {
+        if self.payloads > 0 && !self.shaped {
+            return Err(Error::foreign_stream(
+                KIND,
+                self.payloads,
+                "an `output` object",
+            ));
+        }
         self.turn.end(out)
     }
 }

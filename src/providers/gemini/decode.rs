@@ -70,6 +70,9 @@ pub(crate) struct Decoder {
     turn: Turn,
     open: Option<OpenCall>,
     saw_candidate: bool,
+    /// Payloads seen, and whether any had the shape of a `GenerateContentResponse`.
+    payloads: usize,
+    shaped: bool,
 }
 
 impl Decoder {
@@ -78,6 +81,8 @@ impl Decoder {
             turn: Turn::new(KIND),
             open: None,
             saw_candidate: false,
+            payloads: 0,
+            shaped: false,
         }
     }
 
@@ -314,7 +319,11 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
     }
     if !decoder.turn.is_finished() {
         if !decoder.saw_candidate {
-            return Err(Error::decode(KIND, "response body", "no candidates"));
+            return Err(Error::decode(
+                KIND,
+                "response body",
+                "no candidates (is this another provider's body?)",
+            ));
         }
         // A whole body is complete by definition; a missing finishReason means STOP.
         decoder.end_turn(FinishReason::Stop, None, &mut sink);
@@ -338,10 +347,19 @@ impl StreamDecoder for Decoder {
             }
             other => other?,
         };
+        self.payloads += 1;
+        self.shaped |= chunk.is_generate_content();
         self.apply(&chunk, out)
     }
 
     fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse> {
+        if self.payloads > 0 && !self.shaped {
+            return Err(Error::foreign_stream(
+                KIND,
+                self.payloads,
+                "`candidates`, `usageMetadata` or `promptFeedback`",
+            ));
+        }
         // The last chunk carries finishReason; a stream that ends without one was cut off and
         // `end` reports it with the partial response (open calls `truncated`).
         self.turn.end(out)

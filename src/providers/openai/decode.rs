@@ -142,10 +142,16 @@ pub(crate) fn decode_body(dialect: &Dialect, body: &[u8]) -> Result<ChatResponse
     let mut turn = Turn::new(dialect.info.kind);
     let mut sink = Vec::new();
     let choice = chunk
-        .choices
+        .choices()
         .iter()
         .find(|c| c.index.unwrap_or(0) == 0)
-        .ok_or_else(|| Error::decode(dialect.info.kind, "response body", "no choices"))?;
+        .ok_or_else(|| {
+            Error::decode(
+                dialect.info.kind,
+                "response body",
+                "no choices (is this another provider's body?)",
+            )
+        })?;
     if let Some(u) = &chunk.usage {
         turn.usage(usage(u), &mut sink);
     }
@@ -166,6 +172,9 @@ pub(crate) struct Decoder {
     dialect: &'static Dialect,
     turn: Turn,
     done: bool,
+    /// Payloads seen (`[DONE]` aside), and whether any had the shape of a chunk.
+    payloads: usize,
+    shaped: bool,
 }
 
 impl Decoder {
@@ -174,6 +183,8 @@ impl Decoder {
             dialect,
             turn: Turn::new(dialect.info.kind),
             done: false,
+            payloads: 0,
+            shaped: false,
         }
     }
 }
@@ -195,7 +206,9 @@ impl StreamDecoder for Decoder {
             }
             other => other?,
         };
-        for choice in chunk.choices.iter().filter(|c| c.index.unwrap_or(0) == 0) {
+        self.payloads += 1;
+        self.shaped |= chunk.is_chat_chunk();
+        for choice in chunk.choices().iter().filter(|c| c.index.unwrap_or(0) == 0) {
             apply_choice(self.dialect, &mut self.turn, choice, out);
         }
         if let Some(u) = &chunk.usage {
@@ -205,6 +218,26 @@ impl StreamDecoder for Decoder {
     }
 
     fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse> {
+        if self.payloads > 0 && !self.shaped {
+            return Err(Error::foreign_stream(
+                self.dialect.info.kind,
+                self.payloads,
+                "a `choices` list, or usage with prompt_tokens/completion_tokens",
+            ));
+        }
+        if self.done && self.payloads == 0 {
+            // `[DONE]` alone is no answer: a broken stream, never an empty success.
+            return match self.turn.end(out) {
+                Err(Error::Stream {
+                    provider, partial, ..
+                }) => Err(Error::Stream {
+                    provider,
+                    reason: "the stream ended at [DONE] without a single chunk".into(),
+                    partial,
+                }),
+                other => other,
+            };
+        }
         if self.done && !self.turn.is_finished() {
             // `[DONE]` without a finish_reason: the server ended the turn normally.
             self.turn.finish(FinishReason::Stop, None, out);
@@ -222,6 +255,32 @@ mod tests {
         format!(
             r#"{{"choices":[{{"index":0,"finish_reason":"{finish}","native_finish_reason":"{native}","message":{{"role":"assistant","tool_calls":[{{"index":0,"id":"c1","type":"function","function":{{"name":"f","arguments":"{{\"q\":\"ab"}}}}]}}}}]}}"#
         )
+    }
+
+    fn stream(payloads: &[&str]) -> Result<ChatResponse> {
+        let mut d = Decoder::new(&OPENAI_COMPATIBLE);
+        let mut out = Vec::new();
+        for p in payloads {
+            d.feed(None, p, &mut out)?;
+        }
+        d.finish(&mut out)
+    }
+
+    #[test]
+    fn a_stream_of_no_known_shape_is_never_a_success() {
+        let err = stream(&[r#"{"foo":1}"#, r#"{"type":"ping"}"#, "[DONE]"]).unwrap_err();
+        assert!(matches!(err, Error::Decode { .. }), "{err}");
+        assert!(
+            err.to_string().contains("another provider's stream"),
+            "{err}"
+        );
+        let err = stream(&["[DONE]"]).unwrap_err();
+        assert!(matches!(err, Error::Stream { .. }), "{err}");
+        // One chunk with the shape is enough; unknown payloads beside it are ignored.
+        let r = stream(&[r#"{"type":"ping"}"#, r#"{"choices":[]}"#, "[DONE]"]).unwrap();
+        assert_eq!(r.finish_reason, FinishReason::Stop);
+        let r = stream(&[r#"{"choices":[],"usage":{"prompt_tokens":3}}"#, "[DONE]"]).unwrap();
+        assert_eq!(r.usage.unwrap().input_tokens, 3);
     }
 
     #[test]
