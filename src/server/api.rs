@@ -161,10 +161,15 @@ pub(crate) async fn list(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
     {
         return unknown_role(role);
     }
+    Json(tools_json(&app, role.as_deref()).await).into_response()
+}
+
+/// The body of `GET /api/tools` for one role or all.
+pub(crate) async fn tools_json(app: &App, role: Option<&str>) -> Value {
     let ledger = app.ledger.lock().await;
     let mut by_role = Map::new();
     for r in &ledger.roles {
-        if role.as_ref().is_some_and(|x| *x != r.role) {
+        if role.is_some_and(|x| x != r.role) {
             continue;
         }
         let tools: Vec<Value> = r
@@ -192,7 +197,7 @@ pub(crate) async fn list(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
             .collect();
         by_role.insert(r.role.clone(), Value::Array(tools));
     }
-    Json(json!({"ok": true, "tools_by_role": by_role})).into_response()
+    json!({"ok": true, "tools_by_role": by_role})
 }
 
 /// `GET /api/calls`: the recent tool calls, newest first.

@@ -244,6 +244,28 @@ impl Live {
 /// The live page.
 pub(crate) const PAGE: &str = include_str!("page.html");
 
+/// The placeholder in [`PAGE`] replaced by the state when the page is served.
+pub(crate) const INITIAL_STATE: &str = "/*INITIAL_STATE*/null";
+
+/// JSON safe inside a `<script>` element: `<`, `>`, `&` and the two JavaScript line
+/// separators are escaped, so no text from a plugin (a tool name, a result) can close the
+/// element or start markup.
+pub(crate) fn script_json(value: &Value) -> String {
+    let text = serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned());
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +296,15 @@ mod tests {
         assert_eq!(events, 4);
         live.call_finished("default", 99, &ToolResult::error(&call, "x"), false);
         assert_eq!(live.stats("default", "invented").calls, 0);
+    }
+
+    #[test]
+    fn script_json_cannot_close_the_script() {
+        let v = json!({"name": "</script><img src=x onerror=alert(1)>&\u{2028}"});
+        let text = script_json(&v);
+        assert!(!text.contains('<') && !text.contains('>') && !text.contains('&'));
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), v);
+        assert!(PAGE.contains(INITIAL_STATE));
     }
 
     #[test]

@@ -323,9 +323,16 @@ async fn method_not_allowed() -> Response {
     .into_response()
 }
 
-/// `GET /`: the live page (tools by role, recent calls).
-async fn page() -> Response {
-    let mut response = live::PAGE.into_response();
+/// `GET /`: the live page (tools by role, recent calls). The state at the time of the request
+/// is in the page itself, so it shows everything as soon as it has loaded; later changes come
+/// from `/api/events`.
+async fn page(axum::extract::State(app): axum::extract::State<Arc<App>>) -> Response {
+    let initial = json!({
+        "tools": api::tools_json(&app, None).await,
+        "calls": {"ok": true, "calls": app.live.recent()},
+    });
+    let html = live::PAGE.replace(live::INITIAL_STATE, &live::script_json(&initial));
+    let mut response = html.into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,

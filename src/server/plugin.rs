@@ -38,6 +38,9 @@ use crate::types::ToolCall;
 /// Added to a tool's timeout for the server's side of the callback.
 pub const CALLBACK_MARGIN: Duration = Duration::from_secs(2);
 
+/// The longest wait between attempts while the server does not answer or refuses.
+const MAX_RETRY_INTERVAL: Duration = Duration::from_secs(10);
+
 /// The largest callback request the plugin reads.
 const MAX_CALLBACK_BODY: usize = 8 << 20;
 
@@ -98,7 +101,8 @@ impl Plugin {
         self
     }
 
-    /// How long to wait before trying again while the server does not answer (default 0.5 s).
+    /// How long to wait before trying again while the server does not answer (default 0.5 s;
+    /// doubled after each failure in a row, up to 10 s).
     pub fn with_retry_interval(mut self, interval: Duration) -> Self {
         self.retry_interval = interval.max(Duration::from_millis(10));
         self
@@ -307,12 +311,18 @@ struct Keeper {
 
 impl Keeper {
     async fn run(mut self, mut stop: watch::Receiver<bool>) {
+        let mut failures: u32 = 0;
         loop {
             let outcome = self.sync().await;
+            // A server that keeps refusing (an unknown role, say) is asked less and less
+            // often, up to every [`MAX_RETRY_INTERVAL`].
             let wait = if outcome.is_ok() {
+                failures = 0;
                 self.plugin.check_interval
             } else {
-                self.plugin.retry_interval
+                failures = failures.saturating_add(1);
+                let factor = 1u32 << (failures - 1).min(10);
+                (self.plugin.retry_interval * factor).min(MAX_RETRY_INTERVAL)
             };
             *self
                 .last_error
