@@ -251,9 +251,13 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` for a millisecond timestamp.
+/// `YYYY-MM-DDTHH:MM:SSZ` for a millisecond timestamp (a state file edited by hand may hold
+/// any number; one the clock cannot represent is shown as out of range, never a panic).
 pub(crate) fn rfc3339(ms: u64) -> String {
-    crate::client::time::rfc3339(UNIX_EPOCH + Duration::from_millis(ms))
+    match UNIX_EPOCH.checked_add(Duration::from_millis(ms)) {
+        Some(t) => crate::client::time::rfc3339(t),
+        None => format!("(out of range: {ms} ms after 1970)"),
+    }
 }
 
 /// Reads the state file; a missing file is an empty ledger. Errors name the file and reason.
@@ -373,6 +377,13 @@ mod tests {
         let fewer = Ledger::from_json(&["a".to_owned()], json).unwrap();
         assert_eq!(fewer.orphans.len(), 1);
         assert_eq!(fewer.to_json()["tools"][1]["role"], "gone");
+    }
+
+    #[test]
+    fn any_timestamp_formats() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_735_732_800_123), "2025-01-01T12:00:00Z");
+        let _ = rfc3339(u64::MAX);
     }
 
     #[test]
