@@ -322,7 +322,10 @@ impl Keeper {
             } else {
                 failures = failures.saturating_add(1);
                 let factor = 1u32 << (failures - 1).min(10);
-                (self.plugin.retry_interval * factor).min(MAX_RETRY_INTERVAL)
+                self.plugin
+                    .retry_interval
+                    .checked_mul(factor)
+                    .map_or(MAX_RETRY_INTERVAL, |d| d.min(MAX_RETRY_INTERVAL))
             };
             *self
                 .last_error
