@@ -13,6 +13,8 @@ pub mod provider;
 pub mod providers;
 pub mod replay;
 pub mod schema;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod sse;
 pub mod tools;
 pub mod turn;

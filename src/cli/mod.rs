@@ -13,6 +13,8 @@ macro_rules! outln {
 mod chat;
 mod demo;
 mod offline;
+#[cfg(feature = "server")]
+mod serve;
 mod view;
 
 use std::process::ExitCode;
@@ -43,6 +45,9 @@ enum Command {
     Conformance(offline::ConformanceArgs),
     /// Talk to a live provider with two demo tools (clock, calculator), streaming the answer.
     Chat(chat::ChatArgs),
+    /// Run the tool server: plugins register tools over HTTP, models call them back.
+    #[cfg(feature = "server")]
+    Serve(serve::ServeArgs),
 }
 
 /// Why a command failed, mapped to the exit status.
@@ -127,6 +132,8 @@ pub(crate) fn main() -> ExitCode {
         Command::Conformance(args) => offline::conformance(&args),
         Command::Demo(args) => demo::demo(&args),
         Command::Chat(args) => chat::chat(args),
+        #[cfg(feature = "server")]
+        Command::Serve(args) => serve::serve(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
