@@ -9,7 +9,8 @@
 //! - a new non-empty id (or a different non-empty name) at a key holding another call starts a
 //!   new call;
 //! - `""`/null id and name mean absent, and a repeated id or name is never concatenated;
-//! - calls are finalized only at the end of the turn, never because the buffer parses;
+//! - calls are finalized only at the end of the turn, never because the buffer parses, unless
+//!   the wire marks a call's end explicitly ([`Turn::complete_call`]);
 //! - argument text is appended (O(n) in total) and parsed once, at the end;
 //! - `length` (or a broken stream) leaves unfinished calls `truncated`, invalid JSON is
 //!   `malformed`, and `raw_arguments` is kept byte for byte either way;
@@ -64,6 +65,8 @@ pub struct Turn {
     finish: Option<FinishReason>,
     finalized: Option<Vec<ToolCall>>,
     extra: Map<String, Value>,
+    /// Calls completed before the end of the turn, by position ([`Turn::complete_call`]).
+    completed: HashMap<usize, ToolCall>,
 }
 
 impl Turn {
@@ -79,6 +82,7 @@ impl Turn {
             finish: None,
             finalized: None,
             extra: Map::new(),
+            completed: HashMap::new(),
         }
     }
 
@@ -227,6 +231,55 @@ impl Turn {
         self.slots.len()
     }
 
+    /// The argument text of the call at `position` so far (its final text once completed).
+    pub fn call_arguments(&self, position: usize) -> Option<&str> {
+        match self.completed.get(&position) {
+            Some(call) => Some(&call.raw_arguments),
+            None => self.slots.get(position).map(|s| s.args.as_str()),
+        }
+    }
+
+    /// Whether the call at `position` was completed early ([`Turn::complete_call`]).
+    pub fn is_call_completed(&self, position: usize) -> bool {
+        self.completed.contains_key(&position)
+    }
+
+    /// Completes the call at `position` now, because the wire marked its end (Responses
+    /// `output_item.done`, Anthropic `content_block_stop`): its arguments are parsed once and
+    /// `ToolCallComplete` is emitted; at the end of the turn it is kept as it is, even when the
+    /// turn is then cut short. The decoder sends no more fragments for it.
+    ///
+    /// Returns `false` (and does nothing) when the turn is over, the call is unknown or already
+    /// complete, or it has no id or no name: ids are minted at the end of the turn, and a call
+    /// without a name is never complete.
+    pub fn complete_call(&mut self, position: usize, out: &mut Vec<StreamEvent>) -> bool {
+        if self.finalized.is_some() || self.completed.contains_key(&position) {
+            return false;
+        }
+        let Some(slot) = self.slots.get_mut(position) else {
+            return false;
+        };
+        let Some(id) = slot.id.clone() else {
+            return false;
+        };
+        if slot.name.is_empty() {
+            return false;
+        }
+        // The id stays on the slot so ids minted at the end never collide with it.
+        let mut call = ToolCall::new(
+            id,
+            std::mem::take(&mut slot.name),
+            std::mem::take(&mut slot.args),
+        );
+        call.extra = std::mem::take(&mut slot.extra);
+        out.push(StreamEvent::ToolCallComplete {
+            index: position,
+            call: call.clone(),
+        });
+        self.completed.insert(position, call);
+        true
+    }
+
     /// The turn ended with `reason`: finalizes every call (once; a repeated finish is ignored)
     /// and emits their `ToolCallComplete` events and `Finish`.
     pub fn finish(&mut self, reason: FinishReason, out: &mut Vec<StreamEvent>) {
@@ -250,6 +303,10 @@ impl Turn {
         let mut minted = std::collections::HashSet::new();
         let mut calls = Vec::with_capacity(self.slots.len());
         for (i, slot) in self.slots.iter_mut().enumerate() {
+            if let Some(call) = self.completed.remove(&i) {
+                calls.push(call);
+                continue;
+            }
             let args = std::mem::take(&mut slot.args);
             let (id, synthetic) = match slot.id.take() {
                 Some(id) => (id, false),

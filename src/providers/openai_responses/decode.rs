@@ -1,0 +1,710 @@
+//! Responses API bodies and event streams → the canonical model.
+//!
+//! A whole body is decoded as the stream of its output items: each item goes through the same
+//! `output_item.done` path a streamed item ends with, so both forms give the same response.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::wire::{Event, Item, ResponseObject, Usage as WireUsage};
+use super::{CUSTOM_TOOL, ITEM_ID, RAW_FINISH_REASON, REASONING_ITEMS, REFUSAL, UNKNOWN_EVENTS};
+use crate::assemble::{Fragment, Turn};
+use crate::error::{ApiError, Error, Result};
+use crate::provider::{ProviderKind, StreamDecoder, generic_error, scalar_text};
+use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
+
+const KIND: ProviderKind = ProviderKind::OpenAiResponses;
+
+/// Event types toolwire knows and has no use for: lifecycle events, `.done` events whose text
+/// already arrived as deltas, and the progress of server-side tools. Ignored without counting.
+const IGNORED: [&str; 12] = [
+    "response.created",
+    "response.in_progress",
+    "response.queued",
+    "response.content_part.added",
+    "response.content_part.done",
+    "response.output_text.done",
+    "response.output_text.annotation.added",
+    "response.refusal.done",
+    "response.reasoning_summary_part.added",
+    "response.reasoning_summary_part.done",
+    "response.reasoning_summary_text.done",
+    "response.reasoning_text.done",
+];
+
+/// Prefixes of the documented events of server-side tools (their items are skipped too).
+const IGNORED_PREFIXES: [&str; 9] = [
+    "response.audio.",
+    "response.code_interpreter_call",
+    "response.file_search_call.",
+    "response.web_search_call.",
+    "response.image_generation_call.",
+    "response.mcp_call",
+    "response.mcp_list_tools.",
+    "response.shell_call",
+    "response.apply_patch_call",
+];
+
+/// The canonical finish reason of a response `status` (and `incomplete_details.reason`):
+/// `completed` is a normal end (complete calls settle it to `tool_calls`), `incomplete` for
+/// `max_output_tokens` is `length`, for `content_filter` is `content_filter`; anything else is
+/// kept verbatim (the reason if there is one, else the status).
+pub(crate) fn finish_reason(status: Option<&str>, reason: Option<&str>) -> FinishReason {
+    match (status, reason) {
+        (None | Some("completed"), _) => FinishReason::Stop,
+        (_, Some("max_output_tokens")) => FinishReason::Length,
+        (_, Some("content_filter")) => FinishReason::ContentFilter,
+        (_, Some(reason)) => FinishReason::Other(reason.to_owned()),
+        (Some(status), None) => FinishReason::Other(status.to_owned()),
+    }
+}
+
+fn usage(u: &WireUsage) -> Usage {
+    Usage {
+        input_tokens: u.input_tokens.unwrap_or(0),
+        output_tokens: u.output_tokens.unwrap_or(0),
+        reasoning_tokens: u
+            .output_tokens_details
+            .as_ref()
+            .and_then(|d| d.reasoning_tokens),
+    }
+}
+
+/// `text` escaped as the inside of a JSON string (no quotes): a custom call's free-form input
+/// becomes the canonical arguments `{"input": "<text>"}` piece by piece.
+pub(crate) fn escape(text: &str) -> String {
+    let quoted = Value::String(text.to_owned()).to_string();
+    quoted
+        .get(1..quoted.len().saturating_sub(1))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The opening of a custom call's canonical arguments.
+const INPUT_OPEN: &str = "{\"input\":\"";
+/// Their closing.
+const INPUT_CLOSE: &str = "\"}";
+
+/// An [`ApiError`] for an `error` event or a failed response: `error` is the event's nested
+/// error object or the response's, `flat` the event's own `code` and `message`; the payload is
+/// kept verbatim as the body.
+fn stream_error(error: Option<&Value>, flat: (Option<&str>, Option<&str>), body: &str) -> ApiError {
+    let field = |k: &str| error.and_then(|e| e.get(k)).and_then(scalar_text);
+    let code = field("code")
+        .or_else(|| flat.0.filter(|c| !c.is_empty()).map(str::to_owned))
+        .or_else(|| field("type"));
+    let message = field("message")
+        .or_else(|| flat.1.filter(|m| !m.is_empty()).map(str::to_owned))
+        .unwrap_or_else(|| "the response failed without a message".to_owned());
+    let mut api = ApiError::new(KIND, None, message);
+    api.code = code;
+    api.body = body.to_owned();
+    api
+}
+
+/// What an output item is, as far as toolwire cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Function,
+    Custom,
+    Reasoning,
+    Message,
+    /// A server-side tool call (web search, file search, …): skipped.
+    Other,
+}
+
+impl Kind {
+    fn of(item_type: Option<&str>) -> Self {
+        match item_type {
+            Some("function_call") => Self::Function,
+            Some("custom_tool_call") => Self::Custom,
+            Some("reasoning") => Self::Reasoning,
+            Some("message") => Self::Message,
+            _ => Self::Other,
+        }
+    }
+
+    fn wire(self) -> &'static str {
+        match self {
+            Self::Function => "function_call",
+            Self::Custom => "custom_tool_call",
+            Self::Reasoning => "reasoning",
+            Self::Message => "message",
+            Self::Other => "output",
+        }
+    }
+}
+
+/// One output item of the turn.
+#[derive(Debug)]
+struct ItemState {
+    kind: Kind,
+    /// The call's position in the turn (calls only).
+    call: Option<usize>,
+    /// Whether the call's `call_id` is known.
+    has_call_id: bool,
+    /// The call's arguments are final (its `.done` arrived): no more deltas.
+    closed: bool,
+    /// Text or reasoning deltas arrived for this item (else its `.done` item supplies them).
+    streamed: bool,
+    /// A custom call's input so far, unescaped, to check its `.done` against.
+    input: String,
+}
+
+/// The decoder of one turn.
+#[derive(Debug)]
+pub(crate) struct Decoder {
+    turn: Turn,
+    /// Items by `output_index`.
+    items: HashMap<i64, ItemState>,
+    /// `output_index` by item id, for events that carry only `item_id`.
+    ids: HashMap<String, i64>,
+    /// Reasoning items (verbatim, from `output_item.done`) waiting for the item they precede.
+    pending: Vec<Value>,
+    /// Reasoning items that preceded the text, or trailed the turn.
+    text_reasoning: Vec<Value>,
+    /// The part (item, kind, index) of the last reasoning text, for `\n\n` between parts.
+    reasoning_part: Option<(i64, u8, i64)>,
+    refusal: String,
+    unknown: u64,
+    ended: bool,
+}
+
+impl Decoder {
+    pub(crate) fn new() -> Self {
+        Self {
+            turn: Turn::new(KIND),
+            items: HashMap::new(),
+            ids: HashMap::new(),
+            pending: Vec::new(),
+            text_reasoning: Vec::new(),
+            reasoning_part: None,
+            refusal: String::new(),
+            unknown: 0,
+            ended: false,
+        }
+    }
+
+    /// The item an event is about: its `output_index`, else its `item_id`.
+    fn key(&self, ev: &Event) -> Option<i64> {
+        ev.output_index
+            .filter(|i| *i >= 0)
+            .or_else(|| ev.item_id.as_ref().and_then(|id| self.ids.get(id).copied()))
+    }
+
+    fn apply(&mut self, ty: &str, ev: Event, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
+        match ty {
+            "response.output_item.added" => {
+                let (index, item) = item_of(&ev, ty)?;
+                self.item_added(index, item, out)
+            }
+            "response.output_item.done" => {
+                let (index, item) = item_of(&ev, ty)?;
+                self.item_done(index, item, out)
+            }
+            "response.function_call_arguments.delta" => {
+                self.call_delta(&ev, Kind::Function, ty, out)
+            }
+            "response.custom_tool_call_input.delta" => self.call_delta(&ev, Kind::Custom, ty, out),
+            "response.function_call_arguments.done" => {
+                let index = self.known(&ev, Kind::Function, ty)?;
+                self.close_call(index, ev.arguments.as_deref(), ty, out)?;
+                self.complete(index, out);
+                Ok(())
+            }
+            "response.custom_tool_call_input.done" => {
+                let index = self.known(&ev, Kind::Custom, ty)?;
+                self.close_call(index, ev.input.as_deref(), ty, out)?;
+                self.complete(index, out);
+                Ok(())
+            }
+            "response.output_text.delta" => {
+                self.mark_streamed(&ev);
+                self.turn.text(ev.delta.as_deref().unwrap_or_default(), out);
+                Ok(())
+            }
+            "response.refusal.delta" => {
+                self.mark_streamed(&ev);
+                self.refusal
+                    .push_str(ev.delta.as_deref().unwrap_or_default());
+                Ok(())
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                self.mark_streamed(&ev);
+                let index = self.key(&ev).unwrap_or(-1);
+                let part = if ty == "response.reasoning_text.delta" {
+                    (index, 1, ev.content_index.unwrap_or(0))
+                } else {
+                    (index, 0, ev.summary_index.unwrap_or(0))
+                };
+                self.reasoning(part, ev.delta.as_deref().unwrap_or_default(), out);
+                Ok(())
+            }
+            "response.completed" | "response.incomplete" => {
+                let response = ev.response.unwrap_or_default();
+                self.terminal(&response, out)
+            }
+            "response.failed" => {
+                let response = ev.response.unwrap_or_default();
+                Err(stream_error(response.error.as_ref(), (None, None), data).into())
+            }
+            "error" => {
+                let flat = (ev.code.as_deref(), ev.message.as_deref());
+                Err(stream_error(ev.error.as_ref().filter(|e| e.is_object()), flat, data).into())
+            }
+            known
+                if IGNORED.contains(&known)
+                    || IGNORED_PREFIXES.iter().any(|p| known.starts_with(p)) =>
+            {
+                Ok(())
+            }
+            _ => {
+                self.unknown += 1;
+                Ok(())
+            }
+        }
+    }
+
+    fn mark_streamed(&mut self, ev: &Event) {
+        if let Some(state) = self.key(ev).and_then(|i| self.items.get_mut(&i)) {
+            state.streamed = true;
+        }
+    }
+
+    /// Appends reasoning text, with a blank line between parts (summary parts are paragraphs
+    /// of their own).
+    fn reasoning(&mut self, part: (i64, u8, i64), text: &str, out: &mut Vec<StreamEvent>) {
+        if text.is_empty() {
+            return;
+        }
+        if self.reasoning_part.is_some_and(|p| p != part) {
+            self.turn.reasoning("\n\n", out);
+        }
+        self.reasoning_part = Some(part);
+        self.turn.reasoning(text, out);
+    }
+
+    fn item_added(&mut self, index: i64, raw: &Value, out: &mut Vec<StreamEvent>) -> Result<()> {
+        if self.items.contains_key(&index) {
+            // A repeated announcement of the same item adds nothing.
+            return Ok(());
+        }
+        let item = read_item(raw, "response.output_item.added")?;
+        let kind = Kind::of(item.r#type.as_deref());
+        if let Some(id) = item.id.as_ref().filter(|id| !id.is_empty()) {
+            self.ids.insert(id.clone(), index);
+        }
+        let mut state = ItemState {
+            kind,
+            call: None,
+            has_call_id: false,
+            closed: false,
+            streamed: false,
+            input: String::new(),
+        };
+        match kind {
+            Kind::Function | Kind::Custom => self.open_call(index, &item, &mut state, out)?,
+            Kind::Message => self.text_reasoning.append(&mut self.pending),
+            Kind::Reasoning | Kind::Other => {}
+        }
+        self.items.insert(index, state);
+        Ok(())
+    }
+
+    /// Starts a call: its name and id, the arguments it came with, and the reasoning items
+    /// that preceded it (echoed back before it).
+    fn open_call(
+        &mut self,
+        index: i64,
+        item: &Item,
+        state: &mut ItemState,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<()> {
+        let Some(name) = item.name.as_deref().filter(|n| !n.is_empty()) else {
+            return Err(Error::decode(
+                KIND,
+                format!("{} item at output_index {index}", state.kind.wire()),
+                "the call has no name, so it cannot be run",
+            ));
+        };
+        let call_id = item.call_id.as_deref().filter(|id| !id.is_empty());
+        let arguments = match state.kind {
+            Kind::Custom => {
+                state.input = item.input.clone().unwrap_or_default();
+                format!("{INPUT_OPEN}{}", escape(&state.input))
+            }
+            _ => item
+                .arguments_text()
+                .map(std::borrow::Cow::into_owned)
+                .unwrap_or_default(),
+        };
+        let position = self.turn.call_count();
+        self.turn.fragment(
+            0,
+            Fragment {
+                index: Some(index),
+                id: call_id,
+                name: Some(name),
+                arguments: Some(&arguments),
+            },
+            out,
+        );
+        state.call = Some(position);
+        state.has_call_id = call_id.is_some();
+        if let Some(extra) = self.turn.call_extra(position) {
+            if let Some(id) = item.id.as_ref().filter(|id| !id.is_empty()) {
+                extra.insert(ITEM_ID.into(), Value::String(id.clone()));
+            }
+            if state.kind == Kind::Custom {
+                extra.insert(CUSTOM_TOOL.into(), Value::Bool(true));
+            }
+            if !self.pending.is_empty() {
+                let items = std::mem::take(&mut self.pending);
+                extra.insert(REASONING_ITEMS.into(), Value::Array(items));
+            }
+        }
+        Ok(())
+    }
+
+    /// The call an argument event is about; an event for an item never announced, or of
+    /// another kind, is a decode error.
+    fn known(&self, ev: &Event, kind: Kind, ty: &str) -> Result<i64> {
+        let index = self
+            .key(ev)
+            .ok_or_else(|| Error::decode(KIND, ty, "no output_index or known item_id"))?;
+        match self.items.get(&index) {
+            Some(state) if state.kind == kind => Ok(index),
+            Some(state) => Err(Error::decode(
+                KIND,
+                ty,
+                format!(
+                    "the item at output_index {index} is a {} item, not a {}",
+                    state.kind.wire(),
+                    kind.wire()
+                ),
+            )),
+            None => Err(Error::decode(
+                KIND,
+                ty,
+                format!("no output item was added at output_index {index}"),
+            )),
+        }
+    }
+
+    fn call_delta(
+        &mut self,
+        ev: &Event,
+        kind: Kind,
+        ty: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<()> {
+        let index = self.known(ev, kind, ty)?;
+        let delta = ev.delta.as_deref().unwrap_or_default();
+        let Some(state) = self.items.get_mut(&index) else {
+            return Ok(());
+        };
+        if state.closed {
+            return Err(Error::decode(
+                KIND,
+                ty,
+                format!("a delta after the arguments of output_index {index} were final"),
+            ));
+        }
+        if delta.is_empty() {
+            return Ok(());
+        }
+        let piece = if kind == Kind::Custom {
+            state.input.push_str(delta);
+            escape(delta)
+        } else {
+            delta.to_owned()
+        };
+        self.push(index, &piece, out);
+        Ok(())
+    }
+
+    fn push(&mut self, index: i64, text: &str, out: &mut Vec<StreamEvent>) {
+        self.turn.fragment(
+            0,
+            Fragment {
+                index: Some(index),
+                id: None,
+                name: None,
+                arguments: Some(text),
+            },
+            out,
+        );
+    }
+
+    /// The call's arguments are final: `done` (the `.done` event's or the done item's text) is
+    /// authoritative. Deltas that are a prefix of it are completed with the rest; deltas that
+    /// disagree with it are a decode error (never a silent choice between the two).
+    fn close_call(
+        &mut self,
+        index: i64,
+        done: Option<&str>,
+        ty: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<()> {
+        let Some(state) = self.items.get_mut(&index) else {
+            return Ok(());
+        };
+        if state.closed {
+            return Ok(());
+        }
+        state.closed = true;
+        let custom = state.kind == Kind::Custom;
+        let so_far = if custom {
+            state.input.as_str()
+        } else {
+            state
+                .call
+                .and_then(|p| self.turn.call_arguments(p))
+                .unwrap_or_default()
+        };
+        let rest = match done {
+            None => String::new(),
+            Some(done) if done.len() >= so_far.len() && done.starts_with(so_far) => {
+                done[so_far.len()..].to_owned()
+            }
+            Some(_) => {
+                return Err(Error::decode(
+                    KIND,
+                    ty,
+                    format!(
+                        "the final arguments of output_index {index} differ from the streamed deltas"
+                    ),
+                ));
+            }
+        };
+        let mut tail = if custom { escape(&rest) } else { rest };
+        if custom {
+            tail.push_str(INPUT_CLOSE);
+        }
+        if !tail.is_empty() {
+            self.push(index, &tail, out);
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self, index: i64, out: &mut Vec<StreamEvent>) {
+        if let Some(position) = self.items.get(&index).and_then(|s| s.call) {
+            self.turn.complete_call(position, out);
+        }
+    }
+
+    fn item_done(&mut self, index: i64, raw: &Value, out: &mut Vec<StreamEvent>) -> Result<()> {
+        const WHAT: &str = "response.output_item.done";
+        if !self.items.contains_key(&index) {
+            // Never announced (a whole body, or a server that sends only finished items).
+            self.item_added(index, raw, out)?;
+        }
+        let item = read_item(raw, WHAT)?;
+        let Some(state) = self.items.get(&index) else {
+            return Ok(());
+        };
+        let (kind, streamed, position, has_call_id) =
+            (state.kind, state.streamed, state.call, state.has_call_id);
+        match kind {
+            Kind::Function | Kind::Custom => {
+                let done = if kind == Kind::Custom {
+                    item.input.clone()
+                } else {
+                    item.arguments_text().map(std::borrow::Cow::into_owned)
+                };
+                self.close_call(index, done.as_deref(), WHAT, out)?;
+                if let Some(call_id) = item.call_id.as_deref().filter(|id| !id.is_empty())
+                    && !has_call_id
+                {
+                    self.turn.fragment(
+                        0,
+                        Fragment {
+                            index: Some(index),
+                            id: Some(call_id),
+                            ..Fragment::default()
+                        },
+                        out,
+                    );
+                }
+                if let (Some(position), Some(id)) = (position, item.id.as_ref())
+                    && !id.is_empty()
+                    && let Some(extra) = self.turn.call_extra(position)
+                {
+                    extra
+                        .entry(ITEM_ID)
+                        .or_insert_with(|| Value::String(id.clone()));
+                }
+                // An item cut off by the end of the turn stays open: the finish decides.
+                if item.status.as_deref() != Some("incomplete") {
+                    self.complete(index, out);
+                }
+            }
+            Kind::Reasoning => {
+                if !streamed {
+                    let summaries = Item::part_texts(&item.summary, "summary_text", "text");
+                    for (i, text) in summaries.enumerate() {
+                        self.reasoning((index, 0, i as i64), text, out);
+                    }
+                    let contents = Item::part_texts(&item.content, "reasoning_text", "text");
+                    for (i, text) in contents.enumerate() {
+                        self.reasoning((index, 1, i as i64), text, out);
+                    }
+                }
+                self.pending.push(raw.clone());
+            }
+            Kind::Message => {
+                if !streamed {
+                    for text in Item::part_texts(&item.content, "output_text", "text") {
+                        self.turn.text(text, out);
+                    }
+                    for text in Item::part_texts(&item.content, "refusal", "refusal") {
+                        self.refusal.push_str(text);
+                    }
+                }
+            }
+            Kind::Other => {}
+        }
+        if let Some(state) = self.items.get_mut(&index) {
+            state.streamed = true;
+        }
+        Ok(())
+    }
+
+    /// Puts what the turn collected besides text and calls on the response.
+    fn settle_extras(&mut self) {
+        self.text_reasoning.append(&mut self.pending);
+        if !self.text_reasoning.is_empty() {
+            let items = std::mem::take(&mut self.text_reasoning);
+            self.turn.set_extra(REASONING_ITEMS, Value::Array(items));
+        }
+        if !self.refusal.is_empty() {
+            let refusal = std::mem::take(&mut self.refusal);
+            self.turn.set_extra(REFUSAL, Value::String(refusal));
+        }
+        if self.unknown > 0 {
+            self.turn
+                .set_extra(UNKNOWN_EVENTS, Value::from(self.unknown));
+        }
+    }
+
+    /// `response.completed` / `response.incomplete`, or a whole body's status.
+    fn terminal(&mut self, response: &ResponseObject, out: &mut Vec<StreamEvent>) -> Result<()> {
+        if let Some(u) = &response.usage {
+            self.turn.usage(usage(u), out);
+        }
+        if self.items.is_empty() {
+            // A stream that sent only its terminal event: its output is the whole answer.
+            for (i, item) in response.output.iter().enumerate() {
+                self.item_done(i64::try_from(i).unwrap_or(i64::MAX), item, out)?;
+            }
+        }
+        let status = response.status.as_deref().filter(|s| !s.is_empty());
+        let reason = response
+            .incomplete_details
+            .as_ref()
+            .and_then(|d| d.reason.as_deref())
+            .filter(|r| !r.is_empty());
+        if let Some(raw) = reason.or(status) {
+            self.turn
+                .set_extra(RAW_FINISH_REASON, Value::String(raw.to_owned()));
+        }
+        self.settle_extras();
+        self.turn.finish(finish_reason(status, reason), out);
+        self.ended = true;
+        Ok(())
+    }
+}
+
+/// The `output_index` and item of an `output_item` event.
+fn item_of<'e>(ev: &'e Event, ty: &str) -> Result<(i64, &'e Value)> {
+    let index = ev
+        .output_index
+        .filter(|i| *i >= 0)
+        .ok_or_else(|| Error::decode(KIND, ty, "no output_index"))?;
+    let item = ev
+        .item
+        .as_ref()
+        .filter(|i| i.is_object())
+        .ok_or_else(|| Error::decode(KIND, ty, "no item object"))?;
+    Ok((index, item))
+}
+
+fn read_item(raw: &Value, what: &str) -> Result<Item> {
+    Item::deserialize(raw).map_err(|e| Error::decode(KIND, what, e))
+}
+
+impl StreamDecoder for Decoder {
+    fn feed(&mut self, event: Option<&str>, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
+        let data = data.trim();
+        // No `[DONE]` on this wire; a proxy that adds one ends nothing early.
+        if data.is_empty() || data == "[DONE]" || self.ended {
+            return Ok(());
+        }
+        let ev: Event =
+            serde_json::from_str(data).map_err(|e| Error::decode(KIND, "stream payload", e))?;
+        let Some(ty) = ev
+            .r#type
+            .clone()
+            .filter(|t| !t.is_empty())
+            .or_else(|| event.filter(|e| !e.is_empty()).map(str::to_owned))
+        else {
+            return Err(Error::decode(
+                KIND,
+                "stream payload",
+                "no event `type`: not a Responses API event (did the stream switch format?)",
+            ));
+        };
+        match self.apply(&ty, ev, data, out) {
+            Err(Error::Api(mut api)) => {
+                self.settle_extras();
+                api.partial = Some(Box::new(self.turn.interrupt()));
+                Err(Error::Api(api))
+            }
+            other => other,
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse> {
+        if !self.ended {
+            self.settle_extras();
+        }
+        self.turn.end(out)
+    }
+}
+
+/// A whole (non-streamed) body: a response object, or an error body.
+pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| Error::decode(KIND, "response body", e))?;
+    let Value::Object(map) = &value else {
+        return Err(Error::decode(KIND, "response body", "not a JSON object"));
+    };
+    let error = map.get("error").filter(|e| !e.is_null());
+    if error.is_some() && !map.contains_key("output") {
+        return Err(api_error(None, body).into());
+    }
+    let response =
+        ResponseObject::deserialize(&value).map_err(|e| Error::decode(KIND, "response body", e))?;
+    if response.status.as_deref() == Some("failed") {
+        let text = String::from_utf8_lossy(body);
+        return Err(stream_error(response.error.as_ref(), (None, None), &text).into());
+    }
+    if !map.contains_key("output") {
+        return Err(Error::decode(KIND, "response body", "no `output`"));
+    }
+    let mut decoder = Decoder::new();
+    let mut sink = Vec::new();
+    for (i, item) in response.output.iter().enumerate() {
+        decoder.item_done(i64::try_from(i).unwrap_or(i64::MAX), item, &mut sink)?;
+    }
+    decoder.terminal(&response, &mut sink)?;
+    decoder.turn.end(&mut sink)
+}
+
+/// An error body: `{"error": {"message", "type", "param", "code"}}` (code, else type, as the
+/// code), or any shape [`generic_error`] reads.
+pub(crate) fn api_error(status: Option<u16>, body: &[u8]) -> ApiError {
+    generic_error(KIND, status, body)
+}

@@ -1,0 +1,107 @@
+//! OpenAI Responses API (`POST /responses`), native wire.
+//!
+//! Provider data rides in the canonical `extra` maps under the keys below, so a response
+//! pasted back into the history as an [`AssistantMessage`](crate::AssistantMessage) gives the
+//! API back exactly what it needs: each call's item id, the reasoning items (with their
+//! `encrypted_content`) in front of the item they preceded, and which calls were custom-tool
+//! calls. The quirk sheet follows.
+#![doc = include_str!("../../../providers/openai-responses.md")]
+
+mod decode;
+mod encode;
+#[cfg(feature = "mock")]
+mod respond;
+mod wire;
+
+use serde_json::Value;
+
+use crate::error::{ApiError, Result};
+use crate::provider::{Auth, HttpRequest, Provider, ProviderInfo, ProviderKind, StreamDecoder};
+use crate::types::{ChatRequest, ChatResponse, SchemaMode, ToolDefinition};
+
+/// Key (on [`ToolCall::extra`](crate::ToolCall)) of the call's output item id (`fc_…`,
+/// `ctc_…`): not the `call_id` that results answer, but the item's own id, echoed on the
+/// `function_call` input item.
+pub const ITEM_ID: &str = "item_id";
+
+/// Key of the reasoning items, verbatim (`{"type": "reasoning", "id", "summary",
+/// "encrypted_content"?}`): on a [`ToolCall::extra`](crate::ToolCall) for the items that came
+/// right before that call, on [`ChatResponse::extra`] for those before the text (or after the
+/// last call). Sent back in the same places.
+pub const REASONING_ITEMS: &str = "reasoning_items";
+
+/// Key (on [`ToolCall::extra`](crate::ToolCall)) set to `true` on a call to a custom
+/// (free-form) tool. Its canonical arguments are `{"input": "<the text the model wrote>"}`.
+pub const CUSTOM_TOOL: &str = "custom_tool";
+
+/// The schema keyword that makes a [`ToolDefinition`] a custom (free-form) tool on this wire:
+/// its value is the tool's `format` (`{"type": "text"}`, or `{"type": "grammar", "syntax":
+/// "lark" | "regex", "definition": "…"}`), sent as `{"type": "custom", "name", "description",
+/// "format"}`. Give such a tool the parameters `{"type": "object", "properties": {"input":
+/// {"type": "string"}}, "required": ["input"], "x-openai-custom-format": {…}}`: other
+/// providers then see a function with one string argument.
+pub const CUSTOM_FORMAT: &str = "x-openai-custom-format";
+
+/// Key (on [`ChatResponse::extra`]) of the provider's own end-of-turn value, verbatim: the
+/// `incomplete_details.reason` (`max_output_tokens`, `content_filter`) or else the `status`
+/// (`completed`).
+pub const RAW_FINISH_REASON: &str = "raw_finish_reason";
+
+/// Key (on [`ChatResponse::extra`]) of a refusal the model wrote instead of text.
+pub const REFUSAL: &str = "refusal";
+
+/// Key (on [`ChatResponse::extra`]) of the number of stream events of types toolwire does not
+/// know, which were skipped (absent when there were none).
+pub const UNKNOWN_EVENTS: &str = "unknown_events";
+
+const INFO: ProviderInfo = ProviderInfo {
+    kind: ProviderKind::OpenAiResponses,
+    base_url: "https://api.openai.com/v1",
+    key_vars: &["OPENAI_API_KEY"],
+    auth: Auth::Bearer,
+    capabilities: "tools (strict by choice), custom free-form tools, parallel calls, reasoning \
+                   items round-tripped (encrypted_content with store false), calls complete at \
+                   their done event",
+};
+
+/// The Responses API wire.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenAiResponses;
+
+impl OpenAiResponses {
+    /// The Responses API at OpenAI (or at any server given as the base URL).
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+impl Provider for OpenAiResponses {
+    fn info(&self) -> &ProviderInfo {
+        &INFO
+    }
+
+    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
+        encode::encode(req, stream)
+    }
+
+    fn decode(&self, body: &[u8]) -> Result<ChatResponse> {
+        decode::decode_body(body)
+    }
+
+    fn decoder(&self) -> Box<dyn StreamDecoder> {
+        Box::new(decode::Decoder::new())
+    }
+
+    fn decode_error(&self, status: Option<u16>, body: &[u8]) -> ApiError {
+        decode::api_error(status, body)
+    }
+
+    /// The strict-mode rewrite for a strict tool, the schema unchanged otherwise; for a custom
+    /// tool, the `format` it is sent with.
+    fn encode_parameters(&self, tool: &ToolDefinition, _mode: Option<SchemaMode>) -> Result<Value> {
+        Ok(match encode::custom_format(tool) {
+            Some(format) => format.clone(),
+            None => encode::parameters(tool),
+        })
+    }
+}
