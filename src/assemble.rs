@@ -485,4 +485,43 @@ mod tests {
         let partial = err.partial().unwrap();
         assert_eq!(partial.tool_calls[0].raw_arguments, "{\"x\":1}");
     }
+
+    #[test]
+    fn a_call_completed_early_stays_complete_when_the_turn_is_cut() {
+        let mut t = Turn::new(ProviderKind::OpenAiResponses);
+        let mut out = Vec::new();
+        t.fragment(
+            0,
+            frag(Some(0), Some("a"), Some("f"), "{\"x\":1}"),
+            &mut out,
+        );
+        t.fragment(0, frag(Some(1), None, Some("g"), "{}"), &mut out);
+        t.fragment(0, frag(Some(2), Some("c"), Some("h"), "{\"y\":"), &mut out);
+        assert!(t.complete_call(0, &mut out));
+        assert!(!t.complete_call(0, &mut out), "completed twice");
+        assert!(
+            !t.complete_call(1, &mut out),
+            "no id yet: minted at the end"
+        );
+        assert!(t.is_call_completed(0));
+        assert_eq!(t.call_arguments(0), Some("{\"x\":1}"));
+        assert!(matches!(
+            out.last(),
+            Some(StreamEvent::ToolCallComplete { index: 0, .. })
+        ));
+        t.finish(FinishReason::Length, &mut out);
+        let r = t.end(&mut out).unwrap();
+        assert!(r.tool_calls[0].is_complete());
+        assert_eq!(r.tool_calls[1].id, "call_1");
+        assert_eq!(
+            r.tool_calls[2].error.as_ref().unwrap().kind,
+            ArgumentsErrorKind::Truncated
+        );
+        let completions = out
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::ToolCallComplete { index: 0, .. }))
+            .count();
+        assert_eq!(completions, 1);
+        assert_eq!(r.finish_reason, FinishReason::Length);
+    }
 }

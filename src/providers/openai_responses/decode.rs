@@ -708,3 +708,204 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
 pub(crate) fn api_error(status: Option<u16>, body: &[u8]) -> ApiError {
     generic_error(KIND, status, body)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ArgumentsErrorKind;
+
+    fn run(events: &[&str]) -> (Vec<StreamEvent>, Result<ChatResponse>) {
+        let mut d = Decoder::new();
+        let mut out = Vec::new();
+        for e in events {
+            if let Err(e) = d.feed(None, e, &mut out) {
+                return (out, Err(e));
+            }
+        }
+        let r = d.finish(&mut out);
+        (out, r)
+    }
+
+    const ADDED: &str = r#"{"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","arguments":"","call_id":"call_1","name":"f"}}"#;
+    const COMPLETED: &str = r#"{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":3,"output_tokens":4}}}"#;
+
+    #[test]
+    fn a_call_completes_at_its_done_event_not_at_the_end() {
+        let (events, r) = run(&[
+            ADDED,
+            r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","delta":"{\"a\":"}"#,
+            r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","delta":"1}"}"#,
+            r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"a\":1}","call_id":"call_1","name":"f"}}"#,
+            r#"{"type":"response.output_item.added","output_index":1,"item":{"id":"fc_2","type":"function_call","arguments":"","call_id":"call_2","name":"g"}}"#,
+            COMPLETED,
+        ]);
+        let r = r.unwrap();
+        // Deltas keyed only by item_id reach their call.
+        assert_eq!(r.tool_calls[0].raw_arguments, "{\"a\":1}");
+        let complete = events
+            .iter()
+            .position(|e| matches!(e, StreamEvent::ToolCallComplete { index: 0, .. }))
+            .unwrap();
+        let second = events
+            .iter()
+            .position(|e| matches!(e, StreamEvent::ToolCallStarted { index: 1, .. }))
+            .unwrap();
+        assert!(complete < second, "{events:?}");
+        // The second call never got its done: completed at the end, from empty text.
+        assert!(r.tool_calls[1].is_complete());
+        assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+    }
+
+    #[test]
+    fn finished_items_without_deltas_carry_everything() {
+        let (_, r) = run(&[
+            r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"A"},{"type":"summary_text","text":"B"}]}}"#,
+            r#"{"type":"response.output_item.done","output_index":1,"item":{"id":"msg_1","type":"message","content":[{"type":"output_text","text":"Hi"},{"type":"refusal","refusal":"no"}]}}"#,
+            r#"{"type":"response.output_item.done","output_index":2,"item":{"id":"fc_1","type":"function_call","arguments":"{}","name":"f"}}"#,
+            COMPLETED,
+        ]);
+        let r = r.unwrap();
+        assert_eq!(r.reasoning.as_deref(), Some("A\n\nB"));
+        assert_eq!(r.text.as_deref(), Some("Hi"));
+        assert_eq!(r.extra[REFUSAL], "no");
+        // The reasoning item preceded the text; the call without call_id gets a minted id.
+        assert_eq!(r.extra[REASONING_ITEMS][0]["id"], "rs_1");
+        assert!(r.tool_calls[0].has_synthetic_id());
+        assert_eq!(r.tool_calls[0].extra[ITEM_ID], "fc_1");
+    }
+
+    #[test]
+    fn a_call_id_that_arrives_with_the_done_item_is_used() {
+        let (_, r) = run(&[
+            r#"{"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","name":"f"}}"#,
+            r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","arguments":"{}","call_id":"call_late","name":"f"}}"#,
+            COMPLETED,
+        ]);
+        let call = &r.unwrap().tool_calls[0];
+        assert_eq!(call.id, "call_late");
+        assert!(!call.has_synthetic_id());
+    }
+
+    #[test]
+    fn disagreeing_or_late_arguments_are_errors() {
+        let delta = r#"{"type":"response.function_call_arguments.delta","output_index":0,"delta":"{\"a\":1"}"#;
+        let done = r#"{"type":"response.function_call_arguments.done","output_index":0,"arguments":"{\"b\":2}"}"#;
+        let (_, r) = run(&[ADDED, delta, done]);
+        let err = r.unwrap_err();
+        assert!(err.to_string().contains("differ"), "{err}");
+        let done = r#"{"type":"response.function_call_arguments.done","output_index":0,"arguments":"{\"a\":1}"}"#;
+        let (_, r) = run(&[ADDED, delta, done, delta]);
+        assert!(r.unwrap_err().to_string().contains("after the arguments"));
+        let (_, r) = run(&[delta]);
+        assert!(r.unwrap_err().to_string().contains("no output item"));
+        // A done text that extends the deltas completes them.
+        let (events, r) = run(&[ADDED, delta, done, COMPLETED]);
+        assert_eq!(r.unwrap().tool_calls[0].raw_arguments, "{\"a\":1}");
+        assert!(events.contains(&StreamEvent::ToolCallDelta {
+            index: 0,
+            fragment: "}".into()
+        }));
+    }
+
+    #[test]
+    fn error_events_flat_or_nested_and_failed_responses() {
+        let (_, r) = run(&[
+            r#"{"type":"response.output_text.delta","output_index":0,"delta":"Hi"}"#,
+            r#"{"type":"error","code":"rate_limit_exceeded","message":"slow down","param":null}"#,
+        ]);
+        let err = r.unwrap_err();
+        let api = err.api().unwrap();
+        assert_eq!(
+            (api.status, api.code.as_deref(), api.message.as_str()),
+            (None, Some("rate_limit_exceeded"), "slow down")
+        );
+        assert_eq!(err.partial().unwrap().text.as_deref(), Some("Hi"));
+        let (_, r) = run(&[
+            r#"{"type":"response.failed","response":{"status":"failed","error":{"code":"server_error","message":"boom"}}}"#,
+        ]);
+        let err = r.unwrap_err();
+        assert_eq!(err.api().unwrap().code.as_deref(), Some("server_error"));
+        let body = br#"{"id":"r","object":"response","status":"failed","error":{"code":"server_error","message":"boom"},"output":[]}"#;
+        assert_eq!(
+            decode_body(body).unwrap_err().api().unwrap().message,
+            "boom"
+        );
+        let body = br#"{"error":{"message":"bad key","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#;
+        assert_eq!(
+            decode_body(body)
+                .unwrap_err()
+                .api()
+                .unwrap()
+                .code
+                .as_deref(),
+            Some("invalid_api_key")
+        );
+        assert!(matches!(
+            decode_body(br#"{"id":"r"}"#),
+            Err(Error::Decode { .. })
+        ));
+    }
+
+    #[test]
+    fn a_stream_of_only_its_terminal_event_decodes_its_output() {
+        let (_, r) = run(&[
+            r#"{"type":"response.completed","response":{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"Done."}]}]}}"#,
+            "[DONE]",
+            r#"{"type":"response.output_text.delta","output_index":0,"delta":"ignored after the end"}"#,
+        ]);
+        assert_eq!(r.unwrap().text.as_deref(), Some("Done."));
+    }
+
+    #[test]
+    fn statuses_map_to_finish_reasons() {
+        assert_eq!(finish_reason(Some("completed"), None), FinishReason::Stop);
+        assert_eq!(finish_reason(None, None), FinishReason::Stop);
+        assert_eq!(
+            finish_reason(Some("incomplete"), Some("max_output_tokens")),
+            FinishReason::Length
+        );
+        assert_eq!(
+            finish_reason(Some("incomplete"), Some("content_filter")),
+            FinishReason::ContentFilter
+        );
+        assert_eq!(
+            finish_reason(Some("cancelled"), None),
+            FinishReason::Other("cancelled".into())
+        );
+        let (_, r) = run(&[
+            ADDED,
+            r#"{"type":"response.function_call_arguments.delta","output_index":0,"delta":"{\"a\""}"#,
+            r#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"content_filter"}}}"#,
+        ]);
+        let r = r.unwrap();
+        assert_eq!(r.finish_reason, FinishReason::ContentFilter);
+        assert_eq!(r.extra[RAW_FINISH_REASON], "content_filter");
+        assert_eq!(
+            r.tool_calls[0].error.as_ref().unwrap().kind,
+            ArgumentsErrorKind::Truncated
+        );
+    }
+
+    #[test]
+    fn custom_input_is_escaped_piece_by_piece() {
+        assert_eq!(escape("a\"b\n"), "a\\\"b\\n");
+        let (events, r) = run(&[
+            r#"{"type":"response.output_item.added","output_index":0,"item":{"id":"ctc_1","type":"custom_tool_call","call_id":"c","name":"sh","input":""}}"#,
+            r#"{"type":"response.custom_tool_call_input.delta","output_index":0,"delta":"echo \"hi"}"#,
+            r#"{"type":"response.custom_tool_call_input.delta","output_index":0,"delta":"\"\n"}"#,
+            r#"{"type":"response.custom_tool_call_input.done","output_index":0,"input":"echo \"hi\"\n"}"#,
+            COMPLETED,
+        ]);
+        let call = &r.unwrap().tool_calls[0];
+        assert_eq!(call.arguments.as_ref().unwrap()["input"], "echo \"hi\"\n");
+        assert_eq!(call.extra[CUSTOM_TOOL], true);
+        let streamed: String = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallDelta { fragment, .. } => Some(fragment.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(streamed, call.raw_arguments);
+    }
+}

@@ -105,3 +105,82 @@ impl Provider for OpenAiResponses {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::replay;
+    use crate::types::{Message, ToolResult};
+    use serde_json::json;
+
+    /// A replayed stream, pasted back as history, gives the API back what it needs: the
+    /// reasoning item (with its encrypted content) right before its call, the call's item id
+    /// and call_id, and a result answering the call_id.
+    #[test]
+    fn replayed_stream_encodes_back_in_place() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/openai-responses/quirk_reasoning_items/response.sse"
+        );
+        let body = std::fs::read(path).unwrap();
+        let p = OpenAiResponses::new();
+        let response = replay(&p, &body).unwrap().response;
+        let call = response.tool_calls[0].clone();
+        let text = serde_json::to_string(&response).unwrap();
+        let assistant: crate::AssistantMessage = serde_json::from_str(&text).unwrap();
+        let mut request = ChatRequest::new(
+            "gpt-5.1-codex-max",
+            vec![
+                Message::user("Weather in Kyoto?"),
+                Message::Assistant(assistant),
+                Message::Tool(ToolResult::ok(&call, json!({"temp_c": 6}))),
+            ],
+        );
+        request.extra_body.insert("store".into(), json!(false));
+        let input = p.encode(&request, true).unwrap().body["input"].clone();
+        let types: Vec<&str> = input
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i.get("type").and_then(Value::as_str).unwrap_or("message"))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "message",
+                "reasoning",
+                "function_call",
+                "function_call_output"
+            ]
+        );
+        assert_eq!(
+            input[1]["encrypted_content"],
+            "gAAAAABtw-reasoning-state-9c1f0e7a2b"
+        );
+        assert_eq!(input[2]["id"], "fc_tw_rs_02");
+        assert_eq!(input[2]["call_id"], "call_tw_rs_02");
+        assert_eq!(input[3]["call_id"], "call_tw_rs_02");
+    }
+
+    #[test]
+    fn a_custom_tool_is_its_format() {
+        let tool = ToolDefinition::new("sh", "Run a shell line.")
+            .unwrap()
+            .with_parameters(
+                json!({"type": "object", "properties": {"input": {"type": "string"}},
+                CUSTOM_FORMAT: {"type": "text"}}),
+            )
+            .unwrap();
+        let p = OpenAiResponses::new();
+        assert_eq!(
+            p.encode_parameters(&tool, None).unwrap(),
+            json!({"type": "text"})
+        );
+        let req = ChatRequest::new("m", vec![Message::user("ls")]).with_tools([tool]);
+        let body = p.encode(&req, false).unwrap().body;
+        assert_eq!(
+            body["tools"][0],
+            json!({"type": "custom", "name": "sh", "description": "Run a shell line.", "format": {"type": "text"}})
+        );
+    }
+}

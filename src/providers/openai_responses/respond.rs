@@ -483,3 +483,139 @@ fn merge(a: &Value, b: Value) -> Value {
     }
     Value::Object(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock::Respond;
+    use crate::provider::Provider;
+    use crate::providers::openai_responses::{OpenAiResponses, RAW_FINISH_REASON};
+    use crate::replay::replay;
+
+    fn sample() -> ChatResponse {
+        let reasoning = json!({"id": "rs_s1", "type": "reasoning", "encrypted_content": "enc-1",
+            "summary": [{"type": "summary_text", "text": "Plan."}, {"type": "summary_text", "text": "Act."}]});
+        let mut weather = ToolCall::new("call_s1", "get_weather", r#"{"city":"Lyon"}"#);
+        weather.extra.insert(ITEM_ID.into(), json!("fc_s1"));
+        weather
+            .extra
+            .insert(REASONING_ITEMS.into(), json!([reasoning]));
+        let mut sql = ToolCall::new("call_s2", "run_sql", r#"{"input":"SELECT \"x\"\n"}"#);
+        sql.extra.insert(ITEM_ID.into(), json!("ctc_s2"));
+        sql.extra.insert(CUSTOM_TOOL.into(), json!(true));
+        let mut r = ChatResponse {
+            text: Some("Looking it up, one moment please.".into()),
+            reasoning: Some("Plan.\n\nAct.".into()),
+            tool_calls: vec![weather, sql],
+            finish_reason: FinishReason::ToolCalls,
+            usage: Some(Usage {
+                input_tokens: 40,
+                output_tokens: 31,
+                reasoning_tokens: Some(12),
+            }),
+            extra: Map::new(),
+        };
+        r.extra.insert(RAW_FINISH_REASON.into(), json!("completed"));
+        r
+    }
+
+    #[test]
+    fn decode_of_encode_is_identity() {
+        let p = OpenAiResponses::new();
+        let mut cut = sample();
+        cut.tool_calls[1] = ToolCall::new_cut_short("call_s3", "get_weather", r#"{"city":"Ly"#);
+        cut.tool_calls[1]
+            .extra
+            .insert(ITEM_ID.into(), json!("fc_s3"));
+        cut.finish_reason = FinishReason::Length;
+        cut.extra
+            .insert(RAW_FINISH_REASON.into(), json!("max_output_tokens"));
+        let mut refused = ChatResponse {
+            finish_reason: FinishReason::ContentFilter,
+            ..ChatResponse::default()
+        };
+        refused
+            .extra
+            .insert(REFUSAL.into(), json!("I can't help with that."));
+        refused
+            .extra
+            .insert(RAW_FINISH_REASON.into(), json!("content_filter"));
+        for r in [sample(), cut, refused] {
+            for stream in [false, true] {
+                let bytes = p.encode_response(&r, stream).unwrap();
+                let back = replay(&p, &bytes).unwrap().response;
+                assert_eq!(
+                    back,
+                    r,
+                    "stream={stream}\n{}",
+                    String::from_utf8_lossy(&bytes)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn plain_reasoning_gets_an_item_and_calls_get_item_ids() {
+        let p = OpenAiResponses::new();
+        let mut r = ChatResponse {
+            reasoning: Some("Think.".into()),
+            tool_calls: vec![ToolCall::new("call_a", "f", "{}")],
+            finish_reason: FinishReason::ToolCalls,
+            ..ChatResponse::default()
+        };
+        r.settle_finish_reason();
+        let back = replay(&p, &p.encode_response(&r, true).unwrap())
+            .unwrap()
+            .response;
+        assert_eq!(back.reasoning.as_deref(), Some("Think."));
+        assert_eq!(back.tool_calls[0].extra[ITEM_ID], "fc_toolwire_0");
+        assert_eq!(
+            back.tool_calls[0].extra[REASONING_ITEMS][0]["id"],
+            "rs_toolwire_mock"
+        );
+        let text = String::from_utf8(p.encode_response(&r, true).unwrap()).unwrap();
+        assert!(text.starts_with("event: response.created\ndata: "));
+        assert!(!text.contains("[DONE]"));
+    }
+
+    #[test]
+    fn errors_round_trip_as_bodies_and_as_events() {
+        let p = OpenAiResponses::new();
+        let mut e = ApiError::new(ProviderKind::OpenAiResponses, Some(429), "slow down");
+        e.code = Some("rate_limit_exceeded".into());
+        let (status, body) = p.encode_error(&e, true);
+        assert_eq!(status, 429);
+        let back = p.decode_error(Some(status), &body);
+        assert_eq!(back.code, e.code);
+        assert_eq!(back.message, "slow down");
+
+        e.status = None;
+        e.partial = Some(Box::new(ChatResponse {
+            text: Some("Partial".into()),
+            ..ChatResponse::default()
+        }));
+        let (status, body) = p.encode_error(&e, true);
+        assert_eq!(status, 200);
+        let err = replay(&p, &body).unwrap_err();
+        let api = err.api().unwrap();
+        assert_eq!(api.code.as_deref(), Some("rate_limit_exceeded"));
+        assert_eq!(err.partial().unwrap().text.as_deref(), Some("Partial"));
+    }
+
+    #[test]
+    fn unsendable_responses_are_refused() {
+        let p = OpenAiResponses::new();
+        let r = ChatResponse {
+            finish_reason: FinishReason::Error,
+            ..ChatResponse::default()
+        };
+        assert!(p.encode_response(&r, true).is_err());
+        let mut bad = ToolCall::new("c", "sh", "{}");
+        bad.extra.insert(CUSTOM_TOOL.into(), json!(true));
+        let r = ChatResponse {
+            tool_calls: vec![bad],
+            ..ChatResponse::default()
+        };
+        assert!(p.encode_response(&r, false).is_err());
+    }
+}
