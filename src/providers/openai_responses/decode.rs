@@ -9,7 +9,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::wire::{Event, Item, ResponseObject, Usage as WireUsage};
-use super::{CUSTOM_TOOL, ITEM_ID, RAW_FINISH_REASON, REASONING_ITEMS, REFUSAL, UNKNOWN_EVENTS};
+use super::{
+    CUSTOM_TOOL, ITEM_ID, OTHER_ITEMS, RAW_FINISH_REASON, REASONING_ITEMS, REFUSAL, UNKNOWN_EVENTS,
+};
 use crate::assemble::{Fragment, Turn};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error, scalar_text};
@@ -167,6 +169,10 @@ pub(crate) struct Decoder {
     text_reasoning: Vec<Value>,
     /// The part (item, kind, index) of the last reasoning text, for `\n\n` between parts.
     reasoning_part: Option<(i64, u8, i64)>,
+    /// The message item of the last text, for `\n\n` between message items.
+    text_item: Option<i64>,
+    /// Finished output items with no canonical form (server-side tool calls, …), verbatim.
+    other: Vec<Value>,
     refusal: String,
     unknown: u64,
     ended: bool,
@@ -181,6 +187,8 @@ impl Decoder {
             pending: Vec::new(),
             text_reasoning: Vec::new(),
             reasoning_part: None,
+            text_item: None,
+            other: Vec::new(),
             refusal: String::new(),
             unknown: 0,
             ended: false,
@@ -222,7 +230,8 @@ impl Decoder {
             }
             "response.output_text.delta" => {
                 self.mark_streamed(&ev);
-                self.turn.text(ev.delta.as_deref().unwrap_or_default(), out);
+                let index = self.key(&ev).unwrap_or(-1);
+                self.text(index, ev.delta.as_deref().unwrap_or_default(), out);
                 Ok(())
             }
             "response.refusal.delta" => {
@@ -284,6 +293,19 @@ impl Decoder {
         }
         self.reasoning_part = Some(part);
         self.turn.reasoning(text, out);
+    }
+
+    /// Appends text, with a blank line between message items (a `commentary` message and the
+    /// `final_answer` one, say).
+    fn text(&mut self, item: i64, text: &str, out: &mut Vec<StreamEvent>) {
+        if text.is_empty() {
+            return;
+        }
+        if self.text_item.is_some_and(|i| i != item) {
+            self.turn.text("\n\n", out);
+        }
+        self.text_item = Some(item);
+        self.turn.text(text, out);
     }
 
     fn item_added(&mut self, index: i64, raw: &Value, out: &mut Vec<StreamEvent>) -> Result<()> {
@@ -528,6 +550,8 @@ impl Decoder {
                         out,
                     );
                 }
+                // An item id the announcement lacked (a call completed at its arguments'
+                // `.done` keeps the id it was announced with).
                 if let (Some(position), Some(id)) = (position, item.id.as_ref())
                     && !id.is_empty()
                     && let Some(extra) = self.turn.call_extra(position)
@@ -557,14 +581,14 @@ impl Decoder {
             Kind::Message => {
                 if !streamed {
                     for text in Item::part_texts(&item.content, "output_text", "text") {
-                        self.turn.text(text, out);
+                        self.text(index, text, out);
                     }
                     for text in Item::part_texts(&item.content, "refusal", "refusal") {
                         self.refusal.push_str(text);
                     }
                 }
             }
-            Kind::Other => {}
+            Kind::Other => self.other.push(raw.clone()),
         }
         if let Some(state) = self.items.get_mut(&index) {
             state.streamed = true;
@@ -582,6 +606,10 @@ impl Decoder {
         if !self.refusal.is_empty() {
             let refusal = std::mem::take(&mut self.refusal);
             self.turn.set_extra(REFUSAL, Value::String(refusal));
+        }
+        if !self.other.is_empty() {
+            let items = std::mem::take(&mut self.other);
+            self.turn.set_extra(OTHER_ITEMS, Value::Array(items));
         }
         if self.unknown > 0 {
             self.turn
@@ -772,6 +800,21 @@ mod tests {
         assert_eq!(r.extra[REASONING_ITEMS][0]["id"], "rs_1");
         assert!(r.tool_calls[0].has_synthetic_id());
         assert_eq!(r.tool_calls[0].extra[ITEM_ID], "fc_1");
+    }
+
+    #[test]
+    fn message_items_are_paragraphs_and_other_items_are_kept() {
+        let (_, r) = run(&[
+            r#"{"type":"response.output_item.added","output_index":0,"item":{"id":"m1","type":"message","phase":"commentary","content":[]}}"#,
+            r#"{"type":"response.output_text.delta","output_index":0,"item_id":"m1","delta":"Got it."}"#,
+            r#"{"type":"response.output_item.done","output_index":1,"item":{"id":"ws","type":"web_search_call","status":"completed"}}"#,
+            r#"{"type":"response.output_item.added","output_index":2,"item":{"id":"m2","type":"message","phase":"final_answer","content":[]}}"#,
+            r#"{"type":"response.output_text.delta","output_index":2,"item_id":"m2-rotated","delta":"Here."}"#,
+            COMPLETED,
+        ]);
+        let r = r.unwrap();
+        assert_eq!(r.text.as_deref(), Some("Got it.\n\nHere."));
+        assert_eq!(r.extra[OTHER_ITEMS][0]["type"], "web_search_call");
     }
 
     #[test]

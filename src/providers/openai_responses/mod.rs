@@ -50,6 +50,11 @@ pub const RAW_FINISH_REASON: &str = "raw_finish_reason";
 /// Key (on [`ChatResponse::extra`]) of a refusal the model wrote instead of text.
 pub const REFUSAL: &str = "refusal";
 
+/// Key (on [`ChatResponse::extra`]) of the finished output items that have no canonical form
+/// (server-side tool calls such as `web_search_call`, `shell_call`, an MCP approval request),
+/// verbatim and in order, so nothing the model produced is lost. Not sent back.
+pub const OTHER_ITEMS: &str = "other_items";
+
 /// Key (on [`ChatResponse::extra`]) of the number of stream events of types toolwire does not
 /// know, which were skipped (absent when there were none).
 pub const UNKNOWN_EVENTS: &str = "unknown_events";

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{CUSTOM_TOOL, ITEM_ID, REASONING_ITEMS, REFUSAL};
+use super::{CUSTOM_TOOL, ITEM_ID, OTHER_ITEMS, REASONING_ITEMS, REFUSAL};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::ProviderKind;
 use crate::types::{ArgumentsErrorKind, ChatResponse, FinishReason, ToolCall, Usage};
@@ -145,6 +145,8 @@ fn response_object(
 enum Out<'a> {
     /// A reasoning item, verbatim.
     Reasoning(Value),
+    /// An item with no canonical form (a server-side tool call), verbatim.
+    Other(Value),
     /// The text (and a refusal).
     Message {
         text: Option<&'a str>,
@@ -164,7 +166,7 @@ impl Out<'_> {
     /// The item as `response.output_item.done` (and a whole body) carries it.
     fn done_item(&self) -> Value {
         match self {
-            Out::Reasoning(item) => item.clone(),
+            Out::Reasoning(item) | Out::Other(item) => item.clone(),
             Out::Message { text, refusal } => {
                 let mut content = Vec::new();
                 if let Some(text) = text {
@@ -235,9 +237,9 @@ fn call_item(call: &ToolCall, item_id: &str, status: &str, text: &str) -> Value 
     Value::Object(m)
 }
 
-fn reasoning_of(extra: &Map<String, Value>) -> impl Iterator<Item = Value> + '_ {
+fn items_of<'a>(extra: &'a Map<String, Value>, key: &str) -> impl Iterator<Item = Value> + 'a {
     extra
-        .get(REASONING_ITEMS)
+        .get(key)
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -249,7 +251,9 @@ fn reasoning_of(extra: &Map<String, Value>) -> impl Iterator<Item = Value> + '_ 
 /// the reasoning text as its summary, when the response has no reasoning items at all), the
 /// message, then each call after its own reasoning items.
 fn output(r: &ChatResponse) -> Result<Vec<Out<'_>>> {
-    let mut items: Vec<Out<'_>> = reasoning_of(&r.extra).map(Out::Reasoning).collect();
+    let mut items: Vec<Out<'_>> = items_of(&r.extra, REASONING_ITEMS)
+        .map(Out::Reasoning)
+        .collect();
     let any_items = !items.is_empty()
         || r.tool_calls
             .iter()
@@ -260,6 +264,7 @@ fn output(r: &ChatResponse) -> Result<Vec<Out<'_>>> {
             "summary": [{"type": "summary_text", "text": reasoning}],
         })));
     }
+    items.extend(items_of(&r.extra, OTHER_ITEMS).map(Out::Other));
     let text = r.text.as_deref().filter(|t| !t.is_empty());
     let refusal = r.extra.get(REFUSAL).and_then(Value::as_str);
     if text.is_some() || refusal.is_some() {
@@ -278,7 +283,7 @@ fn output(r: &ChatResponse) -> Result<Vec<Out<'_>>> {
                 "tool_calls[{i}] is a custom-tool call without a string `input` argument"
             )));
         }
-        items.extend(reasoning_of(&call.extra).map(Out::Reasoning));
+        items.extend(items_of(&call.extra, REASONING_ITEMS).map(Out::Reasoning));
         let item_id = call
             .extra
             .get(ITEM_ID)
@@ -337,6 +342,10 @@ impl Writer {
     fn item(&mut self, i: usize, item: &Out<'_>) {
         match item {
             Out::Reasoning(done) => self.reasoning(i, done),
+            Out::Other(done) => self.event(
+                "response.output_item.added",
+                json!({"output_index": i, "item": done}),
+            ),
             Out::Message { text, refusal } => self.message(i, *text, *refusal),
             Out::Call { call, item_id } => self.call(i, call, item_id, item.cut_off()),
         }
@@ -540,6 +549,10 @@ mod tests {
         refused
             .extra
             .insert(RAW_FINISH_REASON.into(), json!("content_filter"));
+        refused.extra.insert(
+            OTHER_ITEMS.into(),
+            json!([{"id": "ws_1", "type": "web_search_call", "status": "completed"}]),
+        );
         for r in [sample(), cut, refused] {
             for stream in [false, true] {
                 let bytes = p.encode_response(&r, stream).unwrap();
