@@ -4,6 +4,7 @@
 //! `output_item.done` path a streamed item ends with, so both forms give the same response.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -102,8 +103,48 @@ fn stream_error(error: Option<&Value>, flat: (Option<&str>, Option<&str>), body:
         .unwrap_or_else(|| "the response failed without a message".to_owned());
     let mut api = ApiError::new(KIND, None, message);
     api.code = code;
+    api.retry_after = retry_hint(&api.message);
     api.body = body.to_owned();
     api
+}
+
+/// The wait a rate-limit message asks for, in its own words: "Please try again in 300ms." /
+/// "in 11.122s." / "in 1m9.696s." (OpenAI puts it nowhere else; its Codex CLI reads it the same
+/// way, openai/codex PR #2266). A `Retry-After` header, when there is one, wins over it.
+pub(crate) fn retry_hint(message: &str) -> Option<Duration> {
+    const MARK: &str = "try again in ";
+    let rest = &message[message.find(MARK)? + MARK.len()..];
+    let mut total = 0.0_f64;
+    let mut parsed = false;
+    let mut text = rest;
+    // At most a few `<number><unit>` groups (`1h2m3.5s`); anything else ends the duration.
+    for _ in 0..4 {
+        let digits = text
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(text.len());
+        let Ok(value) = text[..digits].parse::<f64>() else {
+            break;
+        };
+        let after = &text[digits..];
+        let (unit, scale) = if after.starts_with("ms") {
+            (2, 0.001)
+        } else if after.starts_with('h') {
+            (1, 3600.0)
+        } else if after.starts_with('m') {
+            (1, 60.0)
+        } else if after.starts_with('s') {
+            (1, 1.0)
+        } else {
+            break;
+        };
+        total += value * scale;
+        parsed = true;
+        text = &after[unit..];
+    }
+    if !parsed || !total.is_finite() {
+        return None;
+    }
+    Duration::try_from_secs_f64(total).ok()
 }
 
 /// What an output item is, as far as toolwire cares.
@@ -734,7 +775,9 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
 /// An error body: `{"error": {"message", "type", "param", "code"}}` (code, else type, as the
 /// code), or any shape [`generic_error`] reads.
 pub(crate) fn api_error(status: Option<u16>, body: &[u8]) -> ApiError {
-    generic_error(KIND, status, body)
+    let mut api = generic_error(KIND, status, body);
+    api.retry_after = retry_hint(&api.message);
+    api
 }
 
 #[cfg(test)]
@@ -887,6 +930,26 @@ mod tests {
             decode_body(br#"{"id":"r"}"#),
             Err(Error::Decode { .. })
         ));
+    }
+
+    #[test]
+    fn rate_limit_messages_carry_the_wait() {
+        let ms = Duration::from_millis;
+        assert_eq!(
+            retry_hint("Please try again in 300ms. Visit …"),
+            Some(ms(300))
+        );
+        assert_eq!(retry_hint("Please try again in 11.122s."), Some(ms(11_122)));
+        assert_eq!(
+            retry_hint("Please try again in 1m9.696s."),
+            Some(ms(69_696))
+        );
+        assert_eq!(retry_hint("Please try again in 20s"), Some(ms(20_000)));
+        assert_eq!(retry_hint("Please try again in a while."), None);
+        assert_eq!(retry_hint("try again in 1e999s"), None);
+        assert_eq!(retry_hint("no hint"), None);
+        let body = br#"{"error":{"message":"Rate limit reached. Please try again in 1.5s.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}"#;
+        assert_eq!(api_error(Some(429), body).retry_after, Some(ms(1_500)));
     }
 
     #[test]
