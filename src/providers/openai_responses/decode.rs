@@ -1014,4 +1014,100 @@ mod tests {
             .collect();
         assert_eq!(streamed, call.raw_arguments);
     }
+
+    /// Random Responses-shaped event sequences (announcements, deltas, `.done` events, finished
+    /// items, terminal and error events, in any order, with hostile values): decoding never
+    /// panics, and whatever decodes tells one story: each call's deltas add up to its
+    /// `raw_arguments`, it completes once, after its last delta, and before `Finish`.
+    #[test]
+    fn random_event_sequences_decode_consistently() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+        use serde_json::json;
+
+        let index = prop_oneof![
+            4 => Just(json!(0)),
+            4 => Just(json!(1)),
+            1 => Just(json!(-1)),
+            1 => Just(json!("1")),
+        ];
+        let text = "[{}\"\\\\a:,\u{e9}\u{4e2d} ]{0,6}".prop_map(Value::String);
+        let kind = prop_oneof![
+            4 => Just("function_call"),
+            2 => Just("custom_tool_call"),
+            1 => Just("message"),
+            1 => Just("reasoning"),
+            1 => Just("web_search_call"),
+        ];
+        let present = |v: &'static str| prop_oneof![4 => Just(Some(v)), 1 => Just(None)];
+        // A final text is often absent (then nothing is checked against the deltas).
+        let final_text = prop_oneof![2 => Just(Value::Null), 1 => text.clone()];
+        let item = (kind, present("f"), present("c1"), final_text.clone()).prop_map(
+            |(kind, name, call_id, args)| {
+                json!({"type": kind, "id": "it", "name": name, "call_id": call_id,
+                       "arguments": args, "input": args,
+                       "content": [{"type": "output_text", "text": "t"}],
+                       "summary": [{"type": "summary_text", "text": "s"}]})
+            },
+        );
+        let ty = prop_oneof![
+            3 => Just("response.output_item.added"),
+            2 => Just("response.output_item.done"),
+            3 => Just("response.function_call_arguments.delta"),
+            2 => Just("response.function_call_arguments.done"),
+            1 => Just("response.custom_tool_call_input.delta"),
+            1 => Just("response.custom_tool_call_input.done"),
+            1 => Just("response.output_text.delta"),
+            1 => Just("response.reasoning_summary_text.delta"),
+            2 => Just("response.completed"),
+            1 => Just("response.incomplete"),
+            1 => Just("error"),
+            1 => Just("response.mystery"),
+        ];
+        let event = (ty, index, item, text, final_text).prop_map(|(ty, index, item, text, fin)| {
+            json!({"type": ty, "output_index": index, "item_id": "it", "item": item,
+                   "delta": text, "arguments": fin, "input": fin,
+                   "response": {"status": "incomplete",
+                                "incomplete_details": {"reason": "max_output_tokens"}},
+                   "message": "boom"})
+            .to_string()
+        });
+        let config = Config {
+            cases: 1024,
+            failure_persistence: None,
+            ..Config::default()
+        };
+        let mut runner =
+            TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        runner
+            .run(&prop::collection::vec(event, 0..12), |events| {
+                let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+                let (out, result) = run(&refs);
+                let Ok(r) = result else { return Ok(()) };
+                let mut raw = vec![String::new(); r.tool_calls.len()];
+                let mut done = vec![false; r.tool_calls.len()];
+                for e in &out {
+                    match e {
+                        StreamEvent::ToolCallDelta { index, fragment } => {
+                            prop_assert!(!done[*index], "delta after completion: {events:?}");
+                            raw[*index].push_str(fragment);
+                        }
+                        StreamEvent::ToolCallComplete { index, call } => {
+                            prop_assert!(!done[*index], "completed twice: {events:?}");
+                            prop_assert_eq!(call, &r.tool_calls[*index]);
+                            done[*index] = true;
+                        }
+                        StreamEvent::Finish { .. } => {
+                            prop_assert!(done.iter().all(|d| *d), "{events:?}");
+                        }
+                        _ => {}
+                    }
+                }
+                for (call, raw) in r.tool_calls.iter().zip(&raw) {
+                    prop_assert_eq!(&call.raw_arguments, raw, "{:?}", events);
+                }
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
 }
