@@ -154,7 +154,7 @@ enum Kind {
     Custom,
     Reasoning,
     Message,
-    /// A server-side tool call (web search, file search, …): skipped.
+    /// A server-side tool call (web search, file search, …): kept verbatim in `other_items`.
     Other,
 }
 
