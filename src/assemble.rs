@@ -259,14 +259,19 @@ impl Turn {
     /// gave it; however the turn ends later (even `length` or a broken stream) this call stays
     /// as it is, and argument text a misbehaving wire still sends for it is kept in its `extra`
     /// as `late_arguments`, never lost. A call without an id gets its `call_<n>` now, unique
-    /// among the ids seen so far. Calls already final, and unknown positions, are left alone.
-    pub fn complete_call(&mut self, position: usize, out: &mut Vec<StreamEvent>) {
+    /// among the ids seen so far. Calls already final, unknown positions and calls without a
+    /// name (never complete: they are settled at the end of the turn) are left alone; the
+    /// result says whether the call was completed now.
+    pub fn complete_call(&mut self, position: usize, out: &mut Vec<StreamEvent>) -> bool {
         if self.finalized.is_some() || self.early.contains_key(&position) {
-            return;
+            return false;
         }
         let Some(slot) = self.slots.get_mut(position) else {
-            return;
+            return false;
         };
+        if slot.name.is_empty() {
+            return false;
+        }
         let args = std::mem::take(&mut slot.args);
         let (id, synthetic) = match slot.id.clone() {
             Some(id) => (id, false),
@@ -298,6 +303,7 @@ impl Turn {
             call: call.clone(),
         });
         self.early.insert(position, call);
+        true
     }
 
     /// Completes every call before `position` (a dialect whose calls are final once a later
@@ -313,6 +319,19 @@ impl Turn {
     /// Number of calls so far.
     pub fn call_count(&self) -> usize {
         self.slots.len()
+    }
+
+    /// The argument text of the call at `position` so far (its final text once completed).
+    pub fn call_arguments(&self, position: usize) -> Option<&str> {
+        match self.early.get(&position) {
+            Some(call) => Some(&call.raw_arguments),
+            None => self.slots.get(position).map(|s| s.args.as_str()),
+        }
+    }
+
+    /// Whether the call at `position` was completed early ([`Turn::complete_call`]).
+    pub fn is_call_completed(&self, position: usize) -> bool {
+        self.early.contains_key(&position)
     }
 
     /// The turn ended with `reason`: finalizes every call (once; a repeated finish is ignored)
@@ -679,5 +698,44 @@ mod tests {
             .filter(|e| matches!(e, StreamEvent::ToolCallComplete { .. }))
             .count();
         assert_eq!(completes, 2, "one completion per call");
+    }
+
+    #[test]
+    fn a_call_completed_early_stays_complete_when_the_turn_is_cut() {
+        let mut t = Turn::new(ProviderKind::OpenAiResponses);
+        let mut out = Vec::new();
+        t.fragment(
+            0,
+            frag(Some(0), Some("a"), Some("f"), "{\"x\":1}"),
+            &mut out,
+        );
+        t.fragment(0, frag(Some(1), None, Some("g"), "{}"), &mut out);
+        t.fragment(0, frag(Some(2), Some("c"), Some("h"), "{\"y\":"), &mut out);
+        assert!(t.complete_call(0, &mut out));
+        assert!(!t.complete_call(0, &mut out), "completed twice");
+        assert!(
+            !t.complete_call(1, &mut out),
+            "no id yet: minted at the end"
+        );
+        assert!(t.is_call_completed(0));
+        assert_eq!(t.call_arguments(0), Some("{\"x\":1}"));
+        assert!(matches!(
+            out.last(),
+            Some(StreamEvent::ToolCallComplete { index: 0, .. })
+        ));
+        t.finish(FinishReason::Length, Some("length"), &mut out);
+        let r = t.end(&mut out).unwrap();
+        assert!(r.tool_calls[0].is_complete());
+        assert_eq!(r.tool_calls[1].id, "call_1");
+        assert_eq!(
+            r.tool_calls[2].error.as_ref().unwrap().kind,
+            ArgumentsErrorKind::Truncated
+        );
+        let completions = out
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::ToolCallComplete { index: 0, .. }))
+            .count();
+        assert_eq!(completions, 1);
+        assert_eq!(r.finish_reason, FinishReason::Length);
     }
 }

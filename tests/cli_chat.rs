@@ -199,3 +199,49 @@ async fn chat_refuses_an_unwritable_record_folder() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn chat_on_the_responses_wire_records_cases_that_check() {
+    let dir = std::env::temp_dir().join(format!(
+        "toolwire-cli-record-responses-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let script = Script::new()
+        .then(MockReply::tool_calls([ToolCall::new(
+            "call_tw_r1",
+            "clock",
+            "{}",
+        )]))
+        .then(MockReply::text("It is late."));
+    let server = MockServer::start(ProviderKind::OpenAiResponses, script)
+        .await
+        .unwrap();
+    let record = dir.display().to_string();
+    let mut argv = args(&server.url(), &["--record", &record, "time?"]);
+    argv[2] = "openai-responses".into();
+    let out = toolwire(argv).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "It is late.");
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/responses");
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    let input = requests[1].body["input"].as_array().unwrap();
+    let result = input
+        .iter()
+        .find(|i| i["type"] == "function_call_output")
+        .unwrap();
+    assert_eq!(result["call_id"], "call_tw_r1");
+    let cases: Vec<_> = std::fs::read_dir(dir.join("openai-responses"))
+        .unwrap()
+        .collect();
+    assert_eq!(cases.len(), 2);
+    let reports =
+        toolwire::conformance::run_dir(&dir, None, toolwire::conformance::Mode::Check).unwrap();
+    assert!(reports.iter().all(|r| r.passed()), "{reports:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -21,7 +21,8 @@ fn run(provider: &str, case: &str) {
     );
 }
 
-/// `cases!(provider: case, ...)` registers one `#[test]` per case folder.
+/// `cases!(provider: case, ...)` registers one `#[test]` per case folder;
+/// `cases!(module = "folder": case, ...)` for a provider whose name is not an identifier.
 macro_rules! cases {
     ($provider:ident: $($case:ident),* $(,)?) => {
         mod $provider {
@@ -29,6 +30,17 @@ macro_rules! cases {
                 #[test]
                 fn $case() {
                     super::run(stringify!($provider), stringify!($case));
+                }
+            )*
+            pub(crate) const CASES: &[&str] = &[$(stringify!($case)),*];
+        }
+    };
+    ($module:ident = $folder:literal: $($case:ident),* $(,)?) => {
+        mod $module {
+            $(
+                #[test]
+                fn $case() {
+                    super::run($folder, stringify!($case));
                 }
             )*
             pub(crate) const CASES: &[&str] = &[$(stringify!($case)),*];
@@ -81,6 +93,7 @@ cases!(gemini: error_body, error_rate_limited, quirk_error_array, quirk_foreign_
 cases!(glm: error_body, quirk_arguments_object, quirk_error_code_number, quirk_finish_context_window, quirk_finish_network_error, quirk_finish_sensitive, quirk_index_minus_one_two_calls, quirk_thinking_disabled, quirk_tool_choice_required, quirk_tool_stream_override, quirk_whole_call_repeated_finish, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 cases!(qwen: error_body, quirk_data_inspection_failed, quirk_enable_search_with_tools, quirk_id_repeated, quirk_parallel_off, quirk_replay_malformed_history, quirk_sse_error_body, quirk_thinking_model_named_choice, quirk_thinking_reasoning, quirk_thinking_tool_choice_required, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 cases!(stepfun: quirk_missing_ids, quirk_no_index, quirk_one_field_per_chunk, quirk_property_key_rule, quirk_tool_choice_auto, quirk_tool_choice_required, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(openai_responses = "openai-responses": error_body, quirk_call_id_vs_item_id, quirk_call_without_name, quirk_custom_tool, quirk_error_event_after_output, quirk_format_switch, quirk_incomplete_max_output_tokens, quirk_item_id_rotation, quirk_reasoning_items, quirk_tool_choice_named, quirk_unknown_event, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 
 /// Every provider's registered cases.
 const REGISTERED: &[(&str, &[&str])] = &[
@@ -90,6 +103,7 @@ const REGISTERED: &[(&str, &[&str])] = &[
     ("qwen", qwen::CASES),
     ("stepfun", stepfun::CASES),
     ("dashscope", dashscope::CASES),
+    ("openai-responses", openai_responses::CASES),
 ];
 
 #[test]

@@ -238,9 +238,9 @@ fn sent_back(
 }
 
 fn results_part(body: &Value) -> Value {
-    let list = ["messages", "contents"]
+    let list = ["messages", "contents", "input"]
         .iter()
-        .find_map(|k| body.get(*k))
+        .find_map(|k| body.get(*k).filter(|v| v.is_array()))
         .or_else(|| body.get("input").and_then(|i| i.get("messages")))
         .and_then(Value::as_array);
     let Some(list) = list else {
@@ -252,6 +252,9 @@ fn results_part(body: &Value) -> Value {
             matches!(
                 m.get("role").and_then(Value::as_str),
                 Some("assistant" | "model")
+            ) || matches!(
+                m.get("type").and_then(Value::as_str),
+                Some("function_call" | "custom_tool_call")
             )
         })
         .map_or(0, |i| i + 1);
@@ -723,5 +726,11 @@ mod tests {
         );
         let native = json!({"input": {"messages": [{"role": "assistant"}, {"role": "tool"}]}});
         assert_eq!(results_part(&native), json!([{"role": "tool"}]));
+        let responses = json!({"input": [{"role": "user"}, {"type": "reasoning"},
+            {"type": "function_call"}, {"type": "function_call_output", "n": 1}]});
+        assert_eq!(
+            results_part(&responses),
+            json!([{"type": "function_call_output", "n": 1}])
+        );
     }
 }

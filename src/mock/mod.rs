@@ -76,6 +76,9 @@ pub fn responder_for(kind: ProviderKind) -> Result<Box<dyn Respond>> {
         ProviderKind::Glm => Box::new(glm::provider()),
         ProviderKind::Qwen => Box::new(qwen::provider()),
         ProviderKind::StepFun => Box::new(stepfun::provider()),
+        ProviderKind::OpenAiResponses => {
+            Box::new(crate::providers::openai_responses::OpenAiResponses)
+        }
     })
 }
 

@@ -11,6 +11,7 @@ pub mod gemini;
 pub mod glm;
 pub(crate) mod lenient;
 pub mod openai;
+pub mod openai_responses;
 pub mod qwen;
 pub(crate) mod shared;
 pub mod stepfun;
@@ -27,6 +28,7 @@ pub fn provider_for(kind: ProviderKind) -> Result<Box<dyn Provider>> {
         ProviderKind::Glm => Ok(Box::new(glm::provider())),
         ProviderKind::Qwen => Ok(Box::new(qwen::provider())),
         ProviderKind::StepFun => Ok(Box::new(stepfun::provider())),
+        ProviderKind::OpenAiResponses => Ok(Box::new(openai_responses::OpenAiResponses::new())),
     }
 }
 

@@ -22,17 +22,21 @@ pub enum ProviderKind {
     DashScope,
     /// StepFun.
     StepFun,
+    /// OpenAI Responses API (`POST /responses`).
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
 }
 
 impl ProviderKind {
     /// Every provider, in display order.
-    pub const ALL: [ProviderKind; 6] = [
+    pub const ALL: [ProviderKind; 7] = [
         Self::OpenAi,
         Self::Gemini,
         Self::Glm,
         Self::Qwen,
         Self::DashScope,
         Self::StepFun,
+        Self::OpenAiResponses,
     ];
 
     /// The provider's one spelling.
@@ -44,6 +48,7 @@ impl ProviderKind {
             Self::Qwen => "qwen",
             Self::DashScope => "dashscope",
             Self::StepFun => "stepfun",
+            Self::OpenAiResponses => "openai-responses",
         }
     }
 }
