@@ -64,6 +64,12 @@ pub struct Turn {
     finish: Option<FinishReason>,
     finalized: Option<Vec<ToolCall>>,
     extra: Map<String, Value>,
+    /// Calls completed before the end of the turn ([`Turn::complete_call`]), by position.
+    early: HashMap<usize, ToolCall>,
+    /// Ids of the slots before `known_upto` and of early calls, so minting an id for an early
+    /// call never rescans the turn.
+    known_ids: std::collections::HashSet<String>,
+    known_upto: usize,
 }
 
 impl Turn {
@@ -79,6 +85,9 @@ impl Turn {
             finish: None,
             finalized: None,
             extra: Map::new(),
+            early: HashMap::new(),
+            known_ids: std::collections::HashSet::new(),
+            known_upto: 0,
         }
     }
 
@@ -227,6 +236,65 @@ impl Turn {
         self.slots.len()
     }
 
+    /// Completes the call at `position` now, for wires that mark a call's end explicitly
+    /// (Anthropic `content_block_stop`, Ollama's whole calls): its `ToolCallComplete` is emitted
+    /// at once and the end of the turn keeps the call as it is (empty text is `{}`, anything
+    /// else must be one JSON object or the call is `malformed`). A call whose text stops in the
+    /// middle of a JSON value is left to the end of the turn instead, where the finish reason
+    /// decides: `truncated` when the turn was cut short (a token limit can close a call early),
+    /// `malformed` otherwise. A missing id is minted as at the end of the turn, unique among
+    /// the ids known so far. The caller sends no more fragments for a completed call. Returns
+    /// whether the call was completed now.
+    pub fn complete_call(&mut self, position: usize, out: &mut Vec<StreamEvent>) -> bool {
+        if self.finalized.is_some() || self.early.contains_key(&position) {
+            return false;
+        }
+        let Some(slot) = self.slots.get(position) else {
+            return false;
+        };
+        let ends_early = serde_json::from_str::<serde::de::IgnoredAny>(&slot.args)
+            .is_err_and(|e| e.is_eof() && !slot.args.trim().is_empty());
+        if ends_early {
+            return false;
+        }
+        let (id, synthetic) = match &slot.id {
+            Some(id) => (id.clone(), false),
+            None => {
+                for s in &self.slots[self.known_upto..] {
+                    if let Some(id) = &s.id {
+                        self.known_ids.insert(id.clone());
+                    }
+                }
+                self.known_upto = self.slots.len();
+                let mut n = position;
+                let mut id = format!("call_{n}");
+                while self.known_ids.contains(&id) {
+                    n += 1;
+                    id = format!("call_{n}");
+                }
+                (id, true)
+            }
+        };
+        self.known_ids.insert(id.clone());
+        let slot = &mut self.slots[position];
+        let mut call = ToolCall::new(
+            id,
+            std::mem::take(&mut slot.name),
+            std::mem::take(&mut slot.args),
+        );
+        call.extra = std::mem::take(&mut slot.extra);
+        if synthetic {
+            call.extra
+                .insert(ToolCall::SYNTHETIC_ID.to_owned(), Value::Bool(true));
+        }
+        out.push(StreamEvent::ToolCallComplete {
+            index: position,
+            call: call.clone(),
+        });
+        self.early.insert(position, call);
+        true
+    }
+
     /// The turn ended with `reason`: finalizes every call (once; a repeated finish is ignored)
     /// and emits their `ToolCallComplete` events and `Finish`.
     pub fn finish(&mut self, reason: FinishReason, out: &mut Vec<StreamEvent>) {
@@ -247,9 +315,19 @@ impl Turn {
     fn finalize_calls(&mut self, cut_short: bool, out: &mut Vec<StreamEvent>) -> Vec<ToolCall> {
         let native: std::collections::HashSet<String> =
             self.slots.iter().filter_map(|s| s.id.clone()).collect();
-        let mut minted = std::collections::HashSet::new();
+        let mut minted: std::collections::HashSet<String> = self
+            .early
+            .values()
+            .filter(|c| c.has_synthetic_id())
+            .map(|c| c.id.clone())
+            .collect();
         let mut calls = Vec::with_capacity(self.slots.len());
         for (i, slot) in self.slots.iter_mut().enumerate() {
+            if let Some(call) = self.early.remove(&i) {
+                // Completed when its wire said so; its event is already out.
+                calls.push(call);
+                continue;
+            }
             let args = std::mem::take(&mut slot.args);
             let (id, synthetic) = match slot.id.take() {
                 Some(id) => (id, false),
@@ -401,6 +479,37 @@ mod tests {
         assert_eq!(r.tool_calls[0].id, "a");
         assert_eq!(r.tool_calls[0].raw_arguments, "{\"x\":1}");
         assert_eq!(r.tool_calls[1].id, "b");
+    }
+
+    #[test]
+    fn complete_call_finalizes_one_call_early() {
+        let mut t = Turn::new(ProviderKind::Anthropic);
+        let mut out = Vec::new();
+        t.fragment(0, frag(Some(0), None, Some("f"), "{\"x\":1}"), &mut out);
+        t.fragment(
+            0,
+            frag(Some(1), Some("b"), Some("g"), "{\"y\":\"ab"),
+            &mut out,
+        );
+        assert!(t.complete_call(0, &mut out));
+        assert!(!t.complete_call(0, &mut out), "completed twice");
+        assert!(matches!(
+            out.last(),
+            Some(StreamEvent::ToolCallComplete { index: 0, call }) if call.id == "call_0" && call.has_synthetic_id()
+        ));
+        // Text that stops mid-JSON waits for the finish reason.
+        assert!(!t.complete_call(1, &mut out));
+        t.finish(FinishReason::Length, &mut out);
+        let completions = out
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::ToolCallComplete { .. }))
+            .count();
+        assert_eq!(completions, 2);
+        let r = t.end(&mut out).unwrap();
+        assert!(r.tool_calls[0].is_complete());
+        let err = r.tool_calls[1].error.as_ref().unwrap();
+        assert_eq!(err.kind, ArgumentsErrorKind::Truncated);
+        assert_eq!(r.finish_reason, FinishReason::Length);
     }
 
     #[test]

@@ -1576,3 +1576,33 @@ async fn dashscope_repeating_fragments_stream_through_the_client() {
         assert_eq!(streamed_text(&events), "abababababababababababab");
     }
 }
+
+#[tokio::test]
+async fn anthropic_sends_its_key_header_and_version_and_completes_calls_early() {
+    let script = Script::new().then(parallel_reply()).then(parallel_reply());
+    let server = MockServer::start(ProviderKind::Anthropic, script)
+        .await
+        .unwrap();
+    let client = client(ProviderKind::Anthropic, &server);
+    let (events, got) = drain(&client, &request()).await;
+    let got = got.unwrap();
+    assert_eq!(essentials(&got), essentials(&parallel_reply()));
+    // The first call is complete before the second one starts: its block ended first.
+    let complete_0 = events
+        .iter()
+        .position(|e| matches!(e, StreamEvent::ToolCallComplete { index: 0, .. }))
+        .unwrap();
+    let start_1 = events
+        .iter()
+        .position(|e| matches!(e, StreamEvent::ToolCallStarted { index: 1, .. }))
+        .unwrap();
+    assert!(complete_0 < start_1, "{events:?}");
+    client.chat(&request()).await.unwrap();
+    for seen in server.requests() {
+        assert_eq!(seen.path, "/v1/messages");
+        assert_eq!(seen.header("x-api-key"), Some(KEY));
+        assert_eq!(seen.header("anthropic-version"), Some("2023-06-01"));
+        assert_eq!(seen.header("authorization"), None);
+        assert!(seen.body["max_tokens"].is_u64(), "{}", seen.body);
+    }
+}

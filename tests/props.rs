@@ -6,7 +6,8 @@
 //!    the middle of UTF-8 characters and `\r\n` pairs.
 //! 2. The events agree with the response: each call's argument deltas concatenate to its
 //!    `raw_arguments`, calls are completed only at the end of the turn (never while fragments
-//!    still arrive), and `Finish` carries the response's finish reason.
+//!    still arrive) or, on wires that mark a call's end, once that call's own fragments are
+//!    over, and `Finish` carries the response's finish reason.
 //! 3. Nothing panics: arbitrary bytes, arbitrary JSON payloads and random OpenAI-shaped chunk
 //!    sequences give `Ok` or a typed `Err`, the same for any chunking.
 //!
@@ -100,8 +101,16 @@ fn tricky_cuts(body: &[u8]) -> Vec<usize> {
         .collect()
 }
 
-/// Checks that the events tell the same story as the response.
-fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
+/// Whether `provider`'s wire marks each call's end (Anthropic `content_block_stop`, Ollama's
+/// whole calls), so its decoder completes a call there rather than at the end of the turn.
+fn explicit_call_ends(provider: &dyn Provider) -> bool {
+    matches!(provider.info().kind.name(), "anthropic" | "ollama")
+}
+
+/// Checks that the events tell the same story as the response. With `explicit_ends` a call may
+/// be completed as soon as its wire says so (later calls may still start); otherwise every
+/// call is completed together, right before `Finish`.
+fn check_events(name: &str, replay: &Replay, explicit_ends: bool) -> Result<(), String> {
     let Replay { events, response } = replay;
     let calls = &response.tool_calls;
     let mut raw: Vec<String> = vec![String::new(); calls.len()];
@@ -123,7 +132,7 @@ fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
         match event {
             StreamEvent::ToolCallStarted { index, .. } => {
                 let i = slot(*index, "ToolCallStarted")?;
-                if started[i] || first_complete.is_some() {
+                if started[i] || (!explicit_ends && first_complete.is_some()) {
                     return Err(format!(
                         "{name}: call {i} started twice or after completion"
                     ));
@@ -132,7 +141,7 @@ fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
             }
             StreamEvent::ToolCallDelta { index, fragment } => {
                 let i = slot(*index, "ToolCallDelta")?;
-                if !started[i] || first_complete.is_some() {
+                if !started[i] || completed[i] || (!explicit_ends && first_complete.is_some()) {
                     return Err(format!(
                         "{name}: argument delta for call {i} before its start or after a completion"
                     ));
@@ -141,8 +150,8 @@ fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
             }
             StreamEvent::ToolCallComplete { index, call } => {
                 let i = slot(*index, "ToolCallComplete")?;
-                if completed[i] {
-                    return Err(format!("{name}: call {i} completed twice"));
+                if completed[i] || finish.is_some() {
+                    return Err(format!("{name}: call {i} completed twice or after Finish"));
                 }
                 if call != &calls[i] {
                     return Err(format!(
@@ -181,7 +190,7 @@ fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
         }
     }
     // Calls are finalized together at the end of the turn, right before Finish.
-    if let (Some(first), Some(finish)) = (first_complete, finish)
+    if let (false, Some(first), Some(finish)) = (explicit_ends, first_complete, finish)
         && finish != first + calls.len()
     {
         return Err(format!(
@@ -200,7 +209,7 @@ fn fixture_events_agree_with_the_response() {
         let body = std::fs::read(&path).expect("readable fixture");
         let name = path.display().to_string();
         if let Outcome::Ok(r) = decode(provider.as_ref(), [body.as_slice()]) {
-            if let Err(problem) = check_events(&name, &r) {
+            if let Err(problem) = check_events(&name, &r, explicit_call_ends(provider.as_ref())) {
                 panic!("{problem}");
             }
             // `replay` (the entry point the CLI uses) agrees with the chunked path.
@@ -300,7 +309,8 @@ fn no_panic(body: &[u8], cuts: &[usize]) -> Result<(), TestCaseError> {
             p.info().kind
         );
         if let Outcome::Ok(r) = &whole {
-            check_events("generated stream", r).map_err(TestCaseError::fail)?;
+            check_events("generated stream", r, explicit_call_ends(p))
+                .map_err(TestCaseError::fail)?;
         }
     }
     Ok(())
@@ -351,6 +361,11 @@ const KEYS: &[&str] = &[
     "functionCall",
     "args",
     "output",
+    "content_block",
+    "partial_json",
+    "stop_reason",
+    "input",
+    "thinking",
 ];
 
 fn arb_json() -> impl Strategy<Value = Value> {
@@ -518,6 +533,111 @@ fn random_chunk_sequences_never_panic() {
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// One Anthropic-shaped stream event: any event type (known or not), any block or delta type,
+/// indexes that may collide, be missing or point at no block.
+fn arb_anthropic_event() -> impl Strategy<Value = (String, Value)> {
+    let kind = proptest::sample::select(vec![
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "ping",
+        "error",
+        "mystery",
+    ]);
+    let index = maybe((-1i64..4).prop_map(|i| json!(i)));
+    let block = proptest::sample::select(vec![
+        json!({"type": "text", "text": "hi"}),
+        json!({"type": "tool_use", "id": "toolu_a", "name": "f", "input": {}}),
+        json!({"type": "tool_use", "id": "toolu_b", "name": "", "input": {"x": 1}}),
+        json!({"type": "thinking", "thinking": "", "signature": ""}),
+        json!({"type": "redacted_thinking", "data": "abc"}),
+        json!({"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}),
+        json!(null),
+    ]);
+    let delta = (
+        proptest::sample::select(vec![
+            "text_delta",
+            "input_json_delta",
+            "thinking_delta",
+            "signature_delta",
+            "odd_delta",
+        ]),
+        "[{}\"\\\\:,a-z0-9\u{e9} ]{0,8}",
+    )
+        .prop_map(|(t, piece)| {
+            json!({"type": t, "text": piece, "partial_json": piece, "thinking": piece,
+                   "signature": piece})
+        });
+    let stop = maybe(
+        proptest::sample::select(vec![
+            "end_turn",
+            "tool_use",
+            "max_tokens",
+            "pause_turn",
+            "refusal",
+        ])
+        .prop_map(|s| json!(s)),
+    );
+    (kind, index, block, delta, stop).prop_map(|(kind, index, block, delta, stop)| {
+        let mut event = Map::new();
+        event.insert("type".into(), json!(kind));
+        if let Some(i) = index {
+            event.insert("index".into(), i);
+        }
+        match kind {
+            "message_start" => {
+                event.insert(
+                    "message".into(),
+                    json!({"content": [], "usage": {"input_tokens": 3, "output_tokens": 1}}),
+                );
+            }
+            "content_block_start" => {
+                event.insert("content_block".into(), block);
+            }
+            "content_block_delta" => {
+                event.insert("delta".into(), delta);
+            }
+            "message_delta" => {
+                event.insert(
+                    "delta".into(),
+                    json!({"stop_reason": stop, "stop_sequence": null}),
+                );
+                event.insert("usage".into(), json!({"output_tokens": 7}));
+            }
+            "error" => {
+                event.insert(
+                    "error".into(),
+                    json!({"type": "overloaded_error", "message": "Overloaded"}),
+                );
+            }
+            _ => {}
+        }
+        (kind.to_owned(), Value::Object(event))
+    })
+}
+
+#[test]
+fn random_anthropic_event_sequences_never_panic() {
+    let strategy = proptest::collection::vec(arb_anthropic_event(), 0..14)
+        .prop_map(|events| {
+            let mut body = String::new();
+            for (name, event) in events {
+                body.push_str(&format!("event: {name}\ndata: {event}\n\n"));
+            }
+            body.into_bytes()
+        })
+        .prop_flat_map(|body| {
+            let len = body.len();
+            (Just(body), cuts_for(len))
+        });
+    runner(256)
+        .run(&strategy, |(body, cuts)| no_panic(&body, &cuts))
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
 #[test]
 fn a_response_survives_a_json_round_trip() {
     // The golden format: what `toolwire replay` prints reads back as the same response.
@@ -550,7 +670,7 @@ fn large_interleaved_arguments_are_byte_exact() {
         assert_eq!(call.raw_arguments, stream::argument(i, arg_len), "call {i}");
         assert!(call.is_complete(), "call {i}: {:?}", call.error);
     }
-    check_events("interleaved", r).unwrap_or_else(|e| panic!("{e}"));
+    check_events("interleaved", r, false).unwrap_or_else(|e| panic!("{e}"));
     let split = decode(&provider, body.chunks(1000));
     assert!(split == whole, "1000-byte chunks decode differently");
 }

@@ -52,6 +52,7 @@ pub(crate) fn default_model(kind: ProviderKind) -> &'static str {
         ProviderKind::Glm => "glm-4.5-flash",
         ProviderKind::Qwen | ProviderKind::DashScope => "qwen-plus",
         ProviderKind::StepFun => "step-3.5-flash",
+        ProviderKind::Anthropic => "claude-haiku-4-5",
     }
 }
 

@@ -76,6 +76,7 @@ pub fn responder_for(kind: ProviderKind) -> Result<Box<dyn Respond>> {
         ProviderKind::Glm => Box::new(glm::provider()),
         ProviderKind::Qwen => Box::new(qwen::provider()),
         ProviderKind::StepFun => Box::new(stepfun::provider()),
+        ProviderKind::Anthropic => Box::new(crate::providers::anthropic::Anthropic::new()),
     })
 }
 

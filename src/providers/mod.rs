@@ -6,6 +6,7 @@
 //! verbatim), errors keeping the provider's code and message, the canonical fixture cases (or
 //! `SKIP` lines), and a quirk sheet in `providers/<name>.md`.
 
+pub mod anthropic;
 pub mod dashscope;
 pub mod gemini;
 pub mod glm;
@@ -27,6 +28,7 @@ pub fn provider_for(kind: ProviderKind) -> Result<Box<dyn Provider>> {
         ProviderKind::Glm => Ok(Box::new(glm::provider())),
         ProviderKind::Qwen => Ok(Box::new(qwen::provider())),
         ProviderKind::StepFun => Ok(Box::new(stepfun::provider())),
+        ProviderKind::Anthropic => Ok(Box::new(anthropic::Anthropic::new())),
     }
 }
 

@@ -22,17 +22,20 @@ pub enum ProviderKind {
     DashScope,
     /// StepFun.
     StepFun,
+    /// Anthropic Messages API.
+    Anthropic,
 }
 
 impl ProviderKind {
     /// Every provider, in display order.
-    pub const ALL: [ProviderKind; 6] = [
+    pub const ALL: [ProviderKind; 7] = [
         Self::OpenAi,
         Self::Gemini,
         Self::Glm,
         Self::Qwen,
         Self::DashScope,
         Self::StepFun,
+        Self::Anthropic,
     ];
 
     /// The provider's one spelling.
@@ -44,6 +47,7 @@ impl ProviderKind {
             Self::Qwen => "qwen",
             Self::DashScope => "dashscope",
             Self::StepFun => "stepfun",
+            Self::Anthropic => "anthropic",
         }
     }
 }
