@@ -1,7 +1,7 @@
 //! The shared state of one decoded turn, and the tool-call assembler for OpenAI-style streams.
 //!
-//! Every provider's decoder translates its wire into calls on [`Turn`], so the rules of
-//! DESIGN.md section 6 live in one place:
+//! Every provider's decoder translates its wire into calls on [`Turn`], so the assembly rules
+//! (`docs/assembly.md`) live in one place:
 //!
 //! - fragments are keyed by wire `index`; a missing or negative index falls back to a non-empty
 //!   id, else to the fragment's position in its chunk (which continues the call last seen at

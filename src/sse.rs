@@ -63,6 +63,11 @@ pub struct SseParser {
     data_line: usize,
     event: Option<String>,
     max_event_bytes: usize,
+    /// The pending data, trimmed of trailing whitespace, ends a JSON value (`}`) or is exactly
+    /// `[DONE]`: kept as lines arrive so no line re-scans the pending event.
+    closed: bool,
+    /// Lines that were SSE fields or comments.
+    fields: usize,
 }
 
 impl Default for SseParser {
@@ -86,7 +91,21 @@ impl SseParser {
             data_line: 0,
             event: None,
             max_event_bytes,
+            closed: false,
+            fields: 0,
         }
+    }
+
+    /// Counts `n` blank lines already consumed elsewhere (leading whitespace a caller skipped),
+    /// so line numbers stay those of the whole body.
+    pub(crate) fn skip_lines(&mut self, n: usize) {
+        self.line += n;
+    }
+
+    /// How many lines were SSE fields (`data:`, `event:`, `id:`, `retry:`) or comments: zero
+    /// for bytes that are not an event stream at all.
+    pub(crate) fn fields(&self) -> usize {
+        self.fields
     }
 
     /// The number of complete lines seen.
@@ -104,7 +123,7 @@ impl SseParser {
                     continue;
                 }
             }
-            match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+            match memchr::memchr2(b'\n', b'\r', bytes) {
                 Some(pos) => {
                     self.skip_lf = bytes[pos] == b'\r';
                     if self.line_buf.is_empty() {
@@ -161,6 +180,7 @@ impl SseParser {
             return Ok(());
         }
         if line.starts_with(':') {
+            self.fields += 1;
             return Ok(());
         }
         let (field, value) = match line.find(':') {
@@ -170,9 +190,12 @@ impl SseParser {
             }
             None => (line, ""),
         };
+        if matches!(field, "data" | "event" | "id" | "retry") {
+            self.fields += 1;
+        }
         match field {
             "data" => {
-                if self.has_data && starts_new_payload(&self.data, value) {
+                if self.has_data && self.closed && opens_payload(value) {
                     self.dispatch(out);
                 }
                 if self.data.len() + value.len() > self.max_event_bytes {
@@ -181,6 +204,7 @@ impl SseParser {
                         limit: self.max_event_bytes,
                     });
                 }
+                let was_empty = !self.has_data;
                 if self.has_data {
                     self.data.push('\n');
                 } else {
@@ -188,6 +212,11 @@ impl SseParser {
                 }
                 self.data.push_str(value);
                 self.has_data = true;
+                // A blank data line adds only whitespace: what the data ends with stands.
+                let tail = value.trim_end();
+                if !tail.is_empty() || was_empty {
+                    self.closed = tail.ends_with('}') || (was_empty && tail == "[DONE]");
+                }
             }
             "event" => self.event = Some(value.to_owned()),
             _ => {}
@@ -203,18 +232,18 @@ impl SseParser {
                 line: self.data_line,
             });
             self.has_data = false;
+            self.closed = false;
         } else {
             self.event = None;
         }
     }
 }
 
-/// A data line that opens a new JSON object (or `[DONE]`) right after a complete one cannot
-/// continue it: no JSON text has `}` followed by `{`.
-fn starts_new_payload(pending: &str, next: &str) -> bool {
+/// A data line that opens a new JSON object (or is `[DONE]`): after a complete payload it
+/// cannot continue it (no JSON text has `}` followed by `{`), so it starts a new event.
+fn opens_payload(next: &str) -> bool {
     let next = next.trim_start();
-    let pending = pending.trim_end();
-    (next.starts_with('{') || next == "[DONE]") && (pending.ends_with('}') || pending == "[DONE]")
+    next.starts_with('{') || next == "[DONE]"
 }
 
 /// Parses a whole SSE body at once.

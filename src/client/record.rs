@@ -1,4 +1,4 @@
-//! Recording live exchanges as fixture case folders (DESIGN.md section 5).
+//! Recording live exchanges as fixture case folders (the layout in `docs/fixtures.md`).
 //!
 //! A case folder holds the canonical request (`request.json`), the body sent
 //! (`wire_request.json`), the provider's bytes exactly as received (`response.sse` or

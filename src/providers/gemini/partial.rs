@@ -1,4 +1,6 @@
-//! Rebuilds the argument text of a call streamed as Vertex `partialArgs` (research C.4).
+//! Rebuilds the argument text of a call streamed as Vertex `partialArgs`
+//! (`streamFunctionCallArguments`; the shapes of vercel/ai's recorded
+//! `google-stream-tool-call-*.chunks.txt`).
 //!
 //! Each piece names a JSON path (`$.recipe.ingredients[0].amount`) and one value: a string
 //! piece (more pieces for the same path follow while `willContinue` is true), or a whole number,
