@@ -1608,3 +1608,38 @@ async fn anthropic_sends_its_key_header_and_version_and_completes_calls_early() 
         assert!(seen.body["max_tokens"].is_u64(), "{}", seen.body);
     }
 }
+
+#[tokio::test]
+async fn ollama_needs_no_key_and_streams_ndjson() {
+    // No key anywhere, no base URL: the local default.
+    let local = Client::builder(ProviderKind::Ollama).build().unwrap();
+    assert_eq!(local.base_url(), "http://localhost:11434");
+
+    let script = Script::new().then(parallel_reply()).then(text_reply());
+    let server = MockServer::start(ProviderKind::Ollama, script)
+        .await
+        .unwrap();
+    let client = Client::builder(ProviderKind::Ollama)
+        .base_url(server.url())
+        .build()
+        .unwrap();
+    let (events, got) = drain(&client, &request()).await;
+    assert_eq!(essentials(&got.unwrap()), essentials(&parallel_reply()));
+    // Each call arrives whole, so it is complete before the next one starts.
+    let complete_0 = events
+        .iter()
+        .position(|e| matches!(e, StreamEvent::ToolCallComplete { index: 0, .. }))
+        .unwrap();
+    let start_1 = events
+        .iter()
+        .position(|e| matches!(e, StreamEvent::ToolCallStarted { index: 1, .. }))
+        .unwrap();
+    assert!(complete_0 < start_1, "{events:?}");
+    let got = client.chat(&request()).await.unwrap();
+    assert_eq!(essentials(&got), essentials(&text_reply()));
+    let seen = server.requests();
+    assert_eq!(seen[0].path, "/api/chat");
+    assert_eq!(seen[0].body["stream"], true);
+    assert_eq!(seen[1].body["stream"], false);
+    assert!(seen.iter().all(|r| r.header("authorization").is_none()));
+}

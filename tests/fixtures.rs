@@ -75,6 +75,7 @@ cases!(gemini: error_body, error_rate_limited, quirk_error_array, quirk_json_sch
 cases!(glm: error_body, quirk_arguments_object, quirk_error_code_number, quirk_finish_context_window, quirk_finish_network_error, quirk_finish_sensitive, quirk_index_minus_one_two_calls, quirk_thinking_disabled, quirk_tool_choice_required, quirk_tool_stream_override, quirk_whole_call_repeated_finish, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 cases!(qwen: error_body, quirk_data_inspection_failed, quirk_enable_search_with_tools, quirk_id_repeated, quirk_parallel_off, quirk_replay_malformed_history, quirk_sse_error_body, quirk_thinking_model_named_choice, quirk_thinking_reasoning, quirk_thinking_tool_choice_required, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 cases!(anthropic: error_body, quirk_empty_partial_json, quirk_error_after_text, quirk_foreign_ids, quirk_max_tokens_open_block, quirk_pause_turn, quirk_prepopulated_message_start, quirk_redacted_thinking, quirk_refusal, quirk_stop_sequence, quirk_thinking_blocks, quirk_thinking_forced_choice, quirk_thinking_roundtrip, quirk_tool_choice_forced, quirk_tool_choice_none, quirk_tool_name_mapped, quirk_unknown_event, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(ollama: error_body, quirk_arguments_object_order, quirk_calls_with_done, quirk_done_reason_load, quirk_eof_without_done, quirk_error_line, quirk_missing_ids_and_index, quirk_thinking, quirk_tool_choice_none, quirk_tool_choice_required, schema_translation, single_call, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 cases!(stepfun: quirk_missing_ids, quirk_no_index, quirk_one_field_per_chunk, quirk_property_key_rule, quirk_tool_choice_auto, quirk_tool_choice_required, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 
 /// Every provider's registered cases.
@@ -86,6 +87,7 @@ const REGISTERED: &[(&str, &[&str])] = &[
     ("stepfun", stepfun::CASES),
     ("dashscope", dashscope::CASES),
     ("anthropic", anthropic::CASES),
+    ("ollama", ollama::CASES),
 ];
 
 #[test]

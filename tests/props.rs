@@ -1,6 +1,6 @@
 //! Property tests of stream decoding.
 //!
-//! 1. Chunking never matters: every `fixtures/*/*/response.sse` (all providers, found at run
+//! 1. Chunking never matters: every `fixtures/*/*/response.sse` and `response.ndjson` (all providers, found at run
 //!    time) decodes to the same events and response (or the same error) whether the body arrives
 //!    whole, cut in two at every byte, one byte at a time, or cut at random points biased towards
 //!    the middle of UTF-8 characters and `\r\n` pairs.
@@ -72,10 +72,13 @@ fn stream_fixtures() -> Vec<(PathBuf, Box<dyn Provider>)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let mut out = Vec::new();
     for case in conformance::case_dirs(&root).expect("fixtures/ is readable") {
-        let body = case.join("response.sse");
-        if !body.is_file() {
+        let Some(body) = conformance::STREAM_FILES
+            .iter()
+            .map(|name| case.join(name))
+            .find(|p| p.is_file())
+        else {
             continue;
-        }
+        };
         let meta = conformance::load_meta(&case).ok();
         let Some(kind) = conformance::case_provider(&case, meta.as_ref()) else {
             panic!("{}: cannot tell the provider", case.display());
@@ -366,6 +369,9 @@ const KEYS: &[&str] = &[
     "stop_reason",
     "input",
     "thinking",
+    "done",
+    "done_reason",
+    "eval_count",
 ];
 
 fn arb_json() -> impl Strategy<Value = Value> {
@@ -524,6 +530,27 @@ fn arb_chunk() -> impl Strategy<Value = String> {
 fn random_chunk_sequences_never_panic() {
     let strategy = (proptest::collection::vec(arb_chunk(), 0..10), any::<bool>())
         .prop_map(|(payloads, done)| sse_body(&payloads, done))
+        .prop_flat_map(|body| {
+            let len = body.len();
+            (Just(body), cuts_for(len))
+        });
+    runner(256)
+        .run(&strategy, |(body, cuts)| no_panic(&body, &cuts))
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn random_json_lines_never_panic() {
+    // Newline-delimited JSON (Ollama's framing): random objects, one per line.
+    let strategy = proptest::collection::vec(arb_json(), 0..6)
+        .prop_map(|values| {
+            let mut body = String::new();
+            for v in values {
+                body.push_str(&v.to_string());
+                body.push('\n');
+            }
+            body.into_bytes()
+        })
         .prop_flat_map(|body| {
             let len = body.len();
             (Just(body), cuts_for(len))

@@ -53,6 +53,7 @@ pub(crate) fn default_model(kind: ProviderKind) -> &'static str {
         ProviderKind::Qwen | ProviderKind::DashScope => "qwen-plus",
         ProviderKind::StepFun => "step-3.5-flash",
         ProviderKind::Anthropic => "claude-haiku-4-5",
+        ProviderKind::Ollama => "qwen3:4b",
     }
 }
 

@@ -11,6 +11,7 @@ pub mod dashscope;
 pub mod gemini;
 pub mod glm;
 pub(crate) mod lenient;
+pub mod ollama;
 pub mod openai;
 pub mod qwen;
 pub(crate) mod shared;
@@ -29,6 +30,7 @@ pub fn provider_for(kind: ProviderKind) -> Result<Box<dyn Provider>> {
         ProviderKind::Qwen => Ok(Box::new(qwen::provider())),
         ProviderKind::StepFun => Ok(Box::new(stepfun::provider())),
         ProviderKind::Anthropic => Ok(Box::new(anthropic::Anthropic::new())),
+        ProviderKind::Ollama => Ok(Box::new(ollama::Ollama::new())),
     }
 }
 

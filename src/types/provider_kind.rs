@@ -24,11 +24,13 @@ pub enum ProviderKind {
     StepFun,
     /// Anthropic Messages API.
     Anthropic,
+    /// Ollama's native chat API (`/api/chat`).
+    Ollama,
 }
 
 impl ProviderKind {
     /// Every provider, in display order.
-    pub const ALL: [ProviderKind; 7] = [
+    pub const ALL: [ProviderKind; 8] = [
         Self::OpenAi,
         Self::Gemini,
         Self::Glm,
@@ -36,6 +38,7 @@ impl ProviderKind {
         Self::DashScope,
         Self::StepFun,
         Self::Anthropic,
+        Self::Ollama,
     ];
 
     /// The provider's one spelling.
@@ -48,6 +51,7 @@ impl ProviderKind {
             Self::DashScope => "dashscope",
             Self::StepFun => "stepfun",
             Self::Anthropic => "anthropic",
+            Self::Ollama => "ollama",
         }
     }
 }
