@@ -70,6 +70,8 @@ pub struct Turn {
     /// call never rescans the turn.
     known_ids: std::collections::HashSet<String>,
     known_upto: usize,
+    /// The next number an early call's minted id may take.
+    early_next: usize,
 }
 
 impl Turn {
@@ -88,6 +90,7 @@ impl Turn {
             early: HashMap::new(),
             known_ids: std::collections::HashSet::new(),
             known_upto: 0,
+            early_next: 0,
         }
     }
 
@@ -266,12 +269,15 @@ impl Turn {
                     }
                 }
                 self.known_upto = self.slots.len();
-                let mut n = position;
+                // As at the end of the turn: numbers only grow, so minting stays linear.
+                let mut n = self.early_next.max(position);
                 let mut id = format!("call_{n}");
                 while self.known_ids.contains(&id) {
+                    probe();
                     n += 1;
                     id = format!("call_{n}");
                 }
+                self.early_next = n + 1;
                 (id, true)
             }
         };
@@ -315,12 +321,21 @@ impl Turn {
     fn finalize_calls(&mut self, cut_short: bool, out: &mut Vec<StreamEvent>) -> Vec<ToolCall> {
         let native: std::collections::HashSet<String> =
             self.slots.iter().filter_map(|s| s.id.clone()).collect();
-        let mut minted: std::collections::HashSet<String> = self
-            .early
-            .values()
-            .filter(|c| c.has_synthetic_id())
-            .map(|c| c.id.clone())
+        // Ids minted for calls completed early are taken too.
+        let native: std::collections::HashSet<String> = native
+            .into_iter()
+            .chain(
+                self.early
+                    .values()
+                    .filter(|c| c.has_synthetic_id())
+                    .map(|c| c.id.clone()),
+            )
             .collect();
+        // Minted numbers only grow: each call takes the first free `call_<n>` at or after both
+        // its position and the last number minted, so the search never walks the same numbers
+        // twice (N unnamed calls beside natives `call_0`..`call_{N-1}` cost O(N), not O(N²)).
+        // Every number skipped over was taken, so this is also the first free one from `i`.
+        let mut next = 0;
         let mut calls = Vec::with_capacity(self.slots.len());
         for (i, slot) in self.slots.iter_mut().enumerate() {
             if let Some(call) = self.early.remove(&i) {
@@ -332,13 +347,14 @@ impl Turn {
             let (id, synthetic) = match slot.id.take() {
                 Some(id) => (id, false),
                 None => {
-                    let mut n = i;
+                    let mut n = next.max(i);
                     let mut id = format!("call_{n}");
-                    while native.contains(&id) || minted.contains(&id) {
+                    while native.contains(&id) {
+                        probe();
                         n += 1;
                         id = format!("call_{n}");
                     }
-                    minted.insert(id.clone());
+                    next = n + 1;
                     (id, true)
                 }
             };
@@ -415,9 +431,83 @@ impl Turn {
 }
 
 #[cfg(test)]
+thread_local! {
+    /// Taken ids looked past while minting, counted so a test can bound the work.
+    static PROBES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+#[inline]
+fn probe() {
+    #[cfg(test)]
+    PROBES.with(|p| p.set(p.get() + 1));
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::types::ArgumentsErrorKind;
+
+    #[test]
+    fn minting_ids_is_linear_beside_colliding_natives() {
+        // N calls without ids, then N calls whose ids are `call_0`..`call_{N-1}`: every
+        // minted id collides at first. The old search restarted at each call's position and
+        // looked past O(N²) taken ids.
+        let n = 2_000;
+        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut out = Vec::new();
+        for p in 0..n {
+            t.fragment(0, frag(Some(p), None, Some("f"), "{}"), &mut out);
+        }
+        let natives: Vec<String> = (0..n).map(|k| format!("call_{k}")).collect();
+        for (k, id) in natives.iter().enumerate() {
+            t.fragment(
+                0,
+                frag(Some(n + k as i64), Some(id), Some("g"), "{}"),
+                &mut out,
+            );
+        }
+        PROBES.with(|p| p.set(0));
+        t.finish(FinishReason::ToolCalls, &mut out);
+        let probes = PROBES.with(std::cell::Cell::get);
+        let r = t.end(&mut out).unwrap();
+        assert!(probes <= 2 * n as usize, "{probes} probes for {n} calls");
+        let ids: std::collections::HashSet<_> = r.tool_calls.iter().map(|c| &c.id).collect();
+        assert_eq!(ids.len(), 2 * n as usize, "ids are unique");
+        assert_eq!(r.tool_calls[0].id, format!("call_{n}"));
+        assert_eq!(r.tool_calls[1].id, format!("call_{}", n + 1));
+    }
+
+    #[test]
+    fn minting_ids_for_early_calls_is_linear_and_unique() {
+        // N natives `call_N`..`call_{2N-1}` first, then N id-less whole calls (at positions
+        // N..2N-1) each completed as it arrives (Ollama without ids): every early mint would
+        // walk past the natives if it restarted at its own position.
+        let n = 2_000;
+        let mut t = Turn::new(ProviderKind::Ollama);
+        let mut out = Vec::new();
+        for k in 0..n {
+            t.whole_call(
+                Some(&format!("call_{}", n + k)),
+                "g",
+                "{}",
+                Map::new(),
+                &mut out,
+            );
+        }
+        PROBES.with(|p| p.set(0));
+        for k in 0..n {
+            let slot = t.whole_call(None, "f", "{}", Map::new(), &mut out);
+            assert!(t.complete_call(slot, &mut out), "call {k}");
+        }
+        let probes = PROBES.with(std::cell::Cell::get);
+        t.finish(FinishReason::Stop, &mut out);
+        let r = t.end(&mut out).unwrap();
+        assert!(probes <= 2 * n, "{probes} probes for {n} calls");
+        let ids: std::collections::HashSet<_> = r.tool_calls.iter().map(|c| &c.id).collect();
+        assert_eq!(ids.len(), 2 * n, "ids are unique");
+        assert_eq!(r.tool_calls[n].id, format!("call_{}", 2 * n));
+        assert!(r.tool_calls[n].has_synthetic_id());
+    }
 
     fn frag<'a>(
         index: Option<i64>,

@@ -251,9 +251,9 @@ impl<'p> TurnReader<'p> {
     /// undecodable body, a provider error), with the partial response where there is one.
     pub fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse> {
         self.check_usable()?;
-        let result = self.finish_inner(out);
+        let result = self.finish_inner(out).map_err(|e| self.fail(e));
         self.done = true;
-        result.map_err(|e| self.fail(e))
+        result
     }
 
     /// The body could not be read to its end (a timeout, a lost connection): what the turn

@@ -658,13 +658,8 @@ impl Inner {
         if key.is_empty() {
             return e;
         }
-        let clean = |s: String| {
-            if s.contains(key) {
-                s.replace(key, "<redacted>")
-            } else {
-                s
-            }
-        };
+        let forms = secret_forms(key);
+        let clean = |s: String| redact_text(s, &forms);
         match e {
             Error::Transport {
                 provider,
@@ -672,9 +667,10 @@ impl Inner {
                 connect,
                 source,
             } => {
-                let leaks = source
-                    .as_ref()
-                    .is_some_and(|s| s.to_string().contains(key) || format!("{s:?}").contains(key));
+                let leaks = source.as_ref().is_some_and(|s| {
+                    let (text, debug) = (s.to_string(), format!("{s:?}"));
+                    forms.iter().any(|f| text.contains(f) || debug.contains(f))
+                });
                 Error::Transport {
                     provider,
                     message: clean(message),
@@ -737,6 +733,36 @@ pub(crate) fn after(d: Duration) -> Instant {
     now.checked_add(d)
         .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86_400)))
         .unwrap_or(now)
+}
+
+/// The texts a secret may appear as in what a server sends back: itself, and JSON-escaped
+/// (a server echoing it inside a JSON string may write `/` as `\/`, and must escape `"`, `\\`
+/// and control characters).
+pub(crate) fn secret_forms(secret: &str) -> Vec<String> {
+    let mut forms = vec![secret.to_owned()];
+    let quoted = serde_json::to_string(secret).unwrap_or_default();
+    let escaped = quoted
+        .get(1..quoted.len().saturating_sub(1))
+        .unwrap_or_default()
+        .to_owned();
+    let slashed = escaped.replace('/', "\\/");
+    for form in [escaped, slashed] {
+        if !form.is_empty() && !forms.contains(&form) {
+            forms.push(form);
+        }
+    }
+    forms
+}
+
+/// `text` with every form of a secret replaced by `<redacted>`.
+pub(crate) fn redact_text(text: String, forms: &[String]) -> String {
+    let mut text = text;
+    for form in forms {
+        if text.contains(form.as_str()) {
+            text = text.replace(form.as_str(), "<redacted>");
+        }
+    }
+    text
 }
 
 /// An error and its sources on one line.

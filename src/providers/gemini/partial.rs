@@ -12,9 +12,12 @@
 
 use super::wire::PartialArg;
 
-/// The most array elements a path may skip (they are written as `null`); a larger jump is an
-/// error rather than a way to make the decoder write without bound.
-const MAX_INDEX_GAP: usize = 1024;
+/// The most array elements one piece may skip (they are written as `null`); a larger jump is
+/// an error. Every piece is at least ~30 bytes of input (`{"jsonPath":"$.a[9]","nullValue":
+/// null}`), and 8 skipped elements write at most 40 bytes, so the argument text stays within
+/// a small constant of the bytes received: a hostile stream cannot amplify itself into
+/// memory (with a gap of 1024, each 40-byte piece could write 5 KB).
+const MAX_INDEX_GAP: usize = 8;
 
 /// One step of a JSON path.
 #[derive(Debug, Clone, PartialEq, Eq)]
