@@ -37,6 +37,41 @@ fn arguments_text(arguments: Option<&Value>) -> String {
 pub(crate) struct Decoder {
     turn: Turn,
     done_reason: Option<String>,
+    /// A JSON object spread over several lines (a pretty-printed body pasted into `replay`),
+    /// gathered until its braces balance.
+    pending: Option<Spread>,
+}
+
+/// The lines of one JSON value written over several lines, and how deep the scan is in it.
+#[derive(Debug, Default)]
+struct Spread {
+    text: String,
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Spread {
+    /// Appends a line; whether the value is complete. Each byte is scanned once.
+    fn push(&mut self, line: &str) -> bool {
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(line);
+        for b in line.bytes() {
+            match (self.in_string, self.escaped, b) {
+                (true, true, _) => self.escaped = false,
+                (true, false, b'\\') => self.escaped = true,
+                (true, false, b'"') => self.in_string = false,
+                (true, false, _) => {}
+                (false, _, b'"') => self.in_string = true,
+                (false, _, b'{' | b'[') => self.depth += 1,
+                (false, _, b'}' | b']') => self.depth = self.depth.saturating_sub(1),
+                (false, _, _) => {}
+            }
+        }
+        self.depth == 0 && !self.in_string
+    }
 }
 
 impl Decoder {
@@ -44,6 +79,7 @@ impl Decoder {
         Self {
             turn: Turn::new(KIND),
             done_reason: None,
+            pending: None,
         }
     }
 
@@ -111,8 +147,27 @@ impl StreamDecoder for Decoder {
         if data.is_empty() {
             return Ok(());
         }
-        let chunk: Chunk =
-            serde_json::from_str(data).map_err(|e| Error::decode(KIND, "stream line", e))?;
+        if let Some(spread) = &mut self.pending {
+            if !spread.push(data) {
+                return Ok(());
+            }
+            let text = std::mem::take(&mut spread.text);
+            self.pending = None;
+            return self.feed(None, &text, out);
+        }
+        let chunk: Chunk = match serde_json::from_str(data) {
+            Ok(chunk) => chunk,
+            // An object that goes on in the next lines: pretty-printed, not NDJSON.
+            Err(e) if e.is_eof() && data.starts_with('{') => {
+                let mut spread = Spread::default();
+                if spread.push(data) {
+                    return Err(Error::decode(KIND, "stream line", e));
+                }
+                self.pending = Some(spread);
+                return Ok(());
+            }
+            Err(e) => return Err(Error::decode(KIND, "stream line", e)),
+        };
         if chunk.error.as_ref().is_some_and(|e| !e.is_null()) {
             // `{"error": …}` after the stream started: the status stays 200.
             let mut api = api_error(None, data.as_bytes());
@@ -126,6 +181,14 @@ impl StreamDecoder for Decoder {
     fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse> {
         // The `done: true` line ends the turn; a stream without it was cut off.
         self.flush_extra();
+        if self.pending.take().is_some() {
+            return Err(Error::Decode {
+                provider: KIND,
+                what: "response body".into(),
+                message: "the body ends inside a JSON object".into(),
+                partial: Some(Box::new(self.turn.interrupt())),
+            });
+        }
         self.turn.end(out)
     }
 }
@@ -244,6 +307,15 @@ mod tests {
             ArgumentsErrorKind::Truncated
         );
         assert_eq!(r.finish_reason, FinishReason::Length);
+    }
+
+    #[test]
+    fn a_pretty_printed_body_is_gathered() {
+        let body = "{\n  \"message\": {\n    \"role\": \"assistant\",\n    \"content\": \"a { \\\" }\"\n  },\n  \"done\": true\n}\n";
+        let r = decode_body(body.as_bytes()).unwrap();
+        assert_eq!(r.text.as_deref(), Some("a { \" }"));
+        let err = decode_body(b"{\n  \"message\": {\n").unwrap_err();
+        assert!(matches!(err, Error::Decode { .. }), "{err}");
     }
 
     #[test]
