@@ -9,19 +9,25 @@
 //! - a new non-empty id (or a different non-empty name) at a key holding another call starts a
 //!   new call;
 //! - `""`/null id and name mean absent, and a repeated id or name is never concatenated;
-//! - calls are finalized only at the end of the turn, never because the buffer parses;
+//! - calls are finalized at the end of the turn, never because the buffer parses; a wire that
+//!   marks a call's end finalizes it there ([`Turn::complete_call`]), so an agent can run it while
+//!   the turn goes on;
 //! - argument text is appended (O(n) in total) and parsed once, at the end;
 //! - `length` (or a broken stream) leaves unfinished calls `truncated`, invalid JSON is
 //!   `malformed`, and `raw_arguments` is kept byte for byte either way;
 //! - calls without an id get `call_<n>`, unique in the response and marked synthetic.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::provider::ProviderKind;
 use crate::types::{ChatResponse, FinishReason, StreamEvent, ToolCall, Usage};
+
+/// The `extra` key of a call completed early that keeps argument text the wire sent after the
+/// call's end (see [`Turn::complete_call`]).
+pub const LATE_ARGUMENTS: &str = "late_arguments";
 
 /// One tool-call fragment as an OpenAI-style wire sends it. Empty strings mean absent.
 #[derive(Debug, Clone, Copy, Default)]
@@ -64,13 +70,14 @@ pub struct Turn {
     finish: Option<FinishReason>,
     finalized: Option<Vec<ToolCall>>,
     extra: Map<String, Value>,
-    /// Calls completed before the end of the turn ([`Turn::complete_call`]), by position.
+    /// Calls the wire already marked final, by position (see [`Turn::complete_call`]).
     early: HashMap<usize, ToolCall>,
-    /// Ids of the slots before `known_upto` and of early calls, so minting an id for an early
-    /// call never rescans the turn.
-    known_ids: std::collections::HashSet<String>,
-    known_upto: usize,
-    /// The next number an early call's minted id may take.
+    /// Calls below this position were offered to [`Turn::complete_calls_before`] already.
+    settled: usize,
+    /// Ids of the slots below `scanned` and of early calls, for minting early ids.
+    seen_ids: HashSet<String>,
+    scanned: usize,
+    /// The next number an early call's minted id may take (minted numbers only grow).
     early_next: usize,
 }
 
@@ -88,8 +95,9 @@ impl Turn {
             finalized: None,
             extra: Map::new(),
             early: HashMap::new(),
-            known_ids: std::collections::HashSet::new(),
-            known_upto: 0,
+            settled: 0,
+            seen_ids: HashSet::new(),
+            scanned: 0,
             early_next: 0,
         }
     }
@@ -234,45 +242,35 @@ impl Turn {
         self.slots.get_mut(position).map(|s| &mut s.extra)
     }
 
-    /// Number of calls so far.
-    pub fn call_count(&self) -> usize {
-        self.slots.len()
-    }
-
-    /// Completes the call at `position` now, for wires that mark a call's end explicitly
-    /// (Anthropic `content_block_stop`, Ollama's whole calls): its `ToolCallComplete` is emitted
-    /// at once and the end of the turn keeps the call as it is (empty text is `{}`, anything
-    /// else must be one JSON object or the call is `malformed`). A call whose text stops in the
-    /// middle of a JSON value is left to the end of the turn instead, where the finish reason
-    /// decides: `truncated` when the turn was cut short (a token limit can close a call early),
-    /// `malformed` otherwise. A missing id is minted as at the end of the turn, unique among
-    /// the ids known so far. The caller sends no more fragments for a completed call. Returns
-    /// whether the call was completed now.
-    pub fn complete_call(&mut self, position: usize, out: &mut Vec<StreamEvent>) -> bool {
+    /// The wire marked the end of the call at `position` (a Gemini whole call or closed
+    /// streamed arguments, a dialect whose calls never continue once a later index starts): the
+    /// call is finalized now and its `ToolCallComplete` emitted, so an agent can run it while
+    /// the turn goes on. What "final" guarantees: the call's arguments are the text the wire
+    /// gave it; however the turn ends later (even `length` or a broken stream) this call stays
+    /// as it is, and argument text a misbehaving wire still sends for it is kept in its `extra`
+    /// as `late_arguments`, never lost. A call without an id gets its `call_<n>` now, unique
+    /// among the ids seen so far. Calls already final, and unknown positions, are left alone.
+    pub fn complete_call(&mut self, position: usize, out: &mut Vec<StreamEvent>) {
         if self.finalized.is_some() || self.early.contains_key(&position) {
-            return false;
+            return;
         }
-        let Some(slot) = self.slots.get(position) else {
-            return false;
+        let Some(slot) = self.slots.get_mut(position) else {
+            return;
         };
-        let ends_early = serde_json::from_str::<serde::de::IgnoredAny>(&slot.args)
-            .is_err_and(|e| e.is_eof() && !slot.args.trim().is_empty());
-        if ends_early {
-            return false;
-        }
-        let (id, synthetic) = match &slot.id {
-            Some(id) => (id.clone(), false),
+        let args = std::mem::take(&mut slot.args);
+        let (id, synthetic) = match slot.id.clone() {
+            Some(id) => (id, false),
             None => {
-                for s in &self.slots[self.known_upto..] {
-                    if let Some(id) = &s.id {
-                        self.known_ids.insert(id.clone());
-                    }
+                // Ids seen so far: each slot is scanned once over the turn (linear in total).
+                for s in &self.slots[self.scanned.min(self.slots.len())..] {
+                    self.seen_ids.extend(s.id.clone());
                 }
-                self.known_upto = self.slots.len();
-                // As at the end of the turn: numbers only grow, so minting stays linear.
+                self.scanned = self.slots.len();
+                // As at the end of the turn, numbers only grow, so N minted ids beside N
+                // colliding natives cost O(N), not O(N²).
                 let mut n = self.early_next.max(position);
                 let mut id = format!("call_{n}");
-                while self.known_ids.contains(&id) {
+                while self.seen_ids.contains(&id) {
                     probe();
                     n += 1;
                     id = format!("call_{n}");
@@ -281,13 +279,9 @@ impl Turn {
                 (id, true)
             }
         };
-        self.known_ids.insert(id.clone());
+        self.seen_ids.insert(id.clone());
         let slot = &mut self.slots[position];
-        let mut call = ToolCall::new(
-            id,
-            std::mem::take(&mut slot.name),
-            std::mem::take(&mut slot.args),
-        );
+        let mut call = ToolCall::new(id, slot.name.clone(), args);
         call.extra = std::mem::take(&mut slot.extra);
         if synthetic {
             call.extra
@@ -298,7 +292,27 @@ impl Turn {
             call: call.clone(),
         });
         self.early.insert(position, call);
-        true
+    }
+
+    /// Completes every call before `position` (a dialect whose calls are final once a later
+    /// one starts); each position is visited once over the turn.
+    pub fn complete_calls_before(&mut self, position: usize, out: &mut Vec<StreamEvent>) {
+        let end = position.min(self.slots.len());
+        for i in self.settled..end {
+            self.complete_call(i, out);
+        }
+        self.settled = self.settled.max(end);
+    }
+
+    /// The argument text the call at `position` has so far (before it is final), for a
+    /// decoder that must tell a call cut mid-JSON from a finished one.
+    pub fn call_arguments(&self, position: usize) -> Option<&str> {
+        self.slots.get(position).map(|s| s.args.as_str())
+    }
+
+    /// Number of calls so far.
+    pub fn call_count(&self) -> usize {
+        self.slots.len()
     }
 
     /// The turn ended with `reason`: finalizes every call (once; a repeated finish is ignored)
@@ -319,17 +333,9 @@ impl Turn {
     }
 
     fn finalize_calls(&mut self, cut_short: bool, out: &mut Vec<StreamEvent>) -> Vec<ToolCall> {
-        let native: std::collections::HashSet<String> =
-            self.slots.iter().filter_map(|s| s.id.clone()).collect();
-        // Ids minted for calls completed early are taken too.
-        let native: std::collections::HashSet<String> = native
-            .into_iter()
-            .chain(
-                self.early
-                    .values()
-                    .filter(|c| c.has_synthetic_id())
-                    .map(|c| c.id.clone()),
-            )
+        let native: std::collections::HashSet<String> = (self.slots.iter())
+            .filter_map(|s| s.id.clone())
+            .chain(self.early.values().map(|c| c.id.clone()))
             .collect();
         // Minted numbers only grow: each call takes the first free `call_<n>` at or after both
         // its position and the last number minted, so the search never walks the same numbers
@@ -338,8 +344,13 @@ impl Turn {
         let mut next = 0;
         let mut calls = Vec::with_capacity(self.slots.len());
         for (i, slot) in self.slots.iter_mut().enumerate() {
-            if let Some(call) = self.early.remove(&i) {
-                // Completed when its wire said so; its event is already out.
+            if let Some(mut call) = self.early.remove(&i) {
+                // Final already (its ToolCallComplete went out); text that came later is kept.
+                let late = std::mem::take(&mut slot.args);
+                if !late.is_empty() {
+                    call.extra
+                        .insert(LATE_ARGUMENTS.to_owned(), Value::String(late));
+                }
                 calls.push(call);
                 continue;
             }
@@ -495,9 +506,9 @@ mod tests {
             );
         }
         PROBES.with(|p| p.set(0));
-        for k in 0..n {
+        for _ in 0..n {
             let slot = t.whole_call(None, "f", "{}", Map::new(), &mut out);
-            assert!(t.complete_call(slot, &mut out), "call {k}");
+            t.complete_call(slot, &mut out);
         }
         let probes = PROBES.with(std::cell::Cell::get);
         t.finish(FinishReason::Stop, &mut out);
@@ -572,37 +583,6 @@ mod tests {
     }
 
     #[test]
-    fn complete_call_finalizes_one_call_early() {
-        let mut t = Turn::new(ProviderKind::Anthropic);
-        let mut out = Vec::new();
-        t.fragment(0, frag(Some(0), None, Some("f"), "{\"x\":1}"), &mut out);
-        t.fragment(
-            0,
-            frag(Some(1), Some("b"), Some("g"), "{\"y\":\"ab"),
-            &mut out,
-        );
-        assert!(t.complete_call(0, &mut out));
-        assert!(!t.complete_call(0, &mut out), "completed twice");
-        assert!(matches!(
-            out.last(),
-            Some(StreamEvent::ToolCallComplete { index: 0, call }) if call.id == "call_0" && call.has_synthetic_id()
-        ));
-        // Text that stops mid-JSON waits for the finish reason.
-        assert!(!t.complete_call(1, &mut out));
-        t.finish(FinishReason::Length, &mut out);
-        let completions = out
-            .iter()
-            .filter(|e| matches!(e, StreamEvent::ToolCallComplete { .. }))
-            .count();
-        assert_eq!(completions, 2);
-        let r = t.end(&mut out).unwrap();
-        assert!(r.tool_calls[0].is_complete());
-        let err = r.tool_calls[1].error.as_ref().unwrap();
-        assert_eq!(err.kind, ArgumentsErrorKind::Truncated);
-        assert_eq!(r.finish_reason, FinishReason::Length);
-    }
-
-    #[test]
     fn length_truncates_and_eof_is_broken() {
         let mut t = Turn::new(ProviderKind::OpenAi);
         let mut out = Vec::new();
@@ -626,5 +606,49 @@ mod tests {
         let err = t.end(&mut out).unwrap_err();
         let partial = err.partial().unwrap();
         assert_eq!(partial.tool_calls[0].raw_arguments, "{\"x\":1}");
+    }
+
+    #[test]
+    fn a_call_completed_early_stays_as_it_was() {
+        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut out = Vec::new();
+        t.fragment(0, frag(Some(0), None, Some("f"), "{\"x\":1}"), &mut out);
+        t.fragment(
+            0,
+            frag(Some(1), Some("call_0"), Some("g"), "{\"y\""),
+            &mut out,
+        );
+        t.complete_call(0, &mut out);
+        t.complete_call(0, &mut out);
+        let early: Vec<_> = out
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallComplete { index, call } => Some((*index, call.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(early.len(), 1, "completed once");
+        // The native `call_0` of the next call is taken: the minted id avoids it.
+        assert_eq!(early[0].1.id, "call_1");
+        assert!(early[0].1.is_complete());
+        // A misbehaving wire adds text to the ended call; the turn is then cut short.
+        t.fragment(0, frag(Some(0), None, None, " "), &mut out);
+        t.finish(FinishReason::Length, &mut out);
+        let r = t.end(&mut out).unwrap();
+        assert_eq!(r.tool_calls[0].raw_arguments, "{\"x\":1}");
+        assert!(
+            r.tool_calls[0].is_complete(),
+            "not made truncated by the cut"
+        );
+        assert_eq!(r.tool_calls[0].extra[LATE_ARGUMENTS], " ");
+        assert_eq!(
+            r.tool_calls[1].error.as_ref().unwrap().kind,
+            ArgumentsErrorKind::Truncated
+        );
+        let completes = out
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::ToolCallComplete { .. }))
+            .count();
+        assert_eq!(completes, 2, "one completion per call");
     }
 }

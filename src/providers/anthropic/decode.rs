@@ -13,6 +13,7 @@ use super::{
 use crate::assemble::{Fragment, Turn};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
+use crate::providers::shared::stops_mid_json;
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::Anthropic;
@@ -335,9 +336,13 @@ impl Decoder {
                     // `partial_json`): the arguments are the start's `input`, `{}`.
                     self.arguments(slot, &input, out);
                 }
-                // The block is over: the call is final now (unless its text stops mid-JSON,
-                // which the stop reason then decides).
-                self.turn.complete_call(slot, out);
+                // The block is over: the call is final now, unless its text stops inside a
+                // JSON value (a token limit can close a block early): the stop reason then
+                // decides, `truncated` under max_tokens, `malformed` otherwise.
+                let cut = self.turn.call_arguments(slot).is_some_and(stops_mid_json);
+                if !cut {
+                    self.turn.complete_call(slot, out);
+                }
             }
             Some(Open::Text | Open::Other) | None => {}
         }

@@ -7,6 +7,7 @@ use super::wire::{Chunk, ToolCall};
 use crate::assemble::Turn;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
+use crate::providers::shared::stops_mid_json;
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::Ollama;
@@ -99,8 +100,11 @@ impl Decoder {
         let slot = self
             .turn
             .whole_call(call.id.as_deref(), name, &raw, Map::new(), out);
-        // Ollama parsed the call before sending it: it is whole, so final at once.
-        self.turn.complete_call(slot, out);
+        // Ollama parsed the call before sending it: it is whole, so final at once (unless a
+        // server sent the arguments as text that stops mid-JSON: the done reason decides).
+        if !stops_mid_json(&raw) {
+            self.turn.complete_call(slot, out);
+        }
         Ok(())
     }
 
