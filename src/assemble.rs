@@ -80,6 +80,8 @@ pub struct Turn {
     /// Ids of the slots below `scanned` and of early calls, for minting early ids.
     seen_ids: HashSet<String>,
     scanned: usize,
+    /// The next number an early call's minted id may take (minted numbers only grow).
+    early_next: usize,
 }
 
 impl Turn {
@@ -100,6 +102,7 @@ impl Turn {
             settled: 0,
             seen_ids: HashSet::new(),
             scanned: 0,
+            early_next: 0,
         }
     }
 
@@ -281,12 +284,16 @@ impl Turn {
                     self.seen_ids.extend(s.id.clone());
                 }
                 self.scanned = self.slots.len();
-                let mut n = position;
+                // As at the end of the turn, numbers only grow, so N minted ids beside N
+                // colliding natives cost O(N), not O(N²).
+                let mut n = self.early_next.max(position);
                 let mut id = format!("call_{n}");
                 while self.seen_ids.contains(&id) {
+                    probe();
                     n += 1;
                     id = format!("call_{n}");
                 }
+                self.early_next = n + 1;
                 (id, true)
             }
         };
@@ -513,6 +520,38 @@ mod tests {
         assert_eq!(r.tool_calls[1].id, format!("call_{}", n + 1));
     }
 
+    #[test]
+    fn minting_ids_for_early_calls_is_linear_and_unique() {
+        // N natives `call_N`..`call_{2N-1}` first, then N id-less whole calls (at positions
+        // N..2N-1) each completed as it arrives (Ollama without ids): every early mint would
+        // walk past the natives if it restarted at its own position.
+        let n = 2_000;
+        let mut t = Turn::new(ProviderKind::Ollama);
+        let mut out = Vec::new();
+        for k in 0..n {
+            t.whole_call(
+                Some(&format!("call_{}", n + k)),
+                "g",
+                "{}",
+                Map::new(),
+                &mut out,
+            );
+        }
+        PROBES.with(|p| p.set(0));
+        for _ in 0..n {
+            let slot = t.whole_call(None, "f", "{}", Map::new(), &mut out);
+            t.complete_call(slot, &mut out);
+        }
+        let probes = PROBES.with(std::cell::Cell::get);
+        t.finish(FinishReason::Stop, Some("stop"), &mut out);
+        let r = t.end(&mut out).unwrap();
+        assert!(probes <= 2 * n, "{probes} probes for {n} calls");
+        let ids: std::collections::HashSet<_> = r.tool_calls.iter().map(|c| &c.id).collect();
+        assert_eq!(ids.len(), 2 * n, "ids are unique");
+        assert_eq!(r.tool_calls[n].id, format!("call_{}", 2 * n));
+        assert!(r.tool_calls[n].has_synthetic_id());
+    }
+
     fn frag<'a>(
         index: Option<i64>,
         id: Option<&'a str>,
@@ -713,20 +752,17 @@ mod tests {
         t.fragment(0, frag(Some(2), Some("c"), Some("h"), "{\"y\":"), &mut out);
         assert!(t.complete_call(0, &mut out));
         assert!(!t.complete_call(0, &mut out), "completed twice");
-        assert!(
-            !t.complete_call(1, &mut out),
-            "no id yet: minted at the end"
-        );
+        assert!(t.complete_call(1, &mut out), "an id is minted for it now");
+        t.fragment(0, frag(Some(3), None, None, ""), &mut out);
+        assert!(!t.complete_call(3, &mut out), "a call without a name is never complete");
         assert!(t.is_call_completed(0));
         assert_eq!(t.call_arguments(0), Some("{\"x\":1}"));
-        assert!(matches!(
-            out.last(),
-            Some(StreamEvent::ToolCallComplete { index: 0, .. })
-        ));
         t.finish(FinishReason::Length, Some("length"), &mut out);
         let r = t.end(&mut out).unwrap();
         assert!(r.tool_calls[0].is_complete());
         assert_eq!(r.tool_calls[1].id, "call_1");
+        assert!(r.tool_calls[1].is_complete(), "final before the cut");
+        assert!(!r.tool_calls[3].is_complete());
         assert_eq!(
             r.tool_calls[2].error.as_ref().unwrap().kind,
             ArgumentsErrorKind::Truncated

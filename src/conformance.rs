@@ -16,6 +16,9 @@ use crate::provider::{HttpRequest, Provider, ProviderKind};
 use crate::providers::provider_for_base_url;
 use crate::types::{ChatRequest, Message, ToolDefinition};
 
+/// The names a captured stream may have: Server-Sent Events, or newline-delimited JSON.
+pub const STREAM_FILES: [&str; 2] = ["response.sse", "response.ndjson"];
+
 /// One comparison's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -136,22 +139,22 @@ pub fn run_case(dir: &Path, mode: Mode) -> CaseReport {
             return report;
         }
     };
-    let sse = dir.join("response.sse");
-    let json_body = dir.join("response.json");
-    let response = if sse.exists() {
-        Some(sse)
-    } else if json_body.exists() {
-        Some(json_body)
-    } else {
-        None
-    };
+    // A stream (`response.sse`, or `response.ndjson` for newline-delimited JSON wires) or a
+    // whole body (`response.json`).
+    let response = STREAM_FILES
+        .iter()
+        .chain(["response.json"].iter())
+        .map(|name| dir.join(name))
+        .find(|p| p.exists());
     // Names the request mapped for the wire are mapped back when its response is decoded,
     // as the client does.
     let mut request = None;
     if dir.join("request.json").exists() {
-        let stream = meta
-            .stream
-            .unwrap_or(response.as_ref() == Some(&dir.join("response.sse")));
+        let stream = meta.stream.unwrap_or(
+            response
+                .as_ref()
+                .is_some_and(|p| !p.ends_with("response.json")),
+        );
         let encoded = encode_case(provider.as_ref(), &dir.join("request.json"), stream);
         let body = encoded.map(|(body, http)| {
             request = http;

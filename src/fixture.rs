@@ -3,9 +3,10 @@
 //! A case folder (`fixtures/<provider>/<case>/`, or any folder of a user's recordings) holds
 //! `meta.toml` (`description` and `source` required; optional `provider`, `model`, `base_url`,
 //! `stream`, `status`, `strict`, `schema_mode`, `recorded`, `incomplete`), and any of:
-//! `request.json` → `wire_request.json` (encode), `response.sse` | `response.json` →
-//! `expected.json` (decode), `schema.json` → `expected_schema.json` (parameters lowering, read
-//! from the body `encode` builds for a request carrying the tool).
+//! `request.json` → `wire_request.json` (encode), `response.sse` | `response.ndjson` (a
+//! newline-delimited JSON stream) | `response.json` → `expected.json` (decode), `schema.json`
+//! → `expected_schema.json` (parameters lowering, read from the body `encode` builds for a
+//! request carrying the tool).
 //! An expected error is `{"error": {"kind", "provider", "status", "code", "message"},
 //! "partial": ChatResponse | null}`.
 //!
@@ -53,7 +54,8 @@ pub struct Meta {
     /// The model (informational).
     #[serde(default)]
     pub model: Option<String>,
-    /// Encode `request.json` in its streaming form (default: whether `response.sse` exists).
+    /// Encode `request.json` in its streaming form (default: whether `response.sse` or
+    /// `response.ndjson` exists).
     #[serde(default)]
     pub stream: Option<bool>,
     /// The HTTP status the response came with (default 200; 4xx/5xx bodies are error bodies).

@@ -550,6 +550,79 @@ async fn minted_ids_stay_unique_across_turns() {
     assert!(third.contains(&ids[0]) && third.contains(&ids[1]));
 }
 
+#[test]
+fn a_history_made_on_several_wires_encodes_for_every_wire() {
+    // One call turn replayed from each of four wires' own captures (Anthropic with signed
+    // thinking, Ollama without ids, Gemini with thought signatures, OpenAI), each answered,
+    // then a user message: after `carry_over` every built-in provider encodes the history.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let turns = [
+        (
+            ProviderKind::Anthropic,
+            "anthropic/quirk_thinking_blocks/response.sse",
+        ),
+        (
+            ProviderKind::Ollama,
+            "ollama/quirk_missing_ids_and_index/response.ndjson",
+        ),
+        (
+            ProviderKind::Gemini,
+            "gemini/quirk_parallel_one_per_chunk/response.sse",
+        ),
+        (
+            ProviderKind::OpenAi,
+            "openai/stream_parallel_calls/response.sse",
+        ),
+    ];
+    let mut messages = vec![Message::user("Plan my trip.")];
+    let mut names = std::collections::BTreeSet::new();
+    for (t, (kind, path)) in turns.iter().enumerate() {
+        let provider = toolwire::provider_for(*kind).unwrap();
+        let body = std::fs::read(root.join(path)).unwrap();
+        let mut response = toolwire::replay::replay(provider.as_ref(), &body)
+            .unwrap()
+            .response;
+        // Minted ids are unique per turn, as the agent makes them.
+        for call in &mut response.tool_calls {
+            if call.has_synthetic_id() {
+                call.id = format!("call_t{t}_{}", call.id);
+            }
+            names.insert(call.name.clone());
+        }
+        let calls = response.tool_calls.clone();
+        let mut assistant = AssistantMessage::from(response);
+        assistant
+            .extra
+            .insert(PROVIDER_MARK.into(), json!(kind.name()));
+        messages.push(Message::Assistant(assistant));
+        for call in &calls {
+            messages.push(Message::Tool(toolwire::ToolResult::ok(
+                call,
+                json!({"ok": t}),
+            )));
+        }
+    }
+    messages.push(Message::user("Summarize."));
+    let tools: Vec<ToolDefinition> = names
+        .iter()
+        .map(|n| ToolDefinition::new(n.as_str(), "").unwrap())
+        .collect();
+    for kind in ProviderKind::ALL {
+        let mut history = messages.clone();
+        carry_over(&mut history, kind);
+        let req = ChatRequest::new("m", history).with_tools(tools.clone());
+        let provider = toolwire::provider_for(kind).unwrap();
+        let body = provider
+            .encode(&req, true)
+            .unwrap_or_else(|e| panic!("{kind}: {e}"))
+            .body
+            .to_string();
+        // Anthropic's signed thinking goes back to Anthropic only.
+        let signed = body.contains("EqQBCkYIBxgCKkDTwThinkingSignatureOne");
+        assert_eq!(signed, kind == ProviderKind::Anthropic, "{kind}");
+    }
+}
+
 // ---- Early start, hooks and stop conditions ----
 
 /// A registry with `slow`: sleeps `ms` milliseconds, answers its `n`.

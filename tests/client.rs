@@ -1582,3 +1582,68 @@ async fn dashscope_repeating_fragments_stream_through_the_client() {
         assert_eq!(streamed_text(&events), "abababababababababababab");
     }
 }
+
+#[tokio::test]
+async fn anthropic_sends_its_key_header_and_version_and_completes_calls_early() {
+    let script = Script::new().then(parallel_reply()).then(parallel_reply());
+    let server = MockServer::start(ProviderKind::Anthropic, script)
+        .await
+        .unwrap();
+    let client = client(ProviderKind::Anthropic, &server);
+    let (events, got) = drain(&client, &request()).await;
+    let got = got.unwrap();
+    assert_eq!(essentials(&got), essentials(&parallel_reply()));
+    // The first call is complete before the second one starts: its block ended first.
+    let complete_0 = events
+        .iter()
+        .position(|e| matches!(e, StreamEvent::ToolCallComplete { index: 0, .. }))
+        .unwrap();
+    let start_1 = events
+        .iter()
+        .position(|e| matches!(e, StreamEvent::ToolCallStarted { index: 1, .. }))
+        .unwrap();
+    assert!(complete_0 < start_1, "{events:?}");
+    client.chat(&request()).await.unwrap();
+    for seen in server.requests() {
+        assert_eq!(seen.path, "/v1/messages");
+        assert_eq!(seen.header("x-api-key"), Some(KEY));
+        assert_eq!(seen.header("anthropic-version"), Some("2023-06-01"));
+        assert_eq!(seen.header("authorization"), None);
+        assert!(seen.body["max_tokens"].is_u64(), "{}", seen.body);
+    }
+}
+
+#[tokio::test]
+async fn ollama_needs_no_key_and_streams_ndjson() {
+    // No key anywhere, no base URL: the local default.
+    let local = Client::builder(ProviderKind::Ollama).build().unwrap();
+    assert_eq!(local.base_url(), "http://localhost:11434");
+
+    let script = Script::new().then(parallel_reply()).then(text_reply());
+    let server = MockServer::start(ProviderKind::Ollama, script)
+        .await
+        .unwrap();
+    let client = Client::builder(ProviderKind::Ollama)
+        .base_url(server.url())
+        .build()
+        .unwrap();
+    let (events, got) = drain(&client, &request()).await;
+    assert_eq!(essentials(&got.unwrap()), essentials(&parallel_reply()));
+    // Each call arrives whole, so it is complete before the next one starts.
+    let complete_0 = events
+        .iter()
+        .position(|e| matches!(e, StreamEvent::ToolCallComplete { index: 0, .. }))
+        .unwrap();
+    let start_1 = events
+        .iter()
+        .position(|e| matches!(e, StreamEvent::ToolCallStarted { index: 1, .. }))
+        .unwrap();
+    assert!(complete_0 < start_1, "{events:?}");
+    let got = client.chat(&request()).await.unwrap();
+    assert_eq!(essentials(&got), essentials(&text_reply()));
+    let seen = server.requests();
+    assert_eq!(seen[0].path, "/api/chat");
+    assert_eq!(seen[0].body["stream"], true);
+    assert_eq!(seen[1].body["stream"], false);
+    assert!(seen.iter().all(|r| r.header("authorization").is_none()));
+}

@@ -1,9 +1,9 @@
 //! Property tests of stream decoding.
 //!
-//! 1. Chunking never matters: every `fixtures/*/*/response.sse` (all providers, found at run
-//!    time) decodes to the same events and response (or the same error) whether the body arrives
-//!    whole, cut in two at every byte, one byte at a time, or cut at random points biased towards
-//!    the middle of UTF-8 characters and `\r\n` pairs.
+//! 1. Chunking never matters: every `fixtures/*/*/response.sse` and `response.ndjson` (all
+//!    providers, found at run time) decodes to the same events and response (or the same
+//!    error) whether the body arrives whole, cut in two at every byte, one byte at a time, or
+//!    cut at random points biased towards the middle of UTF-8 characters and `\r\n` pairs.
 //! 2. The events agree with the response: each call's argument deltas up to its completion
 //!    concatenate to its `raw_arguments` (text a wire sends after a call's end is kept as its
 //!    `late_arguments`), every call completes once before `Finish` (at the end of the turn, or
@@ -73,10 +73,13 @@ fn stream_fixtures() -> Vec<(PathBuf, Box<dyn Provider>)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let mut out = Vec::new();
     for case in conformance::case_dirs(&root).expect("fixtures/ is readable") {
-        let body = case.join("response.sse");
-        if !body.is_file() {
+        let Some(body) = conformance::STREAM_FILES
+            .iter()
+            .map(|name| case.join(name))
+            .find(|p| p.is_file())
+        else {
             continue;
-        }
+        };
         let meta = conformance::load_meta(&case).ok();
         let Some(kind) = conformance::case_provider(&case, meta.as_ref()) else {
             panic!("{}: cannot tell the provider", case.display());
@@ -360,6 +363,14 @@ const KEYS: &[&str] = &[
     "functionCall",
     "args",
     "output",
+    "content_block",
+    "partial_json",
+    "stop_reason",
+    "input",
+    "thinking",
+    "done",
+    "done_reason",
+    "eval_count",
 ];
 
 fn arb_json() -> impl Strategy<Value = Value> {
@@ -518,6 +529,132 @@ fn arb_chunk() -> impl Strategy<Value = String> {
 fn random_chunk_sequences_never_panic() {
     let strategy = (proptest::collection::vec(arb_chunk(), 0..10), any::<bool>())
         .prop_map(|(payloads, done)| sse_body(&payloads, done))
+        .prop_flat_map(|body| {
+            let len = body.len();
+            (Just(body), cuts_for(len))
+        });
+    runner(256)
+        .run(&strategy, |(body, cuts)| no_panic(&body, &cuts))
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn random_json_lines_never_panic() {
+    // Newline-delimited JSON (Ollama's framing): random objects, one per line.
+    let strategy = proptest::collection::vec(arb_json(), 0..6)
+        .prop_map(|values| {
+            let mut body = String::new();
+            for v in values {
+                body.push_str(&v.to_string());
+                body.push('\n');
+            }
+            body.into_bytes()
+        })
+        .prop_flat_map(|body| {
+            let len = body.len();
+            (Just(body), cuts_for(len))
+        });
+    runner(256)
+        .run(&strategy, |(body, cuts)| no_panic(&body, &cuts))
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// One Anthropic-shaped stream event: any event type (known or not), any block or delta type,
+/// indexes that may collide, be missing or point at no block.
+fn arb_anthropic_event() -> impl Strategy<Value = (String, Value)> {
+    let kind = proptest::sample::select(vec![
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "ping",
+        "error",
+        "mystery",
+    ]);
+    let index = maybe((-1i64..4).prop_map(|i| json!(i)));
+    let block = proptest::sample::select(vec![
+        json!({"type": "text", "text": "hi"}),
+        json!({"type": "tool_use", "id": "toolu_a", "name": "f", "input": {}}),
+        json!({"type": "tool_use", "id": "toolu_b", "name": "", "input": {"x": 1}}),
+        json!({"type": "thinking", "thinking": "", "signature": ""}),
+        json!({"type": "redacted_thinking", "data": "abc"}),
+        json!({"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}),
+        json!(null),
+    ]);
+    let delta = (
+        proptest::sample::select(vec![
+            "text_delta",
+            "input_json_delta",
+            "thinking_delta",
+            "signature_delta",
+            "odd_delta",
+        ]),
+        "[{}\"\\\\:,a-z0-9\u{e9} ]{0,8}",
+    )
+        .prop_map(|(t, piece)| {
+            json!({"type": t, "text": piece, "partial_json": piece, "thinking": piece,
+                   "signature": piece})
+        });
+    let stop = maybe(
+        proptest::sample::select(vec![
+            "end_turn",
+            "tool_use",
+            "max_tokens",
+            "pause_turn",
+            "refusal",
+        ])
+        .prop_map(|s| json!(s)),
+    );
+    (kind, index, block, delta, stop).prop_map(|(kind, index, block, delta, stop)| {
+        let mut event = Map::new();
+        event.insert("type".into(), json!(kind));
+        if let Some(i) = index {
+            event.insert("index".into(), i);
+        }
+        match kind {
+            "message_start" => {
+                event.insert(
+                    "message".into(),
+                    json!({"content": [], "usage": {"input_tokens": 3, "output_tokens": 1}}),
+                );
+            }
+            "content_block_start" => {
+                event.insert("content_block".into(), block);
+            }
+            "content_block_delta" => {
+                event.insert("delta".into(), delta);
+            }
+            "message_delta" => {
+                event.insert(
+                    "delta".into(),
+                    json!({"stop_reason": stop, "stop_sequence": null}),
+                );
+                event.insert("usage".into(), json!({"output_tokens": 7}));
+            }
+            "error" => {
+                event.insert(
+                    "error".into(),
+                    json!({"type": "overloaded_error", "message": "Overloaded"}),
+                );
+            }
+            _ => {}
+        }
+        (kind.to_owned(), Value::Object(event))
+    })
+}
+
+#[test]
+fn random_anthropic_event_sequences_never_panic() {
+    let strategy = proptest::collection::vec(arb_anthropic_event(), 0..14)
+        .prop_map(|events| {
+            let mut body = String::new();
+            for (name, event) in events {
+                body.push_str(&format!("event: {name}\ndata: {event}\n\n"));
+            }
+            body.into_bytes()
+        })
         .prop_flat_map(|body| {
             let len = body.len();
             (Just(body), cuts_for(len))

@@ -55,6 +55,8 @@ pub(crate) fn default_model(kind: ProviderKind) -> &'static str {
         ProviderKind::Qwen | ProviderKind::DashScope => "qwen-plus",
         ProviderKind::StepFun => "step-3.5-flash",
         ProviderKind::OpenAiResponses => "gpt-5-mini",
+        ProviderKind::Anthropic => "claude-haiku-4-5",
+        ProviderKind::Ollama => "qwen3:4b",
     }
 }
 

@@ -228,7 +228,7 @@ impl ClientBuilder {
                         .map(Secret)
                 })
             });
-        if key.is_none() && self.base_url.is_none() {
+        if key.is_none() && self.base_url.is_none() && !info.key_vars.is_empty() {
             return Err(Error::input(
                 "api_key",
                 format!(

@@ -1,12 +1,12 @@
 //! Recording live exchanges as fixture case folders (the layout in `docs/fixtures.md`).
 //!
 //! A case folder holds the canonical request (`request.json`), the body sent
-//! (`wire_request.json`), the provider's bytes exactly as received (`response.sse` or
-//! `response.json`), `meta.toml` and the golden `expected.json`: the bytes decoded again with no
-//! IO, by the provider that sent the request and with that request (its decoder hint and tool
-//! names), exactly as [`crate::conformance`] decodes them, so the folder passes
-//! `toolwire conformance` as is. A server other than the provider's own is written as
-//! `base_url`, which conformance uses to pick the same provider
+//! (`wire_request.json`), the provider's bytes exactly as received (`response.sse`,
+//! `response.ndjson` or `response.json`), `meta.toml` and the golden `expected.json`: the
+//! bytes decoded again with no IO, by the provider that sent the request and with that
+//! request (its decoder hint and tool names), exactly as [`crate::conformance`] decodes them,
+//! so the folder passes `toolwire conformance` as is. A server other than the provider's own
+//! is written as `base_url`, which conformance uses to pick the same provider
 //! ([`crate::providers::provider_for_base_url`]). The auth header is never written, and the key
 //! is replaced wherever a server echoed it.
 //!
@@ -26,7 +26,7 @@ use serde_json::Value;
 use super::Inner;
 use crate::error::{Error, Result};
 use crate::fixture::{decode_body, golden_json};
-use crate::provider::{HttpRequest, Provider, ProviderKind};
+use crate::provider::{Framing, HttpRequest, Provider, ProviderKind};
 use crate::replay::is_json_body;
 use crate::types::ChatRequest;
 
@@ -127,7 +127,9 @@ impl Recorder {
         for form in &forms {
             bytes = replace_bytes(&bytes, form.as_bytes(), b"<redacted>");
         }
-        let response_file = if is_json_body(&bytes) {
+        let response_file = if rec.stream && provider.framing() == Framing::Ndjson {
+            "response.ndjson"
+        } else if is_json_body(&bytes) {
             "response.json"
         } else {
             "response.sse"

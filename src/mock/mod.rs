@@ -42,7 +42,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::error::{ApiError, Error, Result};
-use crate::provider::{Provider, ProviderKind};
+use crate::provider::{Framing, Provider, ProviderKind};
 use crate::replay::is_json_body;
 use crate::types::{ChatResponse, FinishReason, ToolCall};
 use http::{Delivery, Response};
@@ -79,6 +79,8 @@ pub fn responder_for(kind: ProviderKind) -> Result<Box<dyn Respond>> {
         ProviderKind::OpenAiResponses => {
             Box::new(crate::providers::openai_responses::OpenAiResponses)
         }
+        ProviderKind::Anthropic => Box::new(crate::providers::anthropic::Anthropic::new()),
+        ProviderKind::Ollama => Box::new(crate::providers::ollama::Ollama::new()),
     })
 }
 
@@ -582,7 +584,11 @@ fn render(provider: &dyn Respond, reply: &MockReply, stream: bool) -> Option<Res
     // Whatever the status: a provider that frames the errors of a stream (Qwen's 4xx bodies,
     // DashScope's 200 error events) sends them as the stream they are.
     let sse = stream && !is_json_body(&body);
-    let content_type = if sse {
+    // A newline-delimited JSON stream starts like a JSON body; its framing tells them apart.
+    let ndjson = stream && status == 200 && provider.framing() == Framing::Ndjson;
+    let content_type = if ndjson {
+        "application/x-ndjson"
+    } else if sse {
         "text/event-stream"
     } else if is_json_body(&body) {
         "application/json"
@@ -594,7 +600,7 @@ fn render(provider: &dyn Respond, reply: &MockReply, stream: bool) -> Option<Res
         status,
         headers,
         body,
-        chunked: sse,
+        chunked: sse || ndjson,
     })
 }
 

@@ -6,10 +6,12 @@
 //! verbatim), errors keeping the provider's code and message, the canonical fixture cases (or
 //! `SKIP` lines), and a quirk sheet in `providers/<name>.md`.
 
+pub mod anthropic;
 pub mod dashscope;
 pub mod gemini;
 pub mod glm;
 pub(crate) mod lenient;
+pub mod ollama;
 pub mod openai;
 pub mod openai_responses;
 pub mod qwen;
@@ -29,6 +31,8 @@ pub fn provider_for(kind: ProviderKind) -> Result<Box<dyn Provider>> {
         ProviderKind::Qwen => Ok(Box::new(qwen::provider())),
         ProviderKind::StepFun => Ok(Box::new(stepfun::provider())),
         ProviderKind::OpenAiResponses => Ok(Box::new(openai_responses::OpenAiResponses::new())),
+        ProviderKind::Anthropic => Ok(Box::new(anthropic::Anthropic::new())),
+        ProviderKind::Ollama => Ok(Box::new(ollama::Ollama::new())),
     }
 }
 

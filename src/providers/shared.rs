@@ -44,6 +44,14 @@ pub(crate) fn check_tools(req: &ChatRequest) -> Result<()> {
     Ok(())
 }
 
+/// Whether argument text stops inside a JSON value (one validating pass, no allocation): a
+/// call a wire marked final with such text may have been cut by a token limit, which only the
+/// turn's finish reason can tell (`truncated` then, `malformed` otherwise).
+pub(crate) fn stops_mid_json(text: &str) -> bool {
+    !text.trim().is_empty()
+        && serde_json::from_str::<serde::de::IgnoredAny>(text).is_err_and(|e| e.is_eof())
+}
+
 /// The argument text to replay for a call: its raw text when that is a JSON object, `{}` when
 /// it is empty, malformed or truncated (servers re-parse history and reject broken text).
 pub(crate) fn replay_arguments(call: &ToolCall) -> String {

@@ -25,11 +25,15 @@ pub enum ProviderKind {
     /// OpenAI Responses API (`POST /responses`).
     #[serde(rename = "openai-responses")]
     OpenAiResponses,
+    /// Anthropic Messages API.
+    Anthropic,
+    /// Ollama's native chat API (`/api/chat`).
+    Ollama,
 }
 
 impl ProviderKind {
     /// Every provider, in display order.
-    pub const ALL: [ProviderKind; 7] = [
+    pub const ALL: [ProviderKind; 9] = [
         Self::OpenAi,
         Self::Gemini,
         Self::Glm,
@@ -37,6 +41,8 @@ impl ProviderKind {
         Self::DashScope,
         Self::StepFun,
         Self::OpenAiResponses,
+        Self::Anthropic,
+        Self::Ollama,
     ];
 
     /// The provider's one spelling.
@@ -49,6 +55,8 @@ impl ProviderKind {
             Self::DashScope => "dashscope",
             Self::StepFun => "stepfun",
             Self::OpenAiResponses => "openai-responses",
+            Self::Anthropic => "anthropic",
+            Self::Ollama => "ollama",
         }
     }
 }

@@ -1,0 +1,525 @@
+//! The canonical request → a Messages API body.
+
+use serde_json::{Map, Value, json};
+
+use super::{API_VERSION, THINKING_BLOCKS, anthropic_name};
+use crate::error::{Error, Result};
+use crate::provider::{HttpRequest, NameMap, ProviderKind};
+use crate::providers::shared::{check_tools, replay_arguments, request_names};
+use crate::types::{
+    AssistantMessage, ChatRequest, Message, ToolCall, ToolChoice, ToolDefinition, ToolResult,
+};
+
+/// The smallest `budget_tokens` Anthropic accepts for extended thinking.
+const MIN_THINKING_BUDGET: u32 = 1024;
+
+/// Nesting depth past which [`close_objects`] stops, so a hostile schema cannot overflow the
+/// stack.
+const MAX_SCHEMA_DEPTH: usize = 128;
+
+/// Whether Anthropic accepts a `tool_use` id: `^[a-zA-Z0-9_-]+$`. Ids made by other providers
+/// that break it (`functions.get_weather:0`) are mapped, the same way in calls and results.
+fn anthropic_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+}
+
+/// Every call id in the history, calls first, for the id map.
+fn history_ids(messages: &[Message]) -> impl Iterator<Item = &str> {
+    messages
+        .iter()
+        .flat_map(|m| -> Box<dyn Iterator<Item = &str>> {
+            match m {
+                Message::Assistant(a) => Box::new(a.tool_calls.iter().map(|c| c.id.as_str())),
+                Message::Tool(r) => Box::new(std::iter::once(r.call_id.as_str())),
+                _ => Box::new(std::iter::empty()),
+            }
+        })
+}
+
+/// The `input_schema` of a tool (see [`super::Anthropic`]'s `encode_parameters`).
+pub(crate) fn input_schema(tool: &ToolDefinition) -> Value {
+    let mut schema = match &tool.parameters {
+        Value::Object(m) if !m.contains_key("type") => {
+            let mut typed = Map::new();
+            typed.insert("type".into(), json!("object"));
+            typed.extend(m.iter().map(|(k, v)| (k.clone(), v.clone())));
+            Value::Object(typed)
+        }
+        other => other.clone(),
+    };
+    if tool.strict {
+        close_objects(&mut schema, 0);
+    }
+    schema
+}
+
+/// Adds `additionalProperties: false` to every object schema that does not set it, as strict
+/// tool use requires; optional properties stay optional (Anthropic, unlike OpenAI, allows
+/// them).
+fn close_objects(schema: &mut Value, depth: usize) {
+    let Value::Object(map) = schema else { return };
+    if depth > MAX_SCHEMA_DEPTH {
+        return;
+    }
+    let is_object = map.get("type").is_some_and(|t| {
+        t == "object"
+            || t.as_array()
+                .is_some_and(|a| a.iter().any(|x| x == "object"))
+    }) || map.contains_key("properties");
+    if is_object && !map.contains_key("additionalProperties") {
+        map.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    for key in ["properties", "$defs", "definitions", "patternProperties"] {
+        if let Some(Value::Object(children)) = map.get_mut(key) {
+            for child in children.values_mut() {
+                close_objects(child, depth + 1);
+            }
+        }
+    }
+    for key in ["items", "additionalProperties", "not"] {
+        if let Some(child) = map.get_mut(key) {
+            close_objects(child, depth + 1);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(children)) = map.get_mut(key) {
+            for child in children {
+                close_objects(child, depth + 1);
+            }
+        }
+    }
+}
+
+fn tool(tool: &ToolDefinition, names: &NameMap) -> Value {
+    let mut t = Map::new();
+    t.insert("name".into(), json!(names.wire(&tool.name)));
+    if !tool.description.is_empty() {
+        t.insert("description".into(), json!(tool.description));
+    }
+    t.insert("input_schema".into(), input_schema(tool));
+    if tool.strict {
+        t.insert("strict".into(), Value::Bool(true));
+    }
+    Value::Object(t)
+}
+
+/// The thinking blocks kept in `extra` (only `thinking` and `redacted_thinking` objects).
+fn thinking_blocks(extra: &Map<String, Value>) -> impl Iterator<Item = &Value> {
+    extra
+        .get(THINKING_BLOCKS)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|b| {
+            matches!(
+                b.get("type").and_then(Value::as_str),
+                Some("thinking" | "redacted_thinking")
+            )
+        })
+}
+
+/// A call's `input` object: its arguments, or `{}` when they are malformed or truncated (the
+/// API takes only an object, and a broken call was never run).
+fn call_input(call: &ToolCall) -> Value {
+    match (&call.error, &call.arguments) {
+        (None, Some(v @ Value::Object(_))) => v.clone(),
+        _ => serde_json::from_str(&replay_arguments(call)).unwrap_or_else(|_| json!({})),
+    }
+}
+
+/// An assistant turn's content blocks: its opening thinking blocks, its text, then each call
+/// (after the thinking blocks that preceded it). Reasoning without blocks (from another
+/// provider) cannot be sent: Anthropic only takes signed thinking.
+fn assistant_blocks(a: &AssistantMessage, names: &NameMap, ids: &NameMap) -> Vec<Value> {
+    let mut blocks: Vec<Value> = thinking_blocks(&a.extra).cloned().collect();
+    if let Some(text) = a.content.as_deref().filter(|t| !t.is_empty()) {
+        blocks.push(json!({"type": "text", "text": text}));
+    }
+    for call in &a.tool_calls {
+        blocks.extend(thinking_blocks(&call.extra).cloned());
+        blocks.push(json!({
+            "type": "tool_use",
+            "id": ids.wire(&call.id),
+            "name": names.wire(&call.name),
+            "input": call_input(call),
+        }));
+    }
+    blocks
+}
+
+/// A result's `content`: a string output as is, other JSON as its text; a failure leads with
+/// its message (`is_error` says it failed). `None` when there is nothing to say.
+fn result_content(r: &ToolResult) -> Option<String> {
+    let output = match &r.output {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let failed = r.is_error || r.error.is_some();
+    let text = match &r.error {
+        Some(message) if output.is_empty() => message.clone(),
+        Some(message) => format!("{message}\n{output}"),
+        None if failed && output.is_empty() => "the tool call failed".to_owned(),
+        None => output,
+    };
+    (!text.is_empty()).then_some(text)
+}
+
+/// The user message answering the call turn at `messages[turn_at]` with the results at
+/// `results`: one `tool_result` block per call, in call order, all in this one message.
+fn tool_results(
+    turn: &AssistantMessage,
+    turn_at: usize,
+    results: &[(usize, &ToolResult)],
+    ids: &NameMap,
+) -> Result<Vec<Value>> {
+    let calls = &turn.tool_calls;
+    let mut answers: Vec<Option<&ToolResult>> = vec![None; calls.len()];
+    for (at, result) in results {
+        let Some(i) = calls.iter().position(|c| c.id == result.call_id) else {
+            let known: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+            return Err(Error::input(
+                format!("messages[{at}].call_id"),
+                format!(
+                    "the {:?} result answers call {:?}, which is not in the assistant turn at \
+                     messages[{turn_at}] (its calls: {}); Anthropic needs each tool_result in \
+                     the user message right after its tool_use",
+                    result.name,
+                    result.call_id,
+                    known.join(", ")
+                ),
+            ));
+        };
+        if answers[i].is_some() {
+            return Err(Error::input(
+                format!("messages[{at}]"),
+                format!("a second result for call {:?}", result.call_id),
+            ));
+        }
+        answers[i] = Some(result);
+    }
+    let mut blocks = Vec::with_capacity(calls.len());
+    for (i, (call, answer)) in calls.iter().zip(&answers).enumerate() {
+        let Some(result) = answer else {
+            return Err(Error::input(
+                format!("messages[{turn_at}].tool_calls[{i}]"),
+                format!(
+                    "call {:?} ({}) has no result; Anthropic needs a tool_result for every \
+                     tool_use, in the next message",
+                    call.id, call.name
+                ),
+            ));
+        };
+        let mut block = Map::new();
+        block.insert("type".into(), json!("tool_result"));
+        block.insert("tool_use_id".into(), json!(ids.wire(&call.id)));
+        if let Some(content) = result_content(result) {
+            block.insert("content".into(), json!(content));
+        }
+        if result.is_error || result.error.is_some() {
+            block.insert("is_error".into(), Value::Bool(true));
+        }
+        blocks.push(Value::Object(block));
+    }
+    Ok(blocks)
+}
+
+/// The system texts and the `messages`.
+fn history(
+    messages: &[Message],
+    names: &NameMap,
+    ids: &NameMap,
+) -> Result<(Vec<String>, Vec<Value>)> {
+    let mut system = Vec::new();
+    let mut out: Vec<Value> = Vec::new();
+    // The message answering the last call turn, while a user text may still join it.
+    let mut results_open = false;
+    let mut i = 0;
+    while i < messages.len() {
+        match &messages[i] {
+            Message::System { content } => system.push(content.clone()),
+            Message::User { content } => {
+                let joined = results_open
+                    && out
+                        .last_mut()
+                        .and_then(|m| m.get_mut("content"))
+                        .and_then(Value::as_array_mut)
+                        .map(|blocks| blocks.push(json!({"type": "text", "text": content})))
+                        .is_some();
+                if !joined {
+                    out.push(json!({"role": "user", "content": content}));
+                }
+                results_open = false;
+            }
+            Message::Assistant(a) => {
+                results_open = false;
+                if !a.tool_calls.is_empty()
+                    && !matches!(messages.get(i + 1), Some(Message::Tool(_)) | None)
+                {
+                    return Err(Error::input(
+                        format!("messages[{}]", i + 1),
+                        format!(
+                            "the assistant turn at messages[{i}] called tools, so the next \
+                             message must hold their results (Anthropic needs each tool_result \
+                             right after its tool_use)"
+                        ),
+                    ));
+                }
+                let blocks = assistant_blocks(a, names, ids);
+                // An empty turn cannot be sent: only the final assistant message may be empty.
+                if !blocks.is_empty() {
+                    out.push(json!({"role": "assistant", "content": blocks}));
+                }
+            }
+            Message::Tool(_) => {
+                let mut results = Vec::new();
+                let mut end = i;
+                while let Some(Message::Tool(r)) = messages.get(end) {
+                    results.push((end, r));
+                    end += 1;
+                }
+                let turn = match i.checked_sub(1).and_then(|p| messages.get(p)) {
+                    Some(Message::Assistant(a)) if !a.tool_calls.is_empty() => a,
+                    _ => {
+                        return Err(Error::input(
+                            format!("messages[{i}]"),
+                            "a tool result must come right after the assistant message whose \
+                             call it answers (Anthropic answers all calls of a turn in the next \
+                             user message)",
+                        ));
+                    }
+                };
+                let blocks = tool_results(turn, i - 1, &results, ids)?;
+                out.push(json!({"role": "user", "content": blocks}));
+                results_open = true;
+                i = end;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    if out.is_empty() {
+        return Err(Error::input(
+            "messages",
+            "Anthropic needs at least one user or assistant message besides system messages",
+        ));
+    }
+    Ok((system, out))
+}
+
+fn tool_choice(req: &ChatRequest, names: &NameMap) -> Result<Option<Value>> {
+    if req.tools.is_empty() {
+        if req.tool_choice == Some(ToolChoice::Required) {
+            return Err(Error::input(
+                "tool_choice",
+                "tool_choice \"required\" needs at least one tool",
+            ));
+        }
+        return Ok(None);
+    }
+    let mut choice = match (&req.tool_choice, req.parallel_tool_calls) {
+        (None, None) => return Ok(None),
+        (None | Some(ToolChoice::Auto), _) => json!({"type": "auto"}),
+        (Some(ToolChoice::None), _) => return Ok(Some(json!({"type": "none"}))),
+        (Some(ToolChoice::Required), _) => json!({"type": "any"}),
+        (Some(ToolChoice::Tool(name)), _) => json!({"type": "tool", "name": names.wire(name)}),
+    };
+    if let (Some(parallel), Value::Object(m)) = (req.parallel_tool_calls, &mut choice) {
+        m.insert("disable_parallel_tool_use".into(), Value::Bool(!parallel));
+    }
+    Ok(Some(choice))
+}
+
+fn thinking(req: &ChatRequest, max_tokens: u32) -> Result<Option<Value>> {
+    match req.thinking {
+        None => Ok(None),
+        Some(false) => Ok(Some(json!({"type": "disabled"}))),
+        Some(true) => {
+            if max_tokens <= MIN_THINKING_BUDGET {
+                return Err(Error::input(
+                    "max_tokens",
+                    format!(
+                        "thinking needs max_tokens above {MIN_THINKING_BUDGET} (the smallest \
+                         thinking budget), got {max_tokens}"
+                    ),
+                ));
+            }
+            if matches!(
+                req.tool_choice,
+                Some(ToolChoice::Required | ToolChoice::Tool(_))
+            ) {
+                return Err(Error::unsupported(
+                    ProviderKind::Anthropic,
+                    "a forced tool_choice (\"required\" or a named tool) with thinking: Anthropic \
+                     allows only auto or none while thinking",
+                ));
+            }
+            if req.temperature.is_some() {
+                return Err(Error::unsupported(
+                    ProviderKind::Anthropic,
+                    "temperature with thinking: Anthropic does not allow changing the \
+                     temperature while thinking",
+                ));
+            }
+            let budget = (max_tokens / 2).max(MIN_THINKING_BUDGET);
+            Ok(Some(json!({"type": "enabled", "budget_tokens": budget})))
+        }
+    }
+}
+
+/// The whole request.
+pub(crate) fn encode(
+    req: &ChatRequest,
+    stream: bool,
+    default_max_tokens: u32,
+) -> Result<HttpRequest> {
+    check_tools(req)?;
+    if req.model.trim().is_empty() {
+        return Err(Error::input("model", "the model name is empty"));
+    }
+    let names = NameMap::build(request_names(req), anthropic_name)?;
+    let ids = NameMap::build(history_ids(&req.messages), anthropic_id)?;
+    let (system, messages) = history(&req.messages, &names, &ids)?;
+    let max_tokens = req.max_tokens.unwrap_or(default_max_tokens);
+
+    let mut body = Map::new();
+    body.insert("model".into(), json!(req.model));
+    body.insert("max_tokens".into(), json!(max_tokens));
+    match system.as_slice() {
+        [] => {}
+        [one] => {
+            body.insert("system".into(), json!(one));
+        }
+        many => {
+            let blocks: Vec<Value> = many
+                .iter()
+                .map(|s| json!({"type": "text", "text": s}))
+                .collect();
+            body.insert("system".into(), Value::Array(blocks));
+        }
+    }
+    body.insert("messages".into(), Value::Array(messages));
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req.tools.iter().map(|t| tool(t, &names)).collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(choice) = tool_choice(req, &names)? {
+        body.insert("tool_choice".into(), choice);
+    }
+    if let Some(t) = req.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(thinking) = thinking(req, max_tokens)? {
+        body.insert("thinking".into(), thinking);
+    }
+    if stream {
+        body.insert("stream".into(), Value::Bool(true));
+    }
+    for (key, value) in &req.extra_body {
+        match (body.get_mut(key), value) {
+            // One level deep, so `{"thinking": {"budget_tokens": 8000}}` adjusts toolwire's.
+            (Some(Value::Object(existing)), Value::Object(added)) => {
+                for (k, v) in added {
+                    existing.insert(k.clone(), v.clone());
+                }
+            }
+            _ => {
+                body.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Ok(HttpRequest {
+        path: "/v1/messages".into(),
+        headers: vec![("anthropic-version".into(), API_VERSION.into())],
+        body: Value::Object(body),
+        names,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall::new(id, "f", "{}")
+    }
+
+    #[test]
+    fn turn_rules_are_input_errors_with_paths() {
+        let turn = Message::Assistant(AssistantMessage {
+            tool_calls: vec![call("toolu_a"), call("toolu_b")],
+            ..AssistantMessage::default()
+        });
+        let result = |id: &str| Message::Tool(ToolResult::ok(&call(id), json!(1)));
+        let cases = [
+            (vec![Message::user("q"), result("toolu_a")], "messages[1]"),
+            (
+                vec![Message::user("q"), turn.clone(), result("toolu_x")],
+                "messages[2].call_id",
+            ),
+            (
+                vec![Message::user("q"), turn.clone(), result("toolu_a")],
+                "messages[1].tool_calls[1]",
+            ),
+            (
+                vec![Message::user("q"), turn.clone(), Message::user("go on")],
+                "messages[2]",
+            ),
+            (vec![Message::system("s")], "messages"),
+        ];
+        for (messages, want) in cases {
+            let req = ChatRequest::new("claude-sonnet-4-5", messages);
+            match encode(&req, false, 4096) {
+                Err(Error::Input { path, .. }) => assert_eq!(path, want),
+                other => panic!("{want}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn results_share_one_user_message_and_a_user_text_joins_it() {
+        let turn = Message::Assistant(AssistantMessage {
+            tool_calls: vec![call("functions.f:0"), call("toolu_b")],
+            ..AssistantMessage::default()
+        });
+        let req = ChatRequest::new(
+            "claude-sonnet-4-5",
+            vec![
+                Message::user("q"),
+                turn,
+                Message::Tool(ToolResult::ok(&call("toolu_b"), json!("two"))),
+                Message::Tool(ToolResult::error(&call("functions.f:0"), "boom")),
+                Message::user("and now?"),
+            ],
+        );
+        let body = encode(&req, false, 4096).unwrap().body;
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3);
+        let mapped = messages[1]["content"][0]["id"].as_str().unwrap();
+        assert!(anthropic_id(mapped), "{mapped}");
+        let results = messages[2]["content"].as_array().unwrap();
+        assert_eq!(results[0]["tool_use_id"], mapped);
+        assert_eq!(results[0]["is_error"], true);
+        assert_eq!(results[0]["content"], "boom");
+        assert_eq!(results[1]["content"], "two");
+        assert_eq!(results[2], json!({"type": "text", "text": "and now?"}));
+        assert_eq!(body["max_tokens"], 4096);
+    }
+
+    #[test]
+    fn strict_schemas_close_objects() {
+        let t = ToolDefinition::new("f", "")
+            .unwrap()
+            .with_parameters(json!({"properties": {"a": {"type": "object", "properties": {}}}}))
+            .unwrap()
+            .with_strict(true);
+        assert_eq!(
+            input_schema(&t),
+            json!({"type": "object", "properties": {"a": {"type": "object", "properties": {},
+                "additionalProperties": false}}, "additionalProperties": false})
+        );
+    }
+}

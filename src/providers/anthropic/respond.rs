@@ -1,0 +1,451 @@
+//! The canonical response → the bytes the Messages API would send, for the mock provider: a
+//! `Message` body, or its event stream (`event:` + `data:` frames: `message_start`, one
+//! `content_block_start` / `_delta`s / `_stop` run per block, a `ping` after the first block
+//! starts, `message_delta` with the stop reason and usage, `message_stop`). An error without
+//! a status answering a stream is an `error` event after whatever the partial response holds.
+
+use serde_json::{Map, Value, json};
+
+use super::{
+    CACHE_CREATION_INPUT_TOKENS, CACHE_READ_INPUT_TOKENS, STOP_DETAILS, STOP_SEQUENCE,
+    THINKING_BLOCKS,
+};
+use crate::error::{ApiError, Error, Result};
+use crate::provider::ProviderKind;
+use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
+
+/// Longest text or argument piece of one delta, in characters.
+const PIECE_CHARS: usize = 24;
+
+/// The signature sent on a thinking block made up from reasoning text that came without one.
+const MOCK_SIGNATURE: &str = "dG9vbHdpcmUtbW9jay1zaWduYXR1cmU=";
+
+fn unsupported(what: impl Into<String>) -> Error {
+    Error::unsupported(ProviderKind::Anthropic, what)
+}
+
+impl crate::mock::Respond for super::Anthropic {
+    fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
+        if stream {
+            stream_body(response)
+        } else {
+            whole_body(response)
+        }
+    }
+
+    fn encode_error(&self, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
+        encode_error(error, stream)
+    }
+}
+
+/// The wire `stop_reason`: the response's raw finish value when it still means the same
+/// canonical reason, else the usual spelling of the canonical one.
+fn stop_reason(r: &ChatResponse) -> Result<String> {
+    if let Some(kept) = r.raw_finish_reason.as_deref() {
+        let same = match (super::decode::finish_reason(kept), &r.finish_reason) {
+            (FinishReason::Stop | FinishReason::ToolCalls, reason) => reason.is_normal_end(),
+            (decoded, reason) => &decoded == reason,
+        };
+        if same {
+            return Ok(kept.to_owned());
+        }
+    }
+    Ok(match &r.finish_reason {
+        FinishReason::Stop => "end_turn".into(),
+        FinishReason::ToolCalls => "tool_use".into(),
+        FinishReason::Length => "max_tokens".into(),
+        FinishReason::ContentFilter => "refusal".into(),
+        FinishReason::Other(s) => s.clone(),
+        FinishReason::Error => {
+            return Err(unsupported(
+                "a response that ended in `error` (send an error with encode_error instead)",
+            ));
+        }
+    })
+}
+
+fn count(extra: &Map<String, Value>, key: &str) -> u64 {
+    extra.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// `usage` as the wire counts it: uncached input apart from the cache parts.
+fn usage_json(u: &Usage, extra: &Map<String, Value>, output: bool) -> Value {
+    let created = count(extra, CACHE_CREATION_INPUT_TOKENS);
+    let read = count(extra, CACHE_READ_INPUT_TOKENS);
+    let mut m = Map::new();
+    m.insert(
+        "input_tokens".into(),
+        json!(u.input_tokens.saturating_sub(created).saturating_sub(read)),
+    );
+    m.insert("cache_creation_input_tokens".into(), json!(created));
+    m.insert("cache_read_input_tokens".into(), json!(read));
+    m.insert(
+        "output_tokens".into(),
+        json!(if output { u.output_tokens } else { 0 }),
+    );
+    Value::Object(m)
+}
+
+fn thinking_of(extra: &Map<String, Value>) -> Vec<Value> {
+    extra
+        .get(THINKING_BLOCKS)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The response's blocks in wire order: thinking, text, then each call after its own thinking
+/// blocks. Reasoning without blocks becomes one thinking block.
+fn blocks(r: &ChatResponse) -> Vec<Value> {
+    let mut out = thinking_of(&r.extra);
+    if out.is_empty()
+        && let Some(reasoning) = r.reasoning.as_deref().filter(|t| !t.is_empty())
+    {
+        out.push(json!({"type": "thinking", "thinking": reasoning, "signature": MOCK_SIGNATURE}));
+    }
+    if let Some(text) = r.text.as_deref().filter(|t| !t.is_empty()) {
+        out.push(json!({"type": "text", "text": text}));
+    }
+    for call in &r.tool_calls {
+        out.extend(thinking_of(&call.extra));
+        out.push(json!({
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.name,
+            "input": call.arguments.clone().unwrap_or_else(|| json!({})),
+        }));
+    }
+    out
+}
+
+fn message(r: &ChatResponse, content: Vec<Value>, stop: Option<&str>, output: bool) -> Value {
+    let mut m = Map::new();
+    m.insert("id".into(), json!("msg_toolwire_mock"));
+    m.insert("type".into(), json!("message"));
+    m.insert("role".into(), json!("assistant"));
+    m.insert("model".into(), json!("toolwire-mock"));
+    m.insert("content".into(), Value::Array(content));
+    m.insert("stop_reason".into(), json!(stop));
+    m.insert(
+        "stop_sequence".into(),
+        json!(r.extra.get(STOP_SEQUENCE).filter(|_| stop.is_some())),
+    );
+    if let (Some(details), Some(_)) = (r.extra.get(STOP_DETAILS), stop) {
+        m.insert("stop_details".into(), details.clone());
+    }
+    let usage = r.usage.unwrap_or_default();
+    m.insert("usage".into(), usage_json(&usage, &r.extra, output));
+    Value::Object(m)
+}
+
+fn whole_body(r: &ChatResponse) -> Result<Vec<u8>> {
+    for (i, call) in r.tool_calls.iter().enumerate() {
+        if !call.is_complete() {
+            return Err(unsupported(format!(
+                "tool_calls[{i}] has unusable arguments; a whole Messages body only carries \
+                 argument objects"
+            )));
+        }
+    }
+    let stop = stop_reason(r)?;
+    Ok(message(r, blocks(r), Some(&stop), true)
+        .to_string()
+        .into_bytes())
+}
+
+/// Splits text into pieces of at most [`PIECE_CHARS`] characters.
+fn pieces(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (count, (i, _)) in text.char_indices().enumerate() {
+        if count > 0 && count % PIECE_CHARS == 0 {
+            out.push(&text[start..i]);
+            start = i;
+        }
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+/// Writes SSE frames.
+#[derive(Default)]
+struct Frames {
+    out: String,
+    index: usize,
+    pinged: bool,
+}
+
+impl Frames {
+    fn event(&mut self, value: &Value) {
+        let name = value.get("type").and_then(Value::as_str).unwrap_or("");
+        self.out.push_str("event: ");
+        self.out.push_str(name);
+        self.out.push_str("\ndata: ");
+        self.out.push_str(&value.to_string());
+        self.out.push_str("\n\n");
+    }
+
+    fn start(&mut self, block: Value) {
+        self.event(
+            &json!({"type": "content_block_start", "index": self.index, "content_block": block}),
+        );
+        if !self.pinged {
+            self.pinged = true;
+            self.event(&json!({"type": "ping"}));
+        }
+    }
+
+    fn delta(&mut self, delta: Value) {
+        self.event(&json!({"type": "content_block_delta", "index": self.index, "delta": delta}));
+    }
+
+    fn stop(&mut self) {
+        self.event(&json!({"type": "content_block_stop", "index": self.index}));
+        self.index += 1;
+    }
+
+    fn thinking(&mut self, block: &Value) {
+        match block.get("type").and_then(Value::as_str) {
+            Some("thinking") => {
+                self.start(json!({"type": "thinking", "thinking": "", "signature": ""}));
+                let text = block.get("thinking").and_then(Value::as_str).unwrap_or("");
+                for piece in pieces(text) {
+                    self.delta(json!({"type": "thinking_delta", "thinking": piece}));
+                }
+                let signature = block.get("signature").and_then(Value::as_str).unwrap_or("");
+                self.delta(json!({"type": "signature_delta", "signature": signature}));
+            }
+            _ => self.start(block.clone()),
+        }
+        self.stop();
+    }
+
+    fn text(&mut self, text: &str) {
+        self.start(json!({"type": "text", "text": ""}));
+        for piece in pieces(text) {
+            self.delta(json!({"type": "text_delta", "text": piece}));
+        }
+        self.stop();
+    }
+
+    /// A call: its raw argument text in pieces after one empty piece, as the API streams it
+    /// (a call without arguments gets only the empty piece).
+    fn call(&mut self, call: &ToolCall) {
+        self.start(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": {}}));
+        self.delta(json!({"type": "input_json_delta", "partial_json": ""}));
+        if call.raw_arguments != "{}" {
+            for piece in pieces(&call.raw_arguments) {
+                self.delta(json!({"type": "input_json_delta", "partial_json": piece}));
+            }
+        }
+        self.stop();
+    }
+
+    /// Every block of `r`, in wire order.
+    fn content(&mut self, r: &ChatResponse) {
+        for block in blocks(r) {
+            match block.get("type").and_then(Value::as_str) {
+                Some("text") => {
+                    let text = block.get("text").and_then(Value::as_str).unwrap_or("");
+                    self.text(text);
+                }
+                Some("tool_use") => {}
+                _ => self.thinking(&block),
+            }
+        }
+    }
+}
+
+fn stream_body(r: &ChatResponse) -> Result<Vec<u8>> {
+    let stop = stop_reason(r)?;
+    let mut frames = Frames::default();
+    frames.event(&json!({"type": "message_start", "message": message(r, Vec::new(), None, false)}));
+    // Blocks in order, each call streamed from its raw text (so malformed and truncated
+    // arguments go out as they are).
+    let mut calls = r.tool_calls.iter();
+    for block in blocks(r) {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => frames.text(block.get("text").and_then(Value::as_str).unwrap_or("")),
+            Some("tool_use") => {
+                if let Some(call) = calls.next() {
+                    frames.call(call);
+                }
+            }
+            _ => frames.thinking(&block),
+        }
+    }
+    let mut delta = Map::new();
+    delta.insert("stop_reason".into(), json!(stop));
+    delta.insert(
+        "stop_sequence".into(),
+        r.extra.get(STOP_SEQUENCE).cloned().unwrap_or(Value::Null),
+    );
+    if let Some(details) = r.extra.get(STOP_DETAILS) {
+        delta.insert("stop_details".into(), details.clone());
+    }
+    let usage = r.usage.unwrap_or_default();
+    frames.event(&json!({
+        "type": "message_delta",
+        "delta": delta,
+        "usage": usage_json(&usage, &r.extra, true),
+    }));
+    frames.event(&json!({"type": "message_stop"}));
+    Ok(frames.out.into_bytes())
+}
+
+/// The error type Anthropic names for an HTTP status (its errors page).
+fn error_type(status: Option<u16>) -> &'static str {
+    match status {
+        Some(400) => "invalid_request_error",
+        Some(401) => "authentication_error",
+        Some(402) => "billing_error",
+        Some(403) => "permission_error",
+        Some(404) => "not_found_error",
+        Some(413) => "request_too_large",
+        Some(429) => "rate_limit_error",
+        Some(504) => "timeout_error",
+        Some(529) | None => "overloaded_error",
+        _ => "api_error",
+    }
+}
+
+/// The status and body for `error`: `{"type": "error", "error": {"type", "message"}}`; without
+/// a status, answering a stream, an `error` event inside a 200 stream after the content of
+/// its partial response.
+pub(crate) fn encode_error(error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
+    let kind = error
+        .code
+        .clone()
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| error_type(error.status).to_owned());
+    let body = json!({
+        "type": "error",
+        "error": {"type": kind, "message": error.message},
+        "request_id": "req_toolwire_mock",
+    });
+    match error.status {
+        None if stream => {
+            let mut frames = Frames::default();
+            let partial = error.partial.as_deref().cloned().unwrap_or_default();
+            frames.event(&json!({"type": "message_start", "message": message(&partial, Vec::new(), None, false)}));
+            frames.content(&partial);
+            for call in &partial.tool_calls {
+                frames.call(call);
+            }
+            frames.event(&body);
+            (200, frames.out.into_bytes())
+        }
+        status => (status.unwrap_or(500), body.to_string().into_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[allow(unused_imports)]
+    use crate::mock::Respond;
+    use crate::provider::Provider;
+    use crate::providers::anthropic::Anthropic;
+    use crate::replay::replay;
+
+    fn sample() -> ChatResponse {
+        let mut first = ToolCall::new("toolu_tw_1", "get_weather", r#"{"city":"Lyon"}"#);
+        first.extra.insert(
+            THINKING_BLOCKS.into(),
+            json!([{"type": "thinking", "thinking": " Then the clock.", "signature": "c2lnLTI="}]),
+        );
+        let second = ToolCall::new("toolu_tw_2", "get_time", "{}");
+        let mut r = ChatResponse {
+            text: Some("Checking the weather and the time for you, one moment please.".into()),
+            reasoning: Some("The user wants two facts. Then the clock.".into()),
+            tool_calls: vec![first, second],
+            finish_reason: FinishReason::ToolCalls,
+            usage: Some(Usage {
+                input_tokens: 40,
+                output_tokens: 31,
+                reasoning_tokens: None,
+            }),
+            raw_finish_reason: None,
+            extra: Map::new(),
+        };
+        r.extra.insert(
+            THINKING_BLOCKS.into(),
+            json!([{"type": "thinking", "thinking": "The user wants two facts.", "signature": "c2lnLTE="},
+                   {"type": "redacted_thinking", "data": "cmVkYWN0ZWQ="}]),
+        );
+        r.raw_finish_reason = Some("tool_use".into());
+        r.extra.insert(CACHE_READ_INPUT_TOKENS.into(), json!(30));
+        r
+    }
+
+    #[test]
+    fn decode_of_encode_is_identity() {
+        let anthropic = Anthropic::new();
+        let mut text = sample();
+        text.tool_calls.clear();
+        text.extra.remove(THINKING_BLOCKS);
+        text.reasoning = None;
+        text.finish_reason = FinishReason::Stop;
+        text.raw_finish_reason = Some("stop_sequence".into());
+        text.extra.insert(STOP_SEQUENCE.into(), json!("END"));
+        let mut refusal = ChatResponse {
+            finish_reason: FinishReason::ContentFilter,
+            ..ChatResponse::default()
+        };
+        refusal.raw_finish_reason = Some("refusal".into());
+        refusal.extra.insert(
+            STOP_DETAILS.into(),
+            json!({"type": "refusal", "category": "cyber"}),
+        );
+        refusal.usage = Some(Usage::default());
+        for r in [sample(), text, refusal] {
+            for stream in [false, true] {
+                let bytes = anthropic.encode_response(&r, stream).unwrap();
+                let back = replay(&anthropic, &bytes).unwrap().response;
+                assert_eq!(
+                    back,
+                    r,
+                    "stream={stream}\n{}",
+                    String::from_utf8_lossy(&bytes)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn broken_calls_stream_as_they_are() {
+        let mut r = sample();
+        r.tool_calls[1] = ToolCall::new_cut_short("toolu_tw_3", "get_time", r#"{"zone":"Eu"#);
+        r.finish_reason = FinishReason::Length;
+        r.raw_finish_reason = Some("max_tokens".into());
+        let anthropic = Anthropic::new();
+        assert!(anthropic.encode_response(&r, false).is_err());
+        let bytes = anthropic.encode_response(&r, true).unwrap();
+        let back = replay(&anthropic, &bytes).unwrap().response;
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn errors_round_trip() {
+        let anthropic = Anthropic::new();
+        let e = ApiError::new(ProviderKind::Anthropic, Some(529), "Overloaded");
+        let (status, body) = anthropic.encode_error(&e, true);
+        assert_eq!(status, 529);
+        let back = anthropic.decode_error(Some(status), &body);
+        assert_eq!(back.code.as_deref(), Some("overloaded_error"));
+        assert_eq!(back.message, "Overloaded");
+
+        let mut mid = ApiError::new(ProviderKind::Anthropic, None, "Overloaded");
+        mid.partial = Some(Box::new(ChatResponse {
+            text: Some("Half an ans".into()),
+            ..ChatResponse::default()
+        }));
+        let (status, body) = anthropic.encode_error(&mid, true);
+        assert_eq!(status, 200);
+        let err = replay(&anthropic, &body).unwrap_err();
+        assert_eq!(err.api().unwrap().code.as_deref(), Some("overloaded_error"));
+        assert_eq!(err.partial().unwrap().text.as_deref(), Some("Half an ans"));
+    }
+}

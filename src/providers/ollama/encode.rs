@@ -1,0 +1,159 @@
+//! The canonical request → an `/api/chat` body.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::error::{Error, Result};
+use crate::provider::{HttpRequest, NameMap, ProviderKind};
+use crate::providers::shared::{check_tools, replay_arguments};
+use crate::types::{AssistantMessage, ChatRequest, Message, ToolCall, ToolChoice, ToolResult};
+
+/// A call's `arguments` object: its parsed arguments, `{}` when they are malformed or
+/// truncated (Ollama takes only an object; a broken call never ran).
+fn call_arguments(call: &ToolCall) -> Value {
+    match (&call.error, &call.arguments) {
+        (None, Some(v @ Value::Object(_))) => v.clone(),
+        _ => serde_json::from_str(&replay_arguments(call)).unwrap_or_else(|_| json!({})),
+    }
+}
+
+fn assistant(a: &AssistantMessage) -> Value {
+    let mut m = Map::new();
+    m.insert("role".into(), json!("assistant"));
+    m.insert("content".into(), json!(a.content.as_deref().unwrap_or("")));
+    if let Some(thinking) = a.reasoning.as_deref().filter(|t| !t.is_empty()) {
+        m.insert("thinking".into(), json!(thinking));
+    }
+    if !a.tool_calls.is_empty() {
+        let calls: Vec<Value> = a
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| {
+                let mut c = Map::new();
+                if !call.has_synthetic_id() && !call.id.is_empty() {
+                    c.insert("id".into(), json!(call.id));
+                }
+                c.insert(
+                    "function".into(),
+                    json!({"index": i, "name": call.name, "arguments": call_arguments(call)}),
+                );
+                Value::Object(c)
+            })
+            .collect();
+        m.insert("tool_calls".into(), Value::Array(calls));
+    }
+    Value::Object(m)
+}
+
+/// A `role: tool` message: the result as text (an error leads with its message, since the
+/// wire has no error flag), the tool's name, and the call id when the model sent one.
+fn tool(r: &ToolResult, synthetic: &HashMap<&str, bool>) -> Value {
+    let mut m = Map::new();
+    m.insert("role".into(), json!("tool"));
+    m.insert("content".into(), json!(r.content_text()));
+    m.insert("tool_name".into(), json!(r.name));
+    if !synthetic.get(r.call_id.as_str()).copied().unwrap_or(false) && !r.call_id.is_empty() {
+        m.insert("tool_call_id".into(), json!(r.call_id));
+    }
+    Value::Object(m)
+}
+
+/// The whole request.
+pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
+    check_tools(req)?;
+    if req.model.trim().is_empty() {
+        return Err(Error::input("model", "the model name is empty"));
+    }
+    let send_tools = match &req.tool_choice {
+        None | Some(ToolChoice::Auto) => !req.tools.is_empty(),
+        // No tool_choice on this wire: "none" is the tools left out.
+        Some(ToolChoice::None) => false,
+        Some(choice @ (ToolChoice::Required | ToolChoice::Tool(_))) => {
+            return Err(Error::unsupported(
+                ProviderKind::Ollama,
+                format!(
+                    "tool_choice {}: Ollama's /api/chat cannot force a tool call (only auto, or \
+                     none by leaving the tools out)",
+                    serde_json::to_string(choice).unwrap_or_default()
+                ),
+            ));
+        }
+    };
+    // Which call ids toolwire minted: those are never sent.
+    let synthetic: HashMap<&str, bool> = req
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant(a) => Some(a.tool_calls.iter()),
+            _ => None,
+        })
+        .flatten()
+        .map(|c| (c.id.as_str(), c.has_synthetic_id()))
+        .collect();
+    let messages: Vec<Value> = req
+        .messages
+        .iter()
+        .map(|m| match m {
+            Message::System { content } => json!({"role": "system", "content": content}),
+            Message::User { content } => json!({"role": "user", "content": content}),
+            Message::Assistant(a) => assistant(a),
+            Message::Tool(r) => tool(r, &synthetic),
+        })
+        .collect();
+
+    let mut body = Map::new();
+    body.insert("model".into(), json!(req.model));
+    body.insert("messages".into(), Value::Array(messages));
+    if send_tools {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| {
+                let mut f = Map::new();
+                f.insert("name".into(), json!(t.name));
+                if !t.description.is_empty() {
+                    f.insert("description".into(), json!(t.description));
+                }
+                f.insert("parameters".into(), t.parameters.clone());
+                json!({"type": "function", "function": f})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    // The server streams unless told otherwise, so the flag always goes out.
+    body.insert("stream".into(), Value::Bool(stream));
+    if let Some(think) = req.thinking {
+        body.insert("think".into(), Value::Bool(think));
+    }
+    let mut options = Map::new();
+    if let Some(t) = req.temperature {
+        options.insert("temperature".into(), json!(t));
+    }
+    if let Some(n) = req.max_tokens {
+        options.insert("num_predict".into(), json!(n));
+    }
+    if !options.is_empty() {
+        body.insert("options".into(), Value::Object(options));
+    }
+    for (key, value) in &req.extra_body {
+        match (body.get_mut(key), value) {
+            // One level deep, so `{"options": {"num_ctx": 8192}}` adds to what toolwire set.
+            (Some(Value::Object(existing)), Value::Object(added)) => {
+                for (k, v) in added {
+                    existing.insert(k.clone(), v.clone());
+                }
+            }
+            _ => {
+                body.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Ok(HttpRequest {
+        path: "/api/chat".into(),
+        headers: Vec::new(),
+        body: Value::Object(body),
+        names: NameMap::default(),
+    })
+}
