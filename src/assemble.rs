@@ -13,7 +13,10 @@
 //! - argument text is appended (O(n) in total) and parsed once, at the end;
 //! - `length` (or a broken stream) leaves unfinished calls `truncated`, invalid JSON is
 //!   `malformed`, and `raw_arguments` is kept byte for byte either way;
-//! - calls without an id get `call_<n>`, unique in the response and marked synthetic.
+//! - calls without an id get `call_<n>`, unique in the response and marked synthetic;
+//! - on wires that mark each call's end (realtime `.done`), [`Turn::complete_call`] finalizes
+//!   one call at that event; with [`Turn::with_explicit_call_ends`], a call that never got its
+//!   end event is `truncated` when the turn ends, whatever its text parses to.
 
 use std::collections::HashMap;
 
@@ -42,6 +45,8 @@ struct Slot {
     name: String,
     args: String,
     extra: Map<String, Value>,
+    /// Set when the wire marked the call's end ([`Turn::complete_call`]).
+    completed: Option<ToolCall>,
 }
 
 /// Where a fragment without a usable index is keyed.
@@ -64,6 +69,7 @@ pub struct Turn {
     finish: Option<FinishReason>,
     finalized: Option<Vec<ToolCall>>,
     extra: Map<String, Value>,
+    explicit_ends: bool,
 }
 
 impl Turn {
@@ -79,7 +85,15 @@ impl Turn {
             finish: None,
             finalized: None,
             extra: Map::new(),
+            explicit_ends: false,
         }
+    }
+
+    /// A turn whose wire marks each call's end: only [`Turn::complete_call`] completes a call,
+    /// and calls still open when the turn ends are `truncated` even when their text parses.
+    pub fn with_explicit_call_ends(mut self) -> Self {
+        self.explicit_ends = true;
+        self
     }
 
     /// Whether the turn has ended (a finish reason arrived).
@@ -147,6 +161,7 @@ impl Turn {
                     name: name.unwrap_or_default().to_owned(),
                     args: String::new(),
                     extra: Map::new(),
+                    completed: None,
                 });
                 if let Some(id) = id {
                     self.keys.insert(Key::Id(id.to_owned()), slot);
@@ -177,7 +192,10 @@ impl Turn {
         {
             s.name = name.to_owned();
         }
-        if let Some(args) = f.arguments.filter(|a| !a.is_empty()) {
+        if let Some(args) = f
+            .arguments
+            .filter(|a| !a.is_empty() && s.completed.is_none())
+        {
             s.args.push_str(args);
             out.push(StreamEvent::ToolCallDelta {
                 index: slot,
@@ -213,6 +231,7 @@ impl Turn {
             name: name.to_owned(),
             args: arguments.to_owned(),
             extra,
+            completed: None,
         });
         slot
     }
@@ -225,6 +244,64 @@ impl Turn {
     /// Number of calls so far.
     pub fn call_count(&self) -> usize {
         self.slots.len()
+    }
+
+    /// The name and argument text the call at `position` has accumulated so far.
+    pub fn call_so_far(&self, position: usize) -> Option<(&str, &str)> {
+        self.slots
+            .get(position)
+            .map(|s| (s.name.as_str(), s.args.as_str()))
+    }
+
+    /// Whether the call at `position` was completed by [`Turn::complete_call`].
+    pub fn is_call_completed(&self, position: usize) -> bool {
+        self.slots
+            .get(position)
+            .is_some_and(|s| s.completed.is_some())
+    }
+
+    /// The wire marked the end of the call at `position` (a realtime `.done`): the call is
+    /// final now. Its `ToolCallComplete` is emitted at once and not again when the turn ends;
+    /// later fragments for it are ignored. `None` when there is no such open call.
+    pub fn complete_call(
+        &mut self,
+        position: usize,
+        out: &mut Vec<StreamEvent>,
+    ) -> Option<ToolCall> {
+        if self.finalized.is_some() || self.slots.get(position)?.completed.is_some() {
+            return None;
+        }
+        let taken: std::collections::HashSet<String> = self
+            .slots
+            .iter()
+            .filter_map(|s| {
+                s.id.clone()
+                    .or_else(|| s.completed.as_ref().map(|c| c.id.clone()))
+            })
+            .collect();
+        let slot = &mut self.slots[position];
+        let (id, synthetic) = match slot.id.clone() {
+            Some(id) => (id, false),
+            None => {
+                let mut n = position;
+                while taken.contains(&format!("call_{n}")) {
+                    n += 1;
+                }
+                (format!("call_{n}"), true)
+            }
+        };
+        let mut call = ToolCall::new(id, slot.name.clone(), slot.args.clone());
+        call.extra = slot.extra.clone();
+        if synthetic {
+            call.extra
+                .insert(ToolCall::SYNTHETIC_ID.to_owned(), Value::Bool(true));
+        }
+        slot.completed = Some(call.clone());
+        out.push(StreamEvent::ToolCallComplete {
+            index: position,
+            call: call.clone(),
+        });
+        Some(call)
     }
 
     /// The turn ended with `reason`: finalizes every call (once; a repeated finish is ignored)
@@ -245,11 +322,22 @@ impl Turn {
     }
 
     fn finalize_calls(&mut self, cut_short: bool, out: &mut Vec<StreamEvent>) -> Vec<ToolCall> {
-        let native: std::collections::HashSet<String> =
-            self.slots.iter().filter_map(|s| s.id.clone()).collect();
+        let native: std::collections::HashSet<String> = self
+            .slots
+            .iter()
+            .filter_map(|s| {
+                s.id.clone()
+                    .or_else(|| s.completed.as_ref().map(|c| c.id.clone()))
+            })
+            .collect();
         let mut minted = std::collections::HashSet::new();
         let mut calls = Vec::with_capacity(self.slots.len());
+        let explicit_ends = self.explicit_ends;
         for (i, slot) in self.slots.iter_mut().enumerate() {
+            if let Some(call) = slot.completed.take() {
+                calls.push(call);
+                continue;
+            }
             let args = std::mem::take(&mut slot.args);
             let (id, synthetic) = match slot.id.take() {
                 Some(id) => (id, false),
@@ -264,11 +352,25 @@ impl Turn {
                     (id, true)
                 }
             };
-            let mut call = if cut_short {
+            let mut call = if cut_short || explicit_ends {
                 ToolCall::new_cut_short(id, std::mem::take(&mut slot.name), args)
             } else {
                 ToolCall::new(id, std::mem::take(&mut slot.name), args)
             };
+            if explicit_ends {
+                // Whatever its text parses to, the wire never said the call was done.
+                call.arguments = None;
+                let kind = crate::types::ArgumentsErrorKind::Truncated;
+                match &mut call.error {
+                    Some(e) => e.kind = kind,
+                    None => {
+                        call.error = Some(crate::types::ArgumentsError {
+                            kind,
+                            message: "the turn ended before the call's end event".into(),
+                        });
+                    }
+                }
+            }
             call.extra = std::mem::take(&mut slot.extra);
             if synthetic {
                 call.extra
@@ -401,6 +503,41 @@ mod tests {
         assert_eq!(r.tool_calls[0].id, "a");
         assert_eq!(r.tool_calls[0].raw_arguments, "{\"x\":1}");
         assert_eq!(r.tool_calls[1].id, "b");
+    }
+
+    #[test]
+    fn explicit_ends_complete_one_call_and_truncate_the_rest() {
+        let mut t = Turn::new(ProviderKind::OpenAi).with_explicit_call_ends();
+        let mut out = Vec::new();
+        t.fragment(0, frag(None, Some("a"), Some("f"), "{\"x\":"), &mut out);
+        t.fragment(0, frag(None, Some("b"), Some("g"), "{}"), &mut out);
+        t.fragment(0, frag(None, Some("a"), None, "1}"), &mut out);
+        let done = t.complete_call(0, &mut out).unwrap();
+        assert_eq!(done.raw_arguments, "{\"x\":1}");
+        assert!(done.is_complete());
+        assert!(t.complete_call(0, &mut out).is_none(), "completed once");
+        // A late fragment never changes a completed call.
+        t.fragment(0, frag(None, Some("a"), None, "junk"), &mut out);
+        let completes_before = out
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::ToolCallComplete { .. }))
+            .count();
+        t.finish(FinishReason::Stop, &mut out);
+        let r = t.end(&mut out).unwrap();
+        let completes = out
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::ToolCallComplete { .. }))
+            .count();
+        assert_eq!(
+            completes,
+            completes_before + 1,
+            "only the open call completes at the end"
+        );
+        assert_eq!(r.tool_calls[0], done);
+        // `{}` parses, but call b never got its end event.
+        let err = r.tool_calls[1].error.as_ref().unwrap();
+        assert_eq!(err.kind, ArgumentsErrorKind::Truncated);
+        assert_eq!(r.finish_reason, FinishReason::ToolCalls);
     }
 
     #[test]
