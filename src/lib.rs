@@ -10,6 +10,7 @@ pub mod fixture;
 pub mod mock;
 pub mod provider;
 pub mod providers;
+pub mod realtime;
 pub mod replay;
 pub mod schema;
 pub mod sse;

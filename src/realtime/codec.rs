@@ -1,0 +1,329 @@
+//! The sans-IO codec of one realtime session: canonical configuration, text and results in,
+//! client events out; server events in, [`RealtimeEvent`]s out. No IO: the
+//! [`session`](super::session) (or a replay, or a test) moves the events.
+
+use serde_json::Value;
+
+use super::dialect::{self, RealtimeDialect};
+use super::gemini_live;
+use super::state::State;
+use super::{RealtimeEvent, RealtimeKind, SessionConfig, SessionStats};
+use crate::error::{Error, Result};
+use crate::types::{ToolChoice, ToolDefinition, ToolResult};
+
+/// Close codes that end a session normally (not an error): normal closure, going away, no
+/// status given.
+const NORMAL_CLOSES: [u16; 3] = [1000, 1001, 1005];
+
+/// One realtime session's translation state.
+///
+/// Every method that produces client events returns the events due now; feeding a server
+/// event can make more due (held results, a deferred `response.create`), which
+/// [`RealtimeCodec::take_outgoing`] returns. Only one response is active at a time: results
+/// wait until the response that made their calls is done and all its calls are answered, then
+/// go out together, followed by one `response.create` when no response is active.
+///
+/// ```
+/// use serde_json::json;
+/// use toolwire::realtime::{RealtimeCodec, RealtimeEvent, RealtimeKind, SessionConfig};
+/// use toolwire::{ToolDefinition, ToolResult};
+///
+/// let mut codec = RealtimeCodec::new(RealtimeKind::OpenAiRealtime);
+/// let tool = ToolDefinition::new("get_weather", "Weather in a city")?;
+/// let setup = codec.configure(&SessionConfig::new("gpt-realtime", vec![tool]))?;
+/// assert_eq!(setup[0]["session"]["tools"][0]["name"], "get_weather");
+///
+/// let mut out = Vec::new();
+/// for event in [
+///     json!({"type": "response.created", "response": {"id": "resp_1"}}),
+///     json!({"type": "response.function_call_arguments.delta", "response_id": "resp_1",
+///            "call_id": "call_1", "delta": "{\"city\":"}),
+///     json!({"type": "response.function_call_arguments.delta", "response_id": "resp_1",
+///            "call_id": "call_1", "delta": "\"Paris\"}"}),
+///     json!({"type": "response.function_call_arguments.done", "response_id": "resp_1",
+///            "call_id": "call_1", "name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}),
+/// ] {
+///     codec.feed(event, &mut out);
+/// }
+/// let call = out.iter().find_map(|e| match e {
+///     RealtimeEvent::CallReady { call, .. } => Some(call.clone()),
+///     _ => None,
+/// }).unwrap();
+/// assert_eq!(call.arguments, Some(json!({"city": "Paris"})));
+///
+/// // The result waits for the response to end, then goes out with one `response.create`.
+/// assert!(codec.results(&[ToolResult::ok(&call, json!({"temp_c": 18}))])?.is_empty());
+/// codec.feed(json!({"type": "response.done", "response": {"id": "resp_1", "status": "completed"}}), &mut out);
+/// let sent = codec.take_outgoing();
+/// assert_eq!(sent[0]["item"]["call_id"], "call_1");
+/// assert_eq!(sent[1]["type"], "response.create");
+/// # Ok::<(), toolwire::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct RealtimeCodec {
+    kind: RealtimeKind,
+    dialect: Option<&'static RealtimeDialect>,
+    config: SessionConfig,
+    /// The session's instructions as sent so far (dialects that take user text there).
+    instructions: String,
+    state: State,
+    closed: bool,
+}
+
+impl RealtimeCodec {
+    /// A codec for `kind`.
+    pub fn new(kind: RealtimeKind) -> Self {
+        Self {
+            kind,
+            dialect: kind.dialect(),
+            config: SessionConfig::default(),
+            instructions: String::new(),
+            state: State::new(kind.provider()),
+            closed: false,
+        }
+    }
+
+    /// A codec for a custom OpenAI-like dialect (say, OpenAI's with one field changed).
+    pub fn with_dialect(dialect: &'static RealtimeDialect) -> Self {
+        Self {
+            dialect: Some(dialect),
+            ..Self::new(dialect.kind)
+        }
+    }
+
+    /// Which dialect.
+    pub fn kind(&self) -> RealtimeKind {
+        self.kind
+    }
+
+    /// The configuration last sent.
+    pub fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    /// The events that configure the session (`session.update`, Gemini's `setup`).
+    pub fn configure(&mut self, config: &SessionConfig) -> Result<Vec<Value>> {
+        let (event, names) = match self.dialect {
+            Some(d) => {
+                let names = dialect::names(d, &config.tools)?;
+                (dialect::configure(d, config, &names)?, names)
+            }
+            None => {
+                let names = gemini_live::names(&config.tools)?;
+                (gemini_live::configure(config, &names)?, names)
+            }
+        };
+        self.config = config.clone();
+        self.instructions = config.instructions.clone().unwrap_or_default();
+        self.state.names = names;
+        self.state.outbox.push_back(event);
+        Ok(self.take_outgoing())
+    }
+
+    /// The event that replaces the tools mid-session. Gemini Live cannot
+    /// ([`Error::Unsupported`]): its tools are fixed at setup.
+    pub fn update_tools(
+        &mut self,
+        tools: Vec<ToolDefinition>,
+        choice: Option<ToolChoice>,
+    ) -> Result<Vec<Value>> {
+        let Some(d) = self.dialect else {
+            return Err(Error::unsupported(
+                self.kind.provider(),
+                "Gemini Live fixes its tools at setup; they cannot change mid-session",
+            ));
+        };
+        let mut config = self.config.clone();
+        config.tools = tools;
+        config.tool_choice = choice;
+        let names = dialect::names(d, &config.tools)?;
+        let event = dialect::update_tools(d, &config, &names)?;
+        self.config = config;
+        self.state.names = names;
+        self.state.outbox.push_back(event);
+        Ok(self.take_outgoing())
+    }
+
+    /// The events that send a user's text and ask for a response.
+    pub fn user_text(&mut self, text: &str) -> Result<Vec<Value>> {
+        match self.dialect {
+            Some(d) => {
+                if d.text_input == dialect::TextInput::Instructions {
+                    if !self.instructions.is_empty() {
+                        self.instructions.push_str("\n\n");
+                    }
+                    self.instructions.push_str(text);
+                }
+                let event = dialect::user_text(d, text, &self.instructions);
+                self.state.outbox.push_back(event);
+                self.state.want_response = true;
+            }
+            None => self.state.outbox.push_back(gemini_live::user_text(text)),
+        }
+        Ok(self.take_outgoing())
+    }
+
+    /// The event that cancels the active response (none when no response is active); its
+    /// later events never complete a call. Gemini Live has no such event
+    /// ([`Error::Unsupported`]).
+    pub fn cancel_response(&mut self) -> Result<Vec<Value>> {
+        if self.dialect.is_none() {
+            return Err(Error::unsupported(
+                self.kind.provider(),
+                "Gemini Live has no event to cancel a response",
+            ));
+        }
+        if let Some(open) = self.state.open.as_mut() {
+            open.cancelled = true;
+            self.state
+                .outbox
+                .push_back(serde_json::json!({"type": "response.cancel"}));
+        }
+        Ok(self.take_outgoing())
+    }
+
+    /// Results for calls handed out as [`RealtimeEvent::CallReady`]; returns the events due
+    /// now (results are held until their siblings are answered and their response is done).
+    /// A result for a call that awaits none is an [`Error::Input`] naming it, and nothing is
+    /// taken; results for calls the server cancelled are dropped.
+    pub fn results(&mut self, results: &[ToolResult]) -> Result<Vec<Value>> {
+        self.state.accept(results)?;
+        self.release();
+        Ok(self.take_outgoing())
+    }
+
+    /// One server event (a JSON object).
+    pub fn feed(&mut self, event: Value, out: &mut Vec<RealtimeEvent>) {
+        if self.closed {
+            return;
+        }
+        self.state.stats.server_events += 1;
+        match self.dialect {
+            Some(d) => dialect::feed(d, &mut self.state, event, out),
+            None => gemini_live::feed(&mut self.state, event, out),
+        }
+        self.release();
+    }
+
+    /// One server frame as received: a JSON object is fed as an event; anything else is kept
+    /// as [`RealtimeEvent::Bytes`] and counted.
+    pub fn feed_frame(&mut self, frame: &[u8], out: &mut Vec<RealtimeEvent>) {
+        match serde_json::from_slice::<Value>(frame) {
+            Ok(v @ Value::Object(_)) => self.feed(v, out),
+            _ => {
+                self.state.stats.raw_frames += 1;
+                out.push(RealtimeEvent::Bytes(frame.to_vec()));
+            }
+        }
+    }
+
+    /// A client event sent by someone else (a recorded session being replayed): what it does
+    /// to the session (a cancel, a result, a response request) is taken into account.
+    pub fn observe_client(&mut self, event: &Value) {
+        self.state.stats.client_events += 1;
+        let state = &mut self.state;
+        if self.dialect.is_none() {
+            let responses = event
+                .get("toolResponse")
+                .and_then(|t| t.get("functionResponses"))
+                .and_then(Value::as_array);
+            for r in responses.into_iter().flatten() {
+                let id = r.get("id").and_then(Value::as_str);
+                let name = r.get("name").and_then(Value::as_str);
+                state.answered(id, name);
+            }
+            return;
+        }
+        match event.get("type").and_then(Value::as_str) {
+            Some("response.cancel") => {
+                if let Some(open) = state.open.as_mut() {
+                    open.cancelled = true;
+                }
+            }
+            Some("response.create") => {
+                state.requested = true;
+                state.want_response = false;
+            }
+            Some("conversation.item.create") => {
+                let item = event.get("item").unwrap_or(&Value::Null);
+                if item.get("type").and_then(Value::as_str) == Some("function_call_output") {
+                    state.answered(item.get("call_id").and_then(Value::as_str), None);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The socket closed: an open response is cut (its open calls `truncated`, never run); a
+    /// close code other than a normal one is an error (Gemini Live reports errors this way).
+    pub fn close(&mut self, code: Option<u16>, reason: &str, out: &mut Vec<RealtimeEvent>) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        if let Some(code) = code.filter(|c| !NORMAL_CLOSES.contains(c)) {
+            self.state.stats.error_events += 1;
+            out.push(RealtimeEvent::Error(gemini_live::close_error(
+                self.kind, code, reason,
+            )));
+        }
+        self.state.end(None, out);
+        out.push(RealtimeEvent::Closed {
+            code,
+            reason: reason.to_owned(),
+        });
+    }
+
+    /// Client events due now, in order.
+    pub fn take_outgoing(&mut self) -> Vec<Value> {
+        let state = &mut self.state;
+        let mut due: Vec<Value> = state.outbox.drain(..).collect();
+        if self.dialect.is_some() && state.want_response && state.open.is_none() && !state.requested
+        {
+            due.push(serde_json::json!({"type": "response.create"}));
+            state.want_response = false;
+            state.requested = true;
+        }
+        state.stats.client_events += due.len();
+        due
+    }
+
+    /// What the session saw so far.
+    pub fn stats(&self) -> SessionStats {
+        self.state.stats
+    }
+
+    /// Ids of the calls waiting for their results, in the order they completed.
+    pub fn awaiting(&self) -> Vec<String> {
+        self.state.awaiting.iter().map(|a| a.id.clone()).collect()
+    }
+
+    /// Whether a response is being generated.
+    pub fn is_responding(&self) -> bool {
+        self.state.open.is_some()
+    }
+
+    /// Whether the socket closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Moves held results whose group is complete to the outbox.
+    fn release(&mut self) {
+        let by_batch = self.dialect.is_none();
+        for group in self.state.releasable(by_batch) {
+            match self.dialect {
+                Some(d) => {
+                    for held in &group {
+                        self.state.outbox.push_back(dialect::result_item(d, held));
+                    }
+                    self.state.want_response = true;
+                }
+                None => self
+                    .state
+                    .outbox
+                    .push_back(gemini_live::tool_response(&group)),
+            }
+        }
+    }
+}
