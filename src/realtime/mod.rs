@@ -65,6 +65,8 @@ pub use dialect::{
     RealtimeToolChoice, STEPFUN_REALTIME, TextInput,
 };
 pub use gemini_live::GEMINI_LIVE_URL;
+#[cfg(feature = "realtime")]
+pub use session::{RealtimeSession, SessionBuilder, SessionHandle};
 
 use std::fmt;
 
