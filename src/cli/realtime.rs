@@ -270,13 +270,15 @@ async fn demo_script(
     let km = tools
         .dispatch(&ask("distance", r#"{"from":"Paris","to":"Tokyo"}"#), &all)
         .await;
+    let number =
+        |v: &serde_json::Value| v.as_f64().map_or_else(|| "?".to_owned(), |n| n.to_string());
     let answer = format!(
         "Paris is {} °C and {}; Tokyo is {} °C and {}. They are about {} km apart.",
-        paris.output["temperature"],
+        number(&paris.output["temperature"]),
         paris.output["sky"].as_str().unwrap_or("?"),
-        tokyo.output["temperature"],
+        number(&tokyo.output["temperature"]),
         tokyo.output["sky"].as_str().unwrap_or("?"),
-        km.output["distance"]
+        number(&km.output["distance"])
     );
     RealtimeScript::new()
         .then(turn(

@@ -327,3 +327,225 @@ impl RealtimeCodec {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::types::ToolCall;
+
+    fn ready(out: &[RealtimeEvent]) -> Vec<ToolCall> {
+        out.iter()
+            .filter_map(|e| match e {
+                RealtimeEvent::CallReady { call, .. } => Some(call.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn types(events: &[Value]) -> Vec<&str> {
+        events
+            .iter()
+            .map(|e| e["type"].as_str().unwrap_or("?"))
+            .collect()
+    }
+
+    #[test]
+    fn response_create_waits_for_the_active_response() {
+        let mut c = RealtimeCodec::new(RealtimeKind::OpenAiRealtime);
+        let mut out = Vec::new();
+        c.feed(
+            json!({"type": "response.created", "response": {"id": "r1"}}),
+            &mut out,
+        );
+        let sent = c.user_text("and now?").unwrap();
+        assert_eq!(
+            types(&sent),
+            ["conversation.item.create"],
+            "no response.create yet"
+        );
+        c.feed(
+            json!({"type": "response.done", "response": {"id": "r1"}}),
+            &mut out,
+        );
+        assert_eq!(types(&c.take_outgoing()), ["response.create"]);
+        assert!(c.take_outgoing().is_empty(), "requested once");
+        // A refused request does not block the next one.
+        c.feed(
+            json!({"type": "error", "error": {"code": "x", "message": "no"}}),
+            &mut out,
+        );
+        let sent = c.user_text("retry").unwrap();
+        assert_eq!(
+            types(&sent),
+            ["conversation.item.create", "response.create"]
+        );
+    }
+
+    #[test]
+    fn glm_results_go_back_in_call_order_without_ids() {
+        let mut c = RealtimeCodec::new(RealtimeKind::GlmRealtime);
+        let mut out = Vec::new();
+        c.feed(
+            json!({"type": "response.created", "response": {"id": "r1"}}),
+            &mut out,
+        );
+        for (i, city) in ["A", "B"].iter().enumerate() {
+            c.feed(
+                json!({"type": "response.function_call_arguments.done", "response_id": "r1",
+                       "output_index": i, "name": "w", "arguments": json!({"city": city}).to_string()}),
+                &mut out,
+            );
+        }
+        let calls = ready(&out);
+        assert_eq!(calls[0].id, "glm_r1_0");
+        assert!(calls[1].has_synthetic_id());
+        let second = ToolResult::ok(&calls[1], json!("b"));
+        assert!(
+            c.results(&[second]).unwrap().is_empty(),
+            "waits for its sibling"
+        );
+        assert!(
+            c.results(&[ToolResult::ok(&calls[0], json!("a"))])
+                .unwrap()
+                .is_empty(),
+            "and for the response"
+        );
+        c.feed(
+            json!({"type": "response.done", "response": {"id": "r1"}}),
+            &mut out,
+        );
+        let sent = c.take_outgoing();
+        assert_eq!(
+            sent[0]["item"],
+            json!({"type": "function_call_output", "output": "a"})
+        );
+        assert_eq!(
+            sent[1]["item"],
+            json!({"type": "function_call_output", "output": "b"})
+        );
+        assert_eq!(sent[2]["type"], "response.create");
+    }
+
+    #[test]
+    fn gemini_answers_a_tool_call_once_all_its_calls_are_answered_or_cancelled() {
+        let mut c = RealtimeCodec::new(RealtimeKind::GeminiLive);
+        let mut out = Vec::new();
+        c.feed(
+            json!({"toolCall": {"functionCalls": [
+                {"id": "a", "name": "w", "args": {}}, {"id": "b", "name": "w", "args": {}},
+                {"id": "c", "name": "w", "args": {}}]}}),
+            &mut out,
+        );
+        let calls = ready(&out);
+        assert!(
+            c.results(&[ToolResult::ok(&calls[0], json!({}))])
+                .unwrap()
+                .is_empty()
+        );
+        c.feed(json!({"toolCallCancellation": {"ids": ["b"]}}), &mut out);
+        // A result racing the cancellation is dropped, not an error.
+        assert!(
+            c.results(&[ToolResult::ok(&calls[1], json!({}))])
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(c.stats().dropped_results, 1);
+        let sent = c
+            .results(&[ToolResult::ok(&calls[2], json!({"x": 1}))])
+            .unwrap();
+        assert_eq!(sent.len(), 1);
+        let ids: Vec<&str> = sent[0]["toolResponse"]["functionResponses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["a", "c"]);
+    }
+
+    #[test]
+    fn results_are_all_or_nothing() {
+        let mut c = RealtimeCodec::new(RealtimeKind::StepFunRealtime);
+        let mut out = Vec::new();
+        c.feed(
+            json!({"type": "response.function_call_arguments.done", "response_id": "r",
+                      "call_id": "c1", "name": "w", "arguments": "{}"}),
+            &mut out,
+        );
+        let call = ready(&out).remove(0);
+        let ok = ToolResult::ok(&call, json!(1));
+        let err = c.results(&[ok.clone(), ok.clone()]).unwrap_err();
+        assert!(err.to_string().contains("answered twice"), "{err}");
+        assert_eq!(c.awaiting(), ["c1"], "nothing was taken");
+        let unknown = ToolResult::ok(&ToolCall::new("zz", "w", "{}"), json!(1));
+        assert!(c.results(&[ok.clone(), unknown]).is_err());
+        assert_eq!(c.awaiting(), ["c1"]);
+        c.results(&[ok]).unwrap();
+        assert!(c.awaiting().is_empty());
+    }
+
+    #[test]
+    fn a_cancelled_response_completes_no_call() {
+        let mut c = RealtimeCodec::new(RealtimeKind::QwenRealtime);
+        let mut out = Vec::new();
+        c.feed(
+            json!({"type": "response.created", "response": {"id": "r1"}}),
+            &mut out,
+        );
+        c.feed(
+            json!({"type": "response.function_call_arguments.delta", "response_id": "r1",
+                      "call_id": "c1", "delta": "{}"}),
+            &mut out,
+        );
+        assert_eq!(types(&c.cancel_response().unwrap()), ["response.cancel"]);
+        c.feed(
+            json!({"type": "response.function_call_arguments.done", "response_id": "r1",
+                      "call_id": "c1", "name": "w", "arguments": "{}"}),
+            &mut out,
+        );
+        c.feed(
+            json!({"type": "response.done", "response": {"id": "r1", "status": "cancelled"}}),
+            &mut out,
+        );
+        assert!(ready(&out).is_empty());
+        assert_eq!(c.stats().stale_events, 1);
+        let Some(RealtimeEvent::ResponseDone { result, .. }) = out.last() else {
+            panic!("{out:?}")
+        };
+        assert_eq!(result.finish_reason.as_str(), "cancelled");
+        assert!(!result.tool_calls[0].is_complete());
+    }
+
+    #[test]
+    fn qwen_text_goes_through_the_instructions() {
+        let mut c = RealtimeCodec::new(RealtimeKind::QwenRealtime);
+        c.configure(&SessionConfig::new("m", vec![]).with_instructions("Be brief."))
+            .unwrap();
+        let sent = c.user_text("hi").unwrap();
+        assert_eq!(sent[0]["session"]["instructions"], "Be brief.\n\nhi");
+        assert_eq!(sent[1]["type"], "response.create");
+    }
+
+    #[test]
+    fn closes_report_errors_only_for_abnormal_codes() {
+        for (code, errors) in [(Some(1000), 0), (None, 0), (Some(1011), 1)] {
+            let mut c = RealtimeCodec::new(RealtimeKind::GeminiLive);
+            let mut out = Vec::new();
+            c.close(code, "bye", &mut out);
+            c.close(code, "again", &mut out);
+            let n = out
+                .iter()
+                .filter(|e| matches!(e, RealtimeEvent::Error(_)))
+                .count();
+            assert_eq!(n, errors, "{code:?}");
+            assert_eq!(
+                out.iter()
+                    .filter(|e| matches!(e, RealtimeEvent::Closed { .. }))
+                    .count(),
+                1
+            );
+        }
+    }
+}
