@@ -68,6 +68,9 @@ pub struct RealtimeCodec {
     instructions: String,
     state: State,
     closed: bool,
+    /// Gemini Live: the setup went out and `setupComplete` has not come back; other client
+    /// events wait (the Live API asks clients to wait for it).
+    awaiting_setup: bool,
 }
 
 impl RealtimeCodec {
@@ -80,6 +83,7 @@ impl RealtimeCodec {
             instructions: String::new(),
             state: State::new(kind.provider()),
             closed: false,
+            awaiting_setup: false,
         }
     }
 
@@ -116,8 +120,10 @@ impl RealtimeCodec {
         self.config = config.clone();
         self.instructions = config.instructions.clone().unwrap_or_default();
         self.state.names = names;
-        self.state.outbox.push_back(event);
-        Ok(self.take_outgoing())
+        self.state.outbox.push_front(event);
+        let due = self.take_outgoing();
+        self.awaiting_setup = self.dialect.is_none();
+        Ok(due)
     }
 
     /// The event that replaces the tools mid-session. Gemini Live cannot
@@ -200,8 +206,14 @@ impl RealtimeCodec {
         self.state.stats.server_events += 1;
         match self.dialect {
             Some(d) => dialect::feed(d, &mut self.state, event, out),
-            None => gemini_live::feed(&mut self.state, event, out),
+            None => {
+                if event.get("setupComplete").is_some() {
+                    self.awaiting_setup = false;
+                }
+                gemini_live::feed(&mut self.state, event, out);
+            }
         }
+        self.state.enforce_limit(out);
         self.release();
     }
 
@@ -276,6 +288,9 @@ impl RealtimeCodec {
 
     /// Client events due now, in order.
     pub fn take_outgoing(&mut self) -> Vec<Value> {
+        if self.awaiting_setup {
+            return Vec::new();
+        }
         let state = &mut self.state;
         let mut due: Vec<Value> = state.outbox.drain(..).collect();
         if self.dialect.is_some() && state.want_response && state.open.is_none() && !state.requested
@@ -526,6 +541,54 @@ mod tests {
         let sent = c.user_text("hi").unwrap();
         assert_eq!(sent[0]["session"]["instructions"], "Be brief.\n\nhi");
         assert_eq!(sent[1]["type"], "response.create");
+    }
+
+    #[test]
+    fn gemini_waits_for_setup_complete() {
+        let mut c = RealtimeCodec::new(RealtimeKind::GeminiLive);
+        let sent = c.configure(&SessionConfig::new("m", vec![])).unwrap();
+        assert!(sent[0].get("setup").is_some());
+        assert!(
+            c.user_text("hi").unwrap().is_empty(),
+            "held until setupComplete"
+        );
+        let mut out = Vec::new();
+        c.feed(json!({"setupComplete": {}}), &mut out);
+        let sent = c.take_outgoing();
+        assert!(sent[0].get("clientContent").is_some(), "{sent:?}");
+    }
+
+    #[test]
+    fn a_response_past_the_size_limit_is_cut() {
+        let mut c = RealtimeCodec::new(RealtimeKind::OpenAiRealtime);
+        let mut out = Vec::new();
+        c.feed(
+            json!({"type": "response.created", "response": {"id": "r1"}}),
+            &mut out,
+        );
+        let piece = "x".repeat(1 << 20);
+        for _ in 0..17 {
+            c.feed(
+                json!({"type": "response.output_text.delta", "response_id": "r1", "delta": piece}),
+                &mut out,
+            );
+        }
+        assert!(!c.is_responding(), "cut at the limit");
+        let done = out
+            .iter()
+            .find_map(|e| match e {
+                RealtimeEvent::ResponseDone { result, .. } => Some(result),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(done.finish_reason, crate::types::FinishReason::Error);
+        assert!(done.extra["cut"].as_str().unwrap().contains("limit"));
+        let before = c.stats().stale_events;
+        c.feed(
+            json!({"type": "response.output_text.delta", "response_id": "r1", "delta": "more"}),
+            &mut out,
+        );
+        assert_eq!(c.stats().stale_events, before + 1, "later events are stale");
     }
 
     #[test]

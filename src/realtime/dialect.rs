@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::state::{Held, Open, State, forward};
+use super::state::{CALL_CHARGE, Held, Open, State, forward};
 use super::{RealtimeEvent, RealtimeKind, SessionConfig};
 use crate::assemble::Fragment;
 use crate::error::{ApiError, Error, Result};
@@ -588,6 +588,7 @@ pub(crate) fn feed(
             if let Some((_, key)) = start_call(d, state, call, out)
                 && let Some(open) = state.open.as_mut()
             {
+                open.charge(delta.len());
                 let mut events = Vec::new();
                 open.turn.fragment(
                     0,
@@ -637,6 +638,7 @@ pub(crate) fn feed(
                 return stale(state, event, out);
             };
             let delta = event.get("delta").and_then(Value::as_str).unwrap_or("");
+            open.charge(delta.len());
             let mut events = Vec::new();
             open.turn.text(delta, &mut events);
             forward(open.index, events, out);
@@ -708,6 +710,7 @@ fn start_call(
         return Some((position, key));
     }
     let name = call.name.map(|n| names.canonical(n).to_owned());
+    open.charge(CALL_CHARGE + call.arguments.map_or(0, str::len));
     let mut events = Vec::new();
     open.turn.fragment(
         0,

@@ -217,6 +217,9 @@ fn content_output(state: &mut State, content: &Value, out: &mut Vec<RealtimeEven
     if has_output && let Some(open) = state.route(None, out) {
         let mut events = Vec::new();
         for part in parts.into_iter().flatten() {
+            if let Some(t) = part.get("text").and_then(Value::as_str) {
+                open.charge(t.len());
+            }
             match part.get("text").and_then(Value::as_str) {
                 Some(t) if part.get("thought") == Some(&Value::Bool(true)) => {
                     open.turn.reasoning(t, &mut events);
@@ -226,6 +229,7 @@ fn content_output(state: &mut State, content: &Value, out: &mut Vec<RealtimeEven
             }
         }
         if let Some(t) = transcript {
+            open.charge(t.len());
             open.turn.text(t, &mut events);
         }
         forward(open.index, events, out);
@@ -275,6 +279,7 @@ fn tool_call(state: &mut State, call: &Value, out: &mut Vec<RealtimeEvent>) {
             None | Some(Value::Null) => String::new(),
             Some(v) => v.to_string(),
         };
+        open.charge(super::state::CALL_CHARGE + args.len());
         let position =
             open.turn
                 .whole_call(id, names.canonical(name), &args, Map::new(), &mut events);

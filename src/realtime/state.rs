@@ -15,6 +15,14 @@ use crate::types::{ChatResponse, FinishReason, ProviderKind, StreamEvent, ToolCa
 /// events.
 const RECENT: usize = 256;
 
+/// The most text and argument bytes one response may bring (plus a fixed charge per call):
+/// past it the response is cut (finish reason `error`, open calls `truncated`) and its later
+/// events are stale. A toolwire limit, not a provider's: it bounds memory on any input.
+pub(crate) const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+/// What a call's start is charged against [`MAX_RESPONSE_BYTES`].
+pub(crate) const CALL_CHARGE: usize = 256;
+
 /// The most calls awaiting results at once; past it the oldest is forgotten (its result is then
 /// refused as unknown), so a server that never stops calling cannot grow memory without bound.
 const MAX_AWAITING: usize = 1024;
@@ -57,6 +65,15 @@ pub(crate) struct Open {
     pub items: HashMap<String, String>,
     /// The response is being cancelled: its events never complete a call.
     pub cancelled: bool,
+    /// Bytes charged so far (see [`MAX_RESPONSE_BYTES`]).
+    pub bytes: usize,
+}
+
+impl Open {
+    /// Charges `n` bytes to the response.
+    pub(crate) fn charge(&mut self, n: usize) {
+        self.bytes = self.bytes.saturating_add(n);
+    }
 }
 
 /// A complete call waiting for its result.
@@ -139,6 +156,7 @@ impl State {
             keys: HashMap::new(),
             items: HashMap::new(),
             cancelled: false,
+            bytes: 0,
         });
     }
 
@@ -176,6 +194,21 @@ impl State {
             open.id = response_id.map(str::to_owned);
         }
         Some(open)
+    }
+
+    /// Cuts the open response if it passed [`MAX_RESPONSE_BYTES`].
+    pub(crate) fn enforce_limit(&mut self, out: &mut Vec<RealtimeEvent>) {
+        if let Some(open) = self.open.as_mut()
+            && open.bytes > MAX_RESPONSE_BYTES
+        {
+            open.turn.set_extra(
+                "cut",
+                Value::String(format!(
+                    "the response passed toolwire's limit of {MAX_RESPONSE_BYTES} bytes"
+                )),
+            );
+            self.end(None, out);
+        }
     }
 
     /// Ends the open response with `reason` (`None`: cut short, no finish came).
