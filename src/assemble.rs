@@ -1,7 +1,7 @@
 //! The shared state of one decoded turn, and the tool-call assembler for OpenAI-style streams.
 //!
-//! Every provider's decoder translates its wire into calls on [`Turn`], so the rules of
-//! DESIGN.md section 6 live in one place:
+//! Every provider's decoder translates its wire into calls on [`Turn`], so the assembly rules
+//! (`docs/assembly.md`) live in one place:
 //!
 //! - fragments are keyed by wire `index`; a missing or negative index falls back to a non-empty
 //!   id, else to the fragment's position in its chunk (which continues the call last seen at
@@ -262,40 +262,24 @@ impl Turn {
 
     /// The wire marked the end of the call at `position` (a realtime `.done`): the call is
     /// final now. Its `ToolCallComplete` is emitted at once and not again when the turn ends;
-    /// later fragments for it are ignored. `None` when there is no such open call.
+    /// later fragments for it are ignored. The call must have an id by then (a decoder whose
+    /// wire sends none synthesizes one and marks it [`ToolCall::SYNTHETIC_ID`]), which keeps
+    /// this O(1). `None` when there is no such open call with an id.
     pub fn complete_call(
         &mut self,
         position: usize,
         out: &mut Vec<StreamEvent>,
     ) -> Option<ToolCall> {
-        if self.finalized.is_some() || self.slots.get(position)?.completed.is_some() {
+        if self.finalized.is_some() {
             return None;
         }
-        let taken: std::collections::HashSet<String> = self
-            .slots
-            .iter()
-            .filter_map(|s| {
-                s.id.clone()
-                    .or_else(|| s.completed.as_ref().map(|c| c.id.clone()))
-            })
-            .collect();
-        let slot = &mut self.slots[position];
-        let (id, synthetic) = match slot.id.clone() {
-            Some(id) => (id, false),
-            None => {
-                let mut n = position;
-                while taken.contains(&format!("call_{n}")) {
-                    n += 1;
-                }
-                (format!("call_{n}"), true)
-            }
-        };
-        let mut call = ToolCall::new(id, slot.name.clone(), slot.args.clone());
-        call.extra = slot.extra.clone();
-        if synthetic {
-            call.extra
-                .insert(ToolCall::SYNTHETIC_ID.to_owned(), Value::Bool(true));
+        let slot = self.slots.get_mut(position)?;
+        if slot.completed.is_some() {
+            return None;
         }
+        let id = slot.id.clone()?;
+        let mut call = ToolCall::new(id, slot.name.clone(), std::mem::take(&mut slot.args));
+        call.extra = std::mem::take(&mut slot.extra);
         slot.completed = Some(call.clone());
         out.push(StreamEvent::ToolCallComplete {
             index: position,
@@ -330,7 +314,11 @@ impl Turn {
                     .or_else(|| s.completed.as_ref().map(|c| c.id.clone()))
             })
             .collect();
-        let mut minted = std::collections::HashSet::new();
+        // Minted numbers only grow: each call takes the first free `call_<n>` at or after both
+        // its position and the last number minted, so the search never walks the same numbers
+        // twice (N unnamed calls beside natives `call_0`..`call_{N-1}` cost O(N), not O(N²)).
+        // Every number skipped over was taken, so this is also the first free one from `i`.
+        let mut next = 0;
         let mut calls = Vec::with_capacity(self.slots.len());
         let explicit_ends = self.explicit_ends;
         for (i, slot) in self.slots.iter_mut().enumerate() {
@@ -342,13 +330,14 @@ impl Turn {
             let (id, synthetic) = match slot.id.take() {
                 Some(id) => (id, false),
                 None => {
-                    let mut n = i;
+                    let mut n = next.max(i);
                     let mut id = format!("call_{n}");
-                    while native.contains(&id) || minted.contains(&id) {
+                    while native.contains(&id) {
+                        probe();
                         n += 1;
                         id = format!("call_{n}");
                     }
-                    minted.insert(id.clone());
+                    next = n + 1;
                     (id, true)
                 }
             };
@@ -439,9 +428,51 @@ impl Turn {
 }
 
 #[cfg(test)]
+thread_local! {
+    /// Taken ids looked past while minting, counted so a test can bound the work.
+    static PROBES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+#[inline]
+fn probe() {
+    #[cfg(test)]
+    PROBES.with(|p| p.set(p.get() + 1));
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::types::ArgumentsErrorKind;
+
+    #[test]
+    fn minting_ids_is_linear_beside_colliding_natives() {
+        // N calls without ids, then N calls whose ids are `call_0`..`call_{N-1}`: every
+        // minted id collides at first. The old search restarted at each call's position and
+        // looked past O(N²) taken ids.
+        let n = 2_000;
+        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut out = Vec::new();
+        for p in 0..n {
+            t.fragment(0, frag(Some(p), None, Some("f"), "{}"), &mut out);
+        }
+        let natives: Vec<String> = (0..n).map(|k| format!("call_{k}")).collect();
+        for (k, id) in natives.iter().enumerate() {
+            t.fragment(
+                0,
+                frag(Some(n + k as i64), Some(id), Some("g"), "{}"),
+                &mut out,
+            );
+        }
+        PROBES.with(|p| p.set(0));
+        t.finish(FinishReason::ToolCalls, &mut out);
+        let probes = PROBES.with(std::cell::Cell::get);
+        let r = t.end(&mut out).unwrap();
+        assert!(probes <= 2 * n as usize, "{probes} probes for {n} calls");
+        let ids: std::collections::HashSet<_> = r.tool_calls.iter().map(|c| &c.id).collect();
+        assert_eq!(ids.len(), 2 * n as usize, "ids are unique");
+        assert_eq!(r.tool_calls[0].id, format!("call_{n}"));
+        assert_eq!(r.tool_calls[1].id, format!("call_{}", n + 1));
+    }
 
     fn frag<'a>(
         index: Option<i64>,

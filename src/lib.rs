@@ -15,6 +15,7 @@ pub mod replay;
 pub mod schema;
 pub mod sse;
 pub mod tools;
+pub mod turn;
 pub mod types;
 
 pub use client::{ChatStream, Client};

@@ -1,4 +1,4 @@
-//! The `toolwire` command line: see `toolwire --help` and DESIGN.md section 4.
+//! The `toolwire` command line: see `toolwire --help` and the README.
 
 mod cli;
 

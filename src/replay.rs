@@ -1,9 +1,10 @@
-//! Decoding a captured response body, SSE or JSON, with no IO: what `toolwire replay`, the
-//! fixture tests and the benches run.
+//! Decoding a captured response body, a stream or JSON, with no IO: what `toolwire replay`, the
+//! fixture tests and the benches run. Every function here reads through the one
+//! [`TurnReader`], the same path the client's streams take.
 
 use crate::error::{Error, Result};
-use crate::provider::{HttpRequest, Provider, ProviderKind, StreamDecoder};
-use crate::sse::{SseError, SseParser};
+use crate::provider::{HttpRequest, Provider};
+use crate::turn::{Limits, TurnReader};
 use crate::types::{ChatResponse, StreamEvent};
 
 /// What a captured body decoded to.
@@ -24,8 +25,8 @@ pub fn is_json_body(body: &[u8]) -> bool {
     )
 }
 
-/// Decodes a captured body: JSON bodies through [`Provider::decode`], SSE through a fresh
-/// decoder. Errors say where (SSE line) and what.
+/// Decodes a captured body (JSON or a stream, told apart by its first bytes). Errors say
+/// where (line) and what.
 pub fn replay(provider: &dyn Provider, body: &[u8]) -> Result<Replay> {
     replay_answer(provider, None, body)
 }
@@ -37,118 +38,71 @@ pub fn replay_answer(
     request: Option<&HttpRequest>,
     body: &[u8],
 ) -> Result<Replay> {
-    let mut result = if is_json_body(body) {
-        provider.decode(body).map(|response| Replay {
-            events: Vec::new(),
-            response,
-        })
-    } else {
-        let decoder = match request {
-            Some(r) => provider.decoder_for(r),
-            None => provider.decoder(),
-        };
-        replay_with(provider.info().kind, decoder, std::iter::once(body))
-    };
-    if let Some(names) = request.map(|r| &r.names) {
-        match &mut result {
-            Ok(replay) => {
-                names.restore_response(&mut replay.response);
-                replay
-                    .events
-                    .iter_mut()
-                    .for_each(|e| names.restore_event(e));
-            }
-            Err(e) => names.restore_error(e),
-        }
-    }
-    result
+    read_turn(reader(provider, request), std::iter::once(body), true)
 }
 
-/// Decodes an SSE body delivered in arbitrary chunks (the property tests split bodies at every
+/// Decodes a body delivered in arbitrary chunks (the property tests split bodies at every
 /// kind of boundary and expect the same result).
 pub fn replay_chunks<'a>(
     provider: &dyn Provider,
     chunks: impl IntoIterator<Item = &'a [u8]>,
 ) -> Result<Replay> {
-    replay_with(provider.info().kind, provider.decoder(), chunks)
+    read_turn(reader(provider, None), chunks, true)
 }
 
-fn replay_with<'a>(
-    kind: ProviderKind,
-    mut decoder: Box<dyn StreamDecoder>,
+/// Decodes a body read from `source` piece by piece (a file of any size, in bounded memory).
+/// With `keep_events` false the events are not kept ([`Replay::events`] is empty), so memory
+/// holds only the turn itself.
+pub fn replay_reader(
+    provider: &dyn Provider,
+    request: Option<&HttpRequest>,
+    mut source: impl std::io::Read,
+    keep_events: bool,
+) -> Result<Replay> {
+    let mut reader = reader(provider, request);
+    let mut events = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = match source.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::input("body", e.to_string())),
+        };
+        reader.push(&buf[..n], &mut events)?;
+        if !keep_events {
+            events.clear();
+        }
+    }
+    let response = reader.finish(&mut events)?;
+    if !keep_events {
+        events.clear();
+    }
+    Ok(Replay { events, response })
+}
+
+fn reader<'p>(provider: &'p dyn Provider, request: Option<&HttpRequest>) -> TurnReader<'p> {
+    match request {
+        Some(r) => TurnReader::for_request(provider, r),
+        None => TurnReader::new(provider),
+    }
+    .with_limits(Limits::for_files())
+}
+
+fn read_turn<'a>(
+    mut reader: TurnReader<'_>,
     chunks: impl IntoIterator<Item = &'a [u8]>,
+    keep_events: bool,
 ) -> Result<Replay> {
     let mut events = Vec::new();
-    match feed_all(kind, decoder.as_mut(), chunks, &mut events) {
-        Ok(()) => {
-            let response = decoder.finish(&mut events)?;
-            Ok(Replay { events, response })
-        }
-        // Nothing is lost: an undecodable payload keeps what the stream delivered before it.
-        Err(e @ Error::Decode { .. }) if e.partial().is_none() => {
-            Err(e.with_partial(partial_of(decoder.as_mut())))
-        }
-        Err(e) => Err(e),
-    }
-}
-
-fn feed_all<'a>(
-    kind: ProviderKind,
-    decoder: &mut dyn StreamDecoder,
-    chunks: impl IntoIterator<Item = &'a [u8]>,
-    events: &mut Vec<StreamEvent>,
-) -> Result<()> {
-    let mut parser = SseParser::default();
-    let mut sse = Vec::new();
-    let sse_error = |e: SseError| Error::decode(kind, "SSE stream", e);
-    let mut feed = |sse: &mut Vec<crate::sse::SseEvent>, events: &mut Vec<StreamEvent>| {
-        for ev in sse.drain(..) {
-            decoder
-                .feed(ev.event.as_deref(), &ev.data, events)
-                .map_err(|e| at_line(e, ev.line))?;
-        }
-        Ok::<(), Error>(())
-    };
-    // Events parsed before an SSE error are fed first, so an error the decoder finds earlier in
-    // the byte stream wins however the body was chunked.
     for chunk in chunks {
-        let pushed = parser.push(chunk, &mut sse);
-        feed(&mut sse, events)?;
-        pushed.map_err(sse_error)?;
+        reader.push(chunk, &mut events)?;
+        if !keep_events {
+            events.clear();
+        }
     }
-    let finished = parser.finish(&mut sse);
-    feed(&mut sse, events)?;
-    finished.map_err(sse_error)
-}
-
-/// What an interrupted decoder holds (unfinished calls `truncated`), or `None` when nothing
-/// had arrived.
-pub(crate) fn partial_of(decoder: &mut dyn StreamDecoder) -> Option<Box<ChatResponse>> {
-    let partial = match decoder.finish(&mut Vec::new()) {
-        Ok(response) => Some(Box::new(response)),
-        Err(mut e) => e.partial_mut().and_then(Option::take),
-    }?;
-    let empty =
-        partial.text.is_none() && partial.reasoning.is_none() && partial.tool_calls.is_empty();
-    (!empty).then_some(partial)
-}
-
-/// Adds the SSE line to a decode error's location.
-pub(crate) fn at_line(e: Error, line: usize) -> Error {
-    match e {
-        Error::Decode {
-            provider,
-            what,
-            message,
-            partial,
-        } => Error::Decode {
-            provider,
-            what: format!("{what} at line {line}"),
-            message,
-            partial,
-        },
-        other => other,
-    }
+    let response = reader.finish(&mut events)?;
+    Ok(Replay { events, response })
 }
 
 #[cfg(test)]

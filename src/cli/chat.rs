@@ -44,7 +44,7 @@ pub(crate) struct ChatArgs {
     prompt: Vec<String>,
 }
 
-/// A model to use when none is given: small, cheap, tool-capable, as the research notes use.
+/// A model to use when none is given: small, cheap, tool-capable.
 pub(crate) fn default_model(kind: ProviderKind) -> &'static str {
     match kind {
         ProviderKind::OpenAi => "gpt-4o-mini",

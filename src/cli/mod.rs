@@ -132,12 +132,31 @@ pub(crate) fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Failed) => ExitCode::from(1),
         Err(CliError::Provider(msg)) => {
-            eprintln!("toolwire: {msg}");
+            eprintln!("toolwire: {}", printable(&msg));
             ExitCode::from(1)
         }
         Err(CliError::Input(msg)) => {
-            eprintln!("toolwire: {msg}");
+            eprintln!("toolwire: {}", printable(&msg));
             ExitCode::from(2)
         }
     }
+}
+
+/// `text` safe for a terminal: control characters (an error body's `ESC [2J`, a BEL, C1
+/// codes) are written as `\u{..}` escapes, so a server's bytes can never drive the terminal.
+/// Tabs and line ends stay.
+pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }

@@ -131,11 +131,21 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), CliError> {
         }
         None => None,
     };
-    let body = read(&args.file)?;
     let file = args.file.display().to_string();
     let result = match args.status {
-        Some(s) if s >= 400 => Err(provider.decode_error(Some(s), &body).into()),
-        _ => toolwire::replay::replay_answer(provider.as_ref(), request.as_ref(), &body),
+        Some(s) if s >= 400 => Err(provider.decode_error(Some(s), &read(&args.file)?).into()),
+        // Streamed from the file through the turn reader: memory holds the turn, not the body.
+        _ => {
+            let source = std::fs::File::open(&args.file)
+                .map_err(|e| CliError::Input(format!("{file}: {e}")))?;
+            let source = std::io::BufReader::with_capacity(1 << 16, source);
+            toolwire::replay::replay_reader(
+                provider.as_ref(),
+                request.as_ref(),
+                source,
+                args.events,
+            )
+        }
     };
     match result {
         Ok(replay) => {

@@ -89,6 +89,14 @@ impl Body {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<Bytes>, BodyError>> {
+        // The total deadline holds while bytes keep arriving: a server dripping a byte every
+        // second never lets the timer below fire, so it is checked on every chunk too.
+        if Instant::now() >= self.deadlines.total {
+            return Poll::Ready(Err(BodyError::Timeout(
+                TimeoutPhase::Total,
+                self.deadlines.total_limit,
+            )));
+        }
         match self.chunks.as_mut().poll_next(cx) {
             Poll::Ready(Some(Ok(chunk))) => {
                 self.received = self.received.saturating_add(chunk.len());
@@ -114,17 +122,6 @@ impl Body {
                 }
                 Poll::Pending => Poll::Pending,
             },
-        }
-    }
-
-    /// Reads the rest of the body.
-    pub(crate) async fn read_all(&mut self) -> Result<Vec<u8>, BodyError> {
-        let mut out = Vec::new();
-        loop {
-            match std::future::poll_fn(|cx| self.poll_chunk(cx)).await? {
-                Some(chunk) => out.extend_from_slice(&chunk),
-                None => return Ok(out),
-            }
         }
     }
 

@@ -39,6 +39,7 @@ mod retry;
 mod stream;
 pub(crate) mod time;
 
+pub use crate::turn::Limits;
 pub use retry::RetryPolicy;
 pub use stream::ChatStream;
 
@@ -52,7 +53,8 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderVal
 use tokio::time::Instant;
 
 use crate::error::{ApiError, Error, Result, TimeoutPhase};
-use crate::provider::{Auth, HttpRequest, NameMap, Provider, ProviderKind};
+use crate::provider::{Auth, HttpRequest, Provider, ProviderKind};
+use crate::turn::TurnReader;
 use crate::types::{ChatRequest, ChatResponse};
 use body::{Body, BodyError, Deadlines};
 use record::{Recorder, Recording};
@@ -117,58 +119,6 @@ impl Timeouts {
     /// Sets the error-body limit.
     pub fn with_error_body(mut self, d: Duration) -> Self {
         self.error_body = d;
-        self
-    }
-}
-
-/// Size limits that keep memory bounded whatever a server sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Limits {
-    /// The largest response body or whole stream.
-    pub max_body_bytes: usize,
-    /// The largest single SSE event.
-    pub max_event_bytes: usize,
-    /// The largest argument text of one tool call.
-    pub max_argument_bytes: usize,
-    /// How much of an error body is kept (the rest is dropped, not an error).
-    pub max_error_body_bytes: usize,
-}
-
-impl Default for Limits {
-    /// Body 32 MiB, SSE event 8 MiB, arguments 4 MiB, error body 64 KiB.
-    fn default() -> Self {
-        Self {
-            max_body_bytes: 32 << 20,
-            max_event_bytes: 8 << 20,
-            max_argument_bytes: 4 << 20,
-            max_error_body_bytes: 64 << 10,
-        }
-    }
-}
-
-impl Limits {
-    /// Sets the body limit.
-    pub fn with_max_body_bytes(mut self, n: usize) -> Self {
-        self.max_body_bytes = n;
-        self
-    }
-
-    /// Sets the SSE event limit.
-    pub fn with_max_event_bytes(mut self, n: usize) -> Self {
-        self.max_event_bytes = n;
-        self
-    }
-
-    /// Sets the argument limit.
-    pub fn with_max_argument_bytes(mut self, n: usize) -> Self {
-        self.max_argument_bytes = n;
-        self
-    }
-
-    /// Sets how much of an error body is kept.
-    pub fn with_max_error_body_bytes(mut self, n: usize) -> Self {
-        self.max_error_body_bytes = n;
         self
     }
 }
@@ -244,7 +194,7 @@ impl ClientBuilder {
     }
 
     /// Records every exchange as a fixture case folder `dir/<provider>/recorded_<time>_<n>/`
-    /// (DESIGN.md section 5 layout; no keys or auth headers are written). A stream dropped
+    /// (the layout in `docs/fixtures.md`; no keys or auth headers are written). A stream dropped
     /// before its end is recorded too, marked `incomplete` in its `meta.toml`.
     ///
     /// [`ClientBuilder::build`] fails when the folder cannot be created or written; a write
@@ -259,9 +209,12 @@ impl ClientBuilder {
     /// set), the base URL is not an http(s) URL, the provider's auth header name is not a
     /// valid header name, or the recording folder cannot be written.
     pub fn build(self) -> Result<Client> {
-        let provider: Box<dyn Provider> = match self.provider {
-            Some(p) => p,
-            None => crate::providers::provider_for_base_url(self.kind, self.base_url.as_deref())?,
+        let provider: Arc<dyn Provider> = match self.provider {
+            Some(p) => Arc::from(p),
+            None => Arc::from(crate::providers::provider_for_base_url(
+                self.kind,
+                self.base_url.as_deref(),
+            )?),
         };
         let info = provider.info().clone();
         let key = self
@@ -369,7 +322,7 @@ pub struct Client {
 }
 
 pub(crate) struct Inner {
-    provider: Box<dyn Provider>,
+    provider: Arc<dyn Provider>,
     http: reqwest::Client,
     base_url: String,
     auth: Option<(HeaderName, HeaderValue)>,
@@ -447,50 +400,40 @@ impl Client {
         &self.inner.base_url
     }
 
-    /// One non-streamed turn.
+    /// One non-streamed turn. The body is read through the same [`crate::turn::TurnReader`]
+    /// as a stream's, so limits, names and partial responses behave the same.
     pub async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse> {
-        let inner = &self.inner;
-        let total = after(inner.timeouts.total);
-        let wire = inner.provider.encode(req, false)?;
-        let (response, deadlines) = match inner.open(&wire, false, total).await {
-            Ok(ok) => ok,
-            Err(f) => return Err(inner.fail_recorded(req, &wire, false, f)),
-        };
-        let status = response.status().as_u16();
-        let mut body = Body::new(response, deadlines, inner.limits.max_body_bytes);
-        let bytes = body
-            .read_all()
-            .await
-            .map_err(|e| inner.redact(inner.body_error(e, None, body.received())))?;
-        let result = inner.decode_body(&bytes, &wire.names);
-        if inner.recorder.is_some() {
-            inner.record(&Recording::new(req, &wire, false, status, bytes));
-        }
-        result.map_err(|e| inner.redact(e))
+        self.start(req, false).await?.finish().await
     }
 
     /// One streamed turn: returns once the response head arrived; events follow as their bytes
     /// do. Retries happen only before that point.
     pub async fn stream(&self, req: &ChatRequest) -> Result<ChatStream> {
+        self.start(req, true).await
+    }
+
+    /// Sends the request and wraps the answer's body in a reader.
+    async fn start(&self, req: &ChatRequest, stream: bool) -> Result<ChatStream> {
         let inner = &self.inner;
         let total = after(inner.timeouts.total);
-        let wire = inner.provider.encode(req, true)?;
-        let (response, deadlines) = match inner.open(&wire, true, total).await {
+        let wire = inner.provider.encode(req, stream)?;
+        let (response, deadlines) = match inner.open(&wire, stream, total).await {
             Ok(ok) => ok,
-            Err(f) => return Err(inner.fail_recorded(req, &wire, true, f)),
+            Err(f) => return Err(inner.fail_recorded(req, &wire, stream, f)),
         };
         let status = response.status().as_u16();
-        let body = Body::new(response, deadlines, inner.limits.max_body_bytes);
+        // The reader enforces the body limit as bytes are appended.
+        let body = Body::new(response, deadlines, usize::MAX);
         let recording = inner
             .recorder
             .as_ref()
-            .map(|_| Recording::new(req, &wire, true, status, Vec::new()));
-        let decoder = inner.provider.decoder_for(&wire);
+            .map(|_| Recording::new(req, &wire, stream, status, Vec::new()));
+        let reader =
+            TurnReader::shared(Arc::clone(&inner.provider), Some(&wire)).with_limits(inner.limits);
         Ok(ChatStream::new(
             Arc::clone(&self.inner),
             body,
-            decoder,
-            wire.names,
+            reader,
             recording,
         ))
     }
@@ -704,40 +647,6 @@ impl Inner {
         }
     }
 
-    /// A whole body (JSON, or SSE from a server that streams anyway) → the canonical response.
-    fn decode_body(&self, bytes: &[u8], names: &NameMap) -> Result<ChatResponse> {
-        let bytes = strip_bom(bytes);
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Err(Error::decode(
-                self.kind(),
-                "response body",
-                "the body is empty",
-            ));
-        }
-        let mut response = match crate::replay::replay(self.provider.as_ref(), bytes) {
-            Ok(r) => r.response,
-            Err(mut e) => {
-                names.restore_error(&mut e);
-                return Err(e);
-            }
-        };
-        names.restore_response(&mut response);
-        let max = self.limits.max_argument_bytes;
-        if let Some((i, _)) = response
-            .tool_calls
-            .iter()
-            .enumerate()
-            .find(|(_, c)| c.raw_arguments.len() > max)
-        {
-            return Err(Error::Stream {
-                provider: self.kind(),
-                reason: argument_limit_reason(i, max),
-                partial: Some(Box::new(response)),
-            });
-        }
-        Ok(response)
-    }
-
     /// Takes the key out of every text an error carries (a server may echo it back).
     fn redact(&self, e: Error) -> Error {
         let Some(Secret(key)) = &self.key else {
@@ -749,13 +658,8 @@ impl Inner {
         if key.is_empty() {
             return e;
         }
-        let clean = |s: String| {
-            if s.contains(key) {
-                s.replace(key, "<redacted>")
-            } else {
-                s
-            }
-        };
+        let forms = secret_forms(key);
+        let clean = |s: String| redact_text(s, &forms);
         match e {
             Error::Transport {
                 provider,
@@ -763,9 +667,10 @@ impl Inner {
                 connect,
                 source,
             } => {
-                let leaks = source
-                    .as_ref()
-                    .is_some_and(|s| s.to_string().contains(key) || format!("{s:?}").contains(key));
+                let leaks = source.as_ref().is_some_and(|s| {
+                    let (text, debug) = (s.to_string(), format!("{s:?}"));
+                    forms.iter().any(|f| text.contains(f) || debug.contains(f))
+                });
                 Error::Transport {
                     provider,
                     message: clean(message),
@@ -830,15 +735,34 @@ pub(crate) fn after(d: Duration) -> Instant {
         .unwrap_or(now)
 }
 
-/// A UTF-8 byte order mark, which some servers put before a body or stream.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-
-fn strip_bom(bytes: &[u8]) -> &[u8] {
-    bytes.strip_prefix(BOM).unwrap_or(bytes)
+/// The texts a secret may appear as in what a server sends back: itself, and JSON-escaped
+/// (a server echoing it inside a JSON string may write `/` as `\/`, and must escape `"`, `\\`
+/// and control characters).
+pub(crate) fn secret_forms(secret: &str) -> Vec<String> {
+    let mut forms = vec![secret.to_owned()];
+    let quoted = serde_json::to_string(secret).unwrap_or_default();
+    let escaped = quoted
+        .get(1..quoted.len().saturating_sub(1))
+        .unwrap_or_default()
+        .to_owned();
+    let slashed = escaped.replace('/', "\\/");
+    for form in [escaped, slashed] {
+        if !form.is_empty() && !forms.contains(&form) {
+            forms.push(form);
+        }
+    }
+    forms
 }
 
-fn argument_limit_reason(index: usize, max: usize) -> String {
-    format!("arguments of tool call {index} exceed {max} bytes (Limits::max_argument_bytes)")
+/// `text` with every form of a secret replaced by `<redacted>`.
+pub(crate) fn redact_text(text: String, forms: &[String]) -> String {
+    let mut text = text;
+    for form in forms {
+        if text.contains(form.as_str()) {
+            text = text.replace(form.as_str(), "<redacted>");
+        }
+    }
+    text
 }
 
 /// An error and its sources on one line.

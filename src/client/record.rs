@@ -1,4 +1,4 @@
-//! Recording live exchanges as fixture case folders (DESIGN.md section 5).
+//! Recording live exchanges as fixture case folders (the layout in `docs/fixtures.md`).
 //!
 //! A case folder holds the canonical request (`request.json`), the body sent
 //! (`wire_request.json`), the provider's bytes exactly as received (`response.sse` or
@@ -121,14 +121,12 @@ impl Recorder {
                 Err(e) => return Err(io_error(&path, e)),
             }
         };
-        let scrub = |text: String| match inner.key() {
-            Some(key) if text.contains(key) => text.replace(key, "<redacted>"),
-            _ => text,
-        };
-        let bytes = match inner.key() {
-            Some(key) => replace_bytes(&rec.bytes, key.as_bytes(), b"<redacted>"),
-            None => rec.bytes.clone(),
-        };
+        let forms = inner.key().map(super::secret_forms).unwrap_or_default();
+        let scrub = |text: String| super::redact_text(text, &forms);
+        let mut bytes = rec.bytes.clone();
+        for form in &forms {
+            bytes = replace_bytes(&bytes, form.as_bytes(), b"<redacted>");
+        }
         let response_file = if is_json_body(&bytes) {
             "response.json"
         } else {
@@ -178,43 +176,17 @@ fn pretty(v: &Value) -> String {
     s
 }
 
-/// `haystack` with every `needle` replaced by `with`, left to right without overlaps, in
-/// linear time (Knuth–Morris–Pratt): a recorded body may be tens of MiB.
+/// `haystack` with every occurrence of `needle` replaced by `with` (linear: `memmem`).
 fn replace_bytes(haystack: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
-    if needle.is_empty() || haystack.len() < needle.len() {
+    if needle.is_empty() {
         return haystack.to_vec();
     }
-    // fail[i]: the length of the longest proper border of needle[..=i].
-    let mut fail = vec![0usize; needle.len()];
-    let mut k = 0;
-    for (i, &b) in needle.iter().enumerate().skip(1) {
-        while k > 0 && needle[k] != b {
-            k = fail[k - 1];
-        }
-        if needle[k] == b {
-            k += 1;
-        }
-        fail[i] = k;
-    }
     let mut out = Vec::with_capacity(haystack.len());
-    // `copied`: haystack[..copied] is in `out`; `k`: bytes of needle matched ending here.
     let mut copied = 0;
-    k = 0;
-    for (i, &b) in haystack.iter().enumerate() {
-        while k > 0 && needle[k] != b {
-            k = fail[k - 1];
-        }
-        if needle[k] == b {
-            k += 1;
-        }
-        if k == needle.len() {
-            let start = i + 1 - k;
-            out.extend_from_slice(&haystack[copied..start]);
-            out.extend_from_slice(with);
-            copied = i + 1;
-            // No overlaps: the next match starts after this one.
-            k = 0;
-        }
+    for at in memchr::memmem::find_iter(haystack, needle) {
+        out.extend_from_slice(&haystack[copied..at]);
+        out.extend_from_slice(with);
+        copied = at + needle.len();
     }
     out.extend_from_slice(&haystack[copied..]);
     out

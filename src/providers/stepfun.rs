@@ -40,8 +40,9 @@ pub const STEPFUN: Dialect = Dialect {
     empty_content_as_string: false,
     exclusive_with_tools: &[],
     check_property_keys: true,
-    // The chat/streaming doc example (research 6.3): `role: ""`, `content: ""` and
-    // `finish_reason: ""` on running chunks, running usage totals on every chunk; fixture
+    // The chat/streaming doc example (platform.stepfun.ai, api-reference/chat/streaming):
+    // `role: ""`, `content: ""` and `finish_reason: ""` on running chunks, running usage
+    // totals on every chunk; fixture
     // `stepfun/stream_single_call`. No error body is documented: OpenAI's shape is assumed.
     #[cfg(feature = "mock")]
     response: ResponseShape {

@@ -16,7 +16,7 @@ use super::{RealtimeEvent, RealtimeKind, SessionConfig};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::NameMap;
 use crate::providers::gemini::gemini_name;
-use crate::types::{FinishReason, SchemaMode, ToolChoice, ToolDefinition, Usage};
+use crate::types::{FinishReason, SchemaMode, ToolCall, ToolChoice, ToolDefinition, Usage};
 
 /// The Live API endpoint (the key goes in the `x-goog-api-key` header).
 pub const GEMINI_LIVE_URL: &str = "wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent";
@@ -269,11 +269,32 @@ fn tool_call(state: &mut State, call: &Value, out: &mut Vec<RealtimeEvent>) {
     let index = open.index;
     let mut ready = Vec::new();
     let mut events = Vec::new();
+    // Calls without an id get `call_<n>`, unique in the message, marked synthetic (and never
+    // sent back). Minted numbers only grow, so this stays linear.
+    let native: std::collections::HashSet<&str> = calls
+        .iter()
+        .filter_map(|fc| fc.get("id").and_then(Value::as_str))
+        .collect();
+    let mut next = 0;
     for fc in &calls {
-        let id = fc
+        let mut extra = Map::new();
+        let minted;
+        let id = match fc
             .get("id")
             .and_then(Value::as_str)
-            .filter(|s| !s.is_empty());
+            .filter(|s| !s.is_empty())
+        {
+            Some(id) => id,
+            None => {
+                while native.contains(format!("call_{next}").as_str()) {
+                    next += 1;
+                }
+                minted = format!("call_{next}");
+                next += 1;
+                extra.insert(ToolCall::SYNTHETIC_ID.into(), Value::Bool(true));
+                minted.as_str()
+            }
+        };
         let name = fc.get("name").and_then(Value::as_str).unwrap_or("");
         let args = match fc.get("args") {
             None | Some(Value::Null) => String::new(),
@@ -282,7 +303,7 @@ fn tool_call(state: &mut State, call: &Value, out: &mut Vec<RealtimeEvent>) {
         open.charge(super::state::CALL_CHARGE + args.len());
         let position =
             open.turn
-                .whole_call(id, names.canonical(name), &args, Map::new(), &mut events);
+                .whole_call(Some(id), names.canonical(name), &args, extra, &mut events);
         if let Some(c) = open.turn.complete_call(position, &mut events) {
             ready.push(c);
         }

@@ -3,7 +3,8 @@
 //!
 //! The Gemini API parses `parameters` as a protobuf message: an unknown key fails the whole
 //! request ("Unknown name \"additionalProperties\" … Cannot find field"), and several JSON Schema
-//! shapes are rejected by its validator (research/wire-openai-gemini.md C.9, peers.md section 5).
+//! shapes are rejected by its validator (reports such as mem0ai/mem0#1820, agno-agi/agno#2112,
+//! zed-industries/zed#44875; the accepted subset is the `Schema` type of python-genai).
 //! Lowering rewrites a schema into that subset, keeping what the model needs to call the tool:
 //!
 //! - `$ref` into the same document (`#/$defs/X`, `#/definitions/X`, any `#/…` pointer) is
@@ -51,7 +52,8 @@ use crate::error::{Error, Result};
 use crate::types::json_kind;
 
 /// The most schema nodes lowering produces before giving up (inlining shared definitions can
-/// grow a schema exponentially; LiteLLM hit this, research C.9 "litellm #19098").
+/// grow a schema exponentially; LiteLLM hit this:
+/// BerriAI/litellm#19098).
 pub const MAX_NODES: usize = 20_000;
 
 /// The deepest nesting lowering follows, counting inlined references.

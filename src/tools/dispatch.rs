@@ -62,7 +62,25 @@ pub(super) async fn run(target: Target<'_>, call: &ToolCall) -> ToolResult {
     // The handler is called inside the future so a panic while building its future is caught
     // the same way as a panic while it runs.
     let running = AssertUnwindSafe(async move { handler.call(input).await }).catch_unwind();
-    match tokio::time::timeout(target.timeout, running).await {
+    // The handler runs as a task of its own, so its timeout is reported on time even when it
+    // blocks its thread (a `std::thread::sleep`, a synchronous client): the timer here runs on
+    // another worker of a multi-thread runtime. On timeout (or when the caller
+    // stops waiting) the task is aborted; a blocked
+    // thread cannot be interrupted, so it finishes its blocking call and the task is dropped
+    // at its next await, its result discarded. (On a current-thread runtime a blocking handler
+    // blocks everything, as any blocking code there does: use `spawn_blocking` in such
+    // handlers.)
+    // Dropping this future (an agent run given up) aborts the task, as it cancelled the
+    // handler before it ran as a task of its own.
+    let mut task = AbortOnDrop(tokio::spawn(running));
+    let finished = tokio::time::timeout(target.timeout, &mut task.0).await;
+    drop(task);
+    let finished = finished.map(|joined| match joined {
+        Ok(outcome) => outcome,
+        Err(e) if e.is_panic() => Err(e.into_panic()),
+        Err(_) => Ok(Err(super::ToolError::new("the tool's task was cancelled"))),
+    });
+    match finished {
         Err(_) => ToolResult::error(
             call,
             format!(
@@ -84,6 +102,15 @@ pub(super) async fn run(target: Target<'_>, call: &ToolCall) -> ToolResult {
             result
         }
         Ok(Ok(Ok(output))) => ToolResult::ok(call, output),
+    }
+}
+
+/// A spawned handler that is aborted when its caller stops waiting for it.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -16,8 +16,8 @@ use crate::types::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ModelTraits {
     /// Gemini 1.x/2.x: never sends call ids and may reject `id` on `functionCall` /
-    /// `functionResponse` ("Unknown name \"id\"", research C.6); does not require thought
-    /// signatures. Every other name (Gemini 3 and later, and aliases such as
+    /// `functionResponse` ("Unknown name \"id\""; anomalyco/opencode PR #50504); does not
+    /// require thought signatures. Every other name (Gemini 3 and later, and aliases such as
     /// `gemini-flash-latest`) is treated as current.
     pub legacy: bool,
 }
@@ -191,7 +191,7 @@ fn model_content(a: &AssistantMessage, names: &NameMap, traits: ModelTraits) -> 
 }
 
 /// Whether a JSON value has a `$ref`/`$defs` key anywhere (Gemini reads `{"$ref": "…"}` in a
-/// function response as a reference to one of its parts; research C.6).
+/// function response as a reference to one of its parts; vercel/ai#14369).
 fn has_ref_key(v: &Value) -> bool {
     let mut stack = vec![v];
     while let Some(v) = stack.pop() {

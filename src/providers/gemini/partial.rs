@@ -1,4 +1,6 @@
-//! Rebuilds the argument text of a call streamed as Vertex `partialArgs` (research C.4).
+//! Rebuilds the argument text of a call streamed as Vertex `partialArgs`
+//! (`streamFunctionCallArguments`; the shapes of vercel/ai's recorded
+//! `google-stream-tool-call-*.chunks.txt`).
 //!
 //! Each piece names a JSON path (`$.recipe.ingredients[0].amount`) and one value: a string
 //! piece (more pieces for the same path follow while `willContinue` is true), or a whole number,
@@ -10,9 +12,12 @@
 
 use super::wire::PartialArg;
 
-/// The most array elements a path may skip (they are written as `null`); a larger jump is an
-/// error rather than a way to make the decoder write without bound.
-const MAX_INDEX_GAP: usize = 1024;
+/// The most array elements one piece may skip (they are written as `null`); a larger jump is
+/// an error. Every piece is at least ~30 bytes of input (`{"jsonPath":"$.a[9]","nullValue":
+/// null}`), and 8 skipped elements write at most 40 bytes, so the argument text stays within
+/// a small constant of the bytes received: a hostile stream cannot amplify itself into
+/// memory (with a gap of 1024, each 40-byte piece could write 5 KB).
+const MAX_INDEX_GAP: usize = 8;
 
 /// One step of a JSON path.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -65,7 +65,7 @@ pub(crate) struct FunctionCall {
     /// A JSON object; `null`/absent for a call without arguments.
     #[serde(default)]
     pub args: Option<Value>,
-    /// Vertex streamed arguments (research C.4).
+    /// Vertex streamed arguments (`streamFunctionCallArguments`).
     #[serde(default, deserialize_with = "crate::providers::lenient::null_default")]
     pub partial_args: Vec<PartialArg>,
     #[serde(default)]

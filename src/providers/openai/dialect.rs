@@ -12,7 +12,7 @@ pub struct Dialect {
     /// Path of the chat endpoint below the base URL.
     pub path: &'static str,
     /// Body field for the output token limit. OpenAI's reasoning models reject `max_tokens`
-    /// ("Use 'max_completion_tokens' instead", research A.6); most compatible servers only know
+    /// (their 400 `unsupported_parameter`: "Use 'max_completion_tokens' instead"); most compatible servers only know
     /// `max_tokens`.
     pub max_tokens_field: &'static str,
     /// Send `stream_options: {"include_usage": true}` when streaming, so usage arrives in a last

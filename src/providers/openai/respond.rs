@@ -1,10 +1,11 @@
 //! The canonical response → the bytes a Chat Completions server sends, for the mock provider.
 //!
-//! What is written follows the dialect's [`ResponseShape`]: for OpenAI (research A.3) a
-//! role-only first chunk, content fragments, each tool call opened by a fragment carrying
-//! `index`, `id`, `type` and `name` with empty `arguments`, then argument fragments keyed by
-//! `index` only, a chunk with an empty delta and the `finish_reason`, a usage-only chunk with
-//! empty `choices`, and `data: [DONE]`; GLM, Qwen and StepFun differ where their shapes say.
+//! What is written follows the dialect's [`ResponseShape`]: for OpenAI (as recorded in
+//! openai-python's streaming snapshots) a role-only first chunk, content fragments, each tool
+//! call opened by a fragment carrying `index`, `id`, `type` and `name` with empty `arguments`,
+//! then argument fragments keyed by `index` only, a chunk with an empty delta and the
+//! `finish_reason`, a usage-only chunk with empty `choices`, and `data: [DONE]`; GLM, Qwen and
+//! StepFun differ where their shapes say.
 //! Decoding what this writes gives back the response it was given.
 
 use serde_json::{Map, Value, json};
@@ -58,7 +59,7 @@ pub struct ResponseShape {
     /// The fields of an error body.
     pub error_fields: ErrorFields,
     /// A 4xx error answering a stream request comes SSE-framed (`data: {"error": …}`), as on
-    /// Qwen (research 3.7, fixture `qwen/quirk_sse_error_body`); otherwise it is a plain JSON
+    /// Qwen (fixture `qwen/quirk_sse_error_body`); otherwise it is a plain JSON
     /// body.
     pub sse_errors: bool,
 }
@@ -67,12 +68,12 @@ pub struct ResponseShape {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeltaRole {
     /// A chunk of its own opens the stream: `{"role": "assistant", "content": ""}` (OpenAI,
-    /// research A.3).
+    /// OpenAI's recorded streams).
     OpeningChunk,
-    /// `"role": "assistant"` on the stream's first delta only (Qwen, research 3.4).
+    /// `"role": "assistant"` on the stream's first delta only (Qwen, Qwen's recorded streams).
     FirstDelta,
     /// This `role` on every delta, the finish chunk's too, whose delta is then
-    /// `{"role": …, "content": ""}` (GLM `"assistant"`, research 2.4; StepFun `""`, 6.3).
+    /// `{"role": …, "content": ""}` (GLM `"assistant"`, GLM's recorded streams; StepFun `""`, StepFun's chat/streaming doc example).
     EveryDelta(&'static str),
 }
 
@@ -81,9 +82,9 @@ pub enum DeltaRole {
 pub enum IdleContent {
     /// Left out (OpenAI, GLM).
     Absent,
-    /// `null` (Qwen's reasoning and tool-call deltas, research 3.4).
+    /// `null` (Qwen's reasoning and tool-call deltas, Qwen's recorded streams).
     Null,
-    /// `""` (StepFun, research 6.3).
+    /// `""` (StepFun, StepFun's chat/streaming doc example).
     Empty,
 }
 
@@ -92,9 +93,9 @@ pub enum IdleContent {
 pub enum RunningFinish {
     /// `null` (OpenAI, Qwen).
     Null,
-    /// Left out (GLM, research 2.4).
+    /// Left out (GLM, GLM's recorded streams).
     Absent,
-    /// `""` (StepFun, research 6.3).
+    /// `""` (StepFun, StepFun's chat/streaming doc example).
     Empty,
 }
 
@@ -106,14 +107,14 @@ pub enum StreamedCalls {
     /// Qwen, StepFun, GLM with `tool_stream`).
     Fragments {
         /// The opener already holds the first piece of the arguments instead of `""` (Qwen's
-        /// documented stream, research 3.4 pattern B).
+        /// documented stream, the stream in the Model Studio function-calling guide).
         first_piece_in_opener: bool,
-        /// Argument fragments repeat `"id": ""` and `"type": "function"` (Qwen, research 3.4
+        /// Argument fragments repeat `"id": ""` and `"type": "function"` (Qwen's recorded streams,
         /// patterns A and B).
         empty_id_continuations: bool,
     },
     /// Every call whole in one chunk that already carries the `finish_reason`, which a last
-    /// chunk repeats (GLM without `tool_stream`, research 2.4). Each call's `index` is this
+    /// chunk repeats (GLM without `tool_stream`, GLM's recorded streams). Each call's `index` is this
     /// value (`-1` on the GLM-4.5 family), or its position when `None`.
     Whole {
         /// The `index` every call carries, or `None` for its position.
@@ -126,22 +127,22 @@ pub enum StreamedCalls {
 pub enum StreamUsage {
     /// A last chunk with empty `choices` (OpenAI and Qwen with `include_usage`).
     LastChunk,
-    /// On the chunk that carries the (last) `finish_reason` (GLM, research 2.4).
+    /// On the chunk that carries the (last) `finish_reason` (GLM, GLM's recorded streams).
     FinishChunk,
-    /// On every chunk, as running totals that end at the turn's usage (StepFun, research 6.3).
+    /// On every chunk, as running totals that end at the turn's usage (StepFun, StepFun's chat/streaming doc example).
     EveryChunk,
 }
 
 /// The fields of an error body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorFields {
-    /// `{"error": {"message", "type", "param", "code"}}` (OpenAI, research A.6; Qwen, 3.7).
+    /// `{"error": {"message", "type", "param", "code"}}` (OpenAI, OpenAI; Qwen).
     OpenAi,
-    /// `{"error": {"code", "message"}}` (GLM, research 2.7).
+    /// `{"error": {"code", "message"}}` (GLM's error-code docs).
     CodeMessage,
 }
 
-/// How OpenAI's server writes (research A.3): a role-only opening chunk, calls opened then
+/// How OpenAI's server writes (OpenAI's recorded streams): a role-only opening chunk, calls opened then
 /// streamed in fragments, `finish_reason: null` while running, usage in a last chunk.
 pub const OPENAI_RESPONSE: ResponseShape = ResponseShape {
     role: DeltaRole::OpeningChunk,
@@ -162,7 +163,8 @@ pub const OPENAI_RESPONSE: ResponseShape = ResponseShape {
 
 /// Characters per text fragment: about one token, like the real service.
 const TEXT_PIECE: usize = 4;
-/// Characters per argument fragment (research A.3 shows `{"`, `city`, `":"`, `New`, ` York`).
+/// Characters per argument fragment (recorded OpenAI streams split as `{"`, `city`,
+/// `":"`, `New`, ` York`).
 const ARGUMENT_PIECE: usize = 5;
 
 /// Fields every chunk and body carries. The values are the mock's own.
