@@ -44,6 +44,8 @@
 //!   ([`RealtimeEvent::Passthrough`]), unknown event types are kept and counted
 //!   ([`RealtimeEvent::Unknown`], [`SessionStats`]), error events become
 //!   [`RealtimeEvent::Error`] and the session goes on.
+//!
+#![doc = include_str!("../../providers/realtime.md")]
 
 mod codec;
 mod dialect;

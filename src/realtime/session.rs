@@ -41,7 +41,7 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
-/// Settings for [`RealtimeSession::connect`].
+/// Settings for a session ([`RealtimeSession::builder`], then [`SessionBuilder::connect`]).
 #[derive(Clone)]
 pub struct SessionBuilder {
     kind: RealtimeKind,
