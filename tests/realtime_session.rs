@@ -480,3 +480,31 @@ async fn a_recorded_session_replays_to_what_was_seen_live() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn client_frames_pass_through_byte_for_byte() {
+    let kind = RealtimeKind::OpenAiRealtime;
+    let server = RealtimeMockServer::start(kind, RealtimeScript::new())
+        .await
+        .unwrap();
+    let session = RealtimeSession::builder(kind, SessionConfig::new("m", vec![]))
+        .url(server.url())
+        .connect()
+        .await
+        .unwrap();
+    // Key order, spacing and the number's spelling as written.
+    let frame = r#"{"type":"input_audio_buffer.append",  "audio":"UklGRg==","n":1.50}"#;
+    session.handle().send_frame(frame.to_owned()).unwrap();
+    session
+        .handle()
+        .send_event(json!({"type": "input_audio_buffer.commit"}))
+        .unwrap();
+    let mut session = session;
+    session.close();
+    while session.next().await.is_some() {}
+    let received = server.received();
+    assert_eq!(server.received_frames()[1], frame.as_bytes());
+    assert_eq!(received[1], serde_json::from_str::<Value>(frame).unwrap());
+    assert_eq!(received[2]["type"], "input_audio_buffer.commit");
+    assert_eq!(session.stats().client_events, 3);
+}

@@ -113,7 +113,7 @@ pub const OPENAI_REALTIME: RealtimeDialect = RealtimeDialect {
 pub const GLM_REALTIME: RealtimeDialect = RealtimeDialect {
     kind: RealtimeKind::GlmRealtime,
     url: "wss://open.bigmodel.cn/api/paas/v4/realtime",
-    key_vars: &["ZHIPUAI_API_KEY", "ZAI_API_KEY", "GLM_API_KEY"],
+    key_vars: &["ZHIPUAI_API_KEY", "ZAI_API_KEY"],
     model_in_query: false,
     model_in_session: true,
     session_type: None,

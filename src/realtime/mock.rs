@@ -383,6 +383,7 @@ struct Shared {
     kind: RealtimeKind,
     script: Mutex<RealtimeScript>,
     received: Mutex<Vec<Value>>,
+    frames: Mutex<Vec<Vec<u8>>>,
     served: Mutex<usize>,
 }
 
@@ -432,6 +433,7 @@ impl RealtimeMockServer {
             kind,
             script: Mutex::new(script),
             received: Mutex::new(Vec::new()),
+            frames: Mutex::new(Vec::new()),
             served: Mutex::new(0),
         });
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
@@ -447,6 +449,11 @@ impl RealtimeMockServer {
     /// The client events received so far, in order.
     pub fn received(&self) -> Vec<Value> {
         lock(&self.shared.received).clone()
+    }
+
+    /// The client's text and binary frames exactly as received, in order.
+    pub fn received_frames(&self) -> Vec<Vec<u8>> {
+        lock(&self.shared.frames).clone()
     }
 
     /// Replies not served yet.
@@ -492,8 +499,14 @@ async fn serve(sock: TcpStream, shared: Arc<Shared>) {
     let mut pending = Pending::default();
     while let Some(Ok(message)) = ws.next().await {
         let event: Value = match &message {
-            Message::Text(t) => serde_json::from_str(t.as_str()).unwrap_or(Value::Null),
-            Message::Binary(b) => serde_json::from_slice(b).unwrap_or(Value::Null),
+            Message::Text(t) => {
+                lock(&shared.frames).push(t.as_bytes().to_vec());
+                serde_json::from_str(t.as_str()).unwrap_or(Value::Null)
+            }
+            Message::Binary(b) => {
+                lock(&shared.frames).push(b.to_vec());
+                serde_json::from_slice(b).unwrap_or(Value::Null)
+            }
             // tungstenite answers the close handshake on the next read, then the stream ends.
             Message::Close(_) => continue,
             _ => continue,

@@ -204,6 +204,20 @@ impl SessionHandle {
             .map_err(|_| closed(self.kind))
     }
 
+    /// Sends one text frame exactly as given (nothing re-encoded: audio payloads, events
+    /// toolwire has no name for); a JSON object is also taken note of, as by
+    /// [`SessionHandle::send_event`].
+    pub fn send_frame(&self, frame: String) -> Result<()> {
+        let mut inner = lock(&self.inner);
+        if let Ok(event @ Value::Object(_)) = serde_json::from_str::<Value>(&frame) {
+            inner.codec.observe_client(&event);
+        }
+        inner.record(&SessionLine::frame(Direction::Client, frame.as_bytes()));
+        self.tx
+            .send(Message::text(frame))
+            .map_err(|_| closed(self.kind))
+    }
+
     /// What the session saw so far.
     pub fn stats(&self) -> SessionStats {
         lock(&self.inner).codec.stats()
