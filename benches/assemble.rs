@@ -50,7 +50,9 @@ fn large_argument(c: &mut Criterion) {
 }
 
 fn interleaved_calls(c: &mut Criterion) {
-    let provider = OpenAi::new();
+    // Interleaving servers are OpenAI-compatible ones: OpenAI's own ends a call at the next
+    // index.
+    let provider = OpenAi::compatible();
     let mut group = c.benchmark_group("interleaved_16_calls");
     group.sample_size(10);
     for size in [MB / 2, MB] {

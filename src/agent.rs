@@ -2,16 +2,44 @@
 //!
 //! An [`Agent`] is a [`Client`] (any provider), a [`ToolRegistry`] and a few settings.
 //! [`Agent::run`] returns an [`AgentStream`] of [`AgentEvent`]s: every model event as it
-//! arrives, each tool call as it starts and finishes, and the end of each turn. The calls of a
-//! turn run concurrently; their results join the conversation in call order. The loop ends when
-//! the model answers without calling a tool, or with [`Error::MaxTurns`]. Dropping the stream
-//! cancels everything in flight (the model request and the running tools).
+//! arrives, each tool call as it starts and finishes, and the end of each turn. Each call starts
+//! as soon as it is final (its `ToolCallComplete` event), while the rest of the turn still
+//! streams; calls run concurrently and their results join the conversation in call order. The
+//! loop ends when the model answers without calling a tool, when a stop condition or a hook
+//! says so, or with [`Error::MaxTurns`]. Dropping the stream cancels everything in flight (the
+//! model request and the running tools).
 //!
 //! Tool problems never end the loop: malformed or truncated arguments, unknown tools, schema
 //! violations, timeouts, failing or panicking handlers all become error results the model sees
-//! (see [`crate::tools`]). Only the provider failing (transport, API error, a broken stream)
-//! and the turn limit end it with an error; [`AgentStream::messages`] still holds the
-//! conversation up to that point.
+//! (see [`crate::tools`]); so do denials, and hooks that panic or time out. Only the provider
+//! failing (transport, API error, a broken stream) and the turn limit end it with an error;
+//! [`AgentStream::messages`] still holds the conversation up to that point.
+//!
+//! # When a call is final
+//!
+//! A call is final when its wire says so: Gemini's whole calls as they arrive (and streamed
+//! arguments at their last piece), OpenAI's own Chat Completions endpoint when the next call's
+//! index starts, every other wire at the end of the turn (see the quirk sheets). A call started
+//! early ran on its final arguments: if the turn is cut later (`length`, a broken stream), that
+//! call has still run, and its result is in the history when the run goes on. Calls that are not
+//! runnable (malformed, truncated) never run, early or not. [`Agent::with_early_start`] turns the
+//! early start off (every call waits for the end of its turn).
+//!
+//! # Hooks and stop conditions
+//!
+//! - [`Agent::before_tool`]: asked before each runnable call runs, it approves, denies (the
+//!   model sees the message as the call's error result) or rewrites the arguments. Decisions
+//!   other than approval are events ([`AgentEvent::ToolDenied`], [`AgentEvent::ToolRewritten`])
+//!   and are written on the call in the history, under [`HOOK_MARK`] (the model's own
+//!   arguments stay as it produced them).
+//! - [`Agent::after_turn`]: asked after each turn, it lets the loop go on, stops it, or edits
+//!   the next request (which also lets a run continue after an answer without tool calls).
+//! - [`Agent::with_stop`]: stop after a turn that called a named tool, or once a token or time
+//!   budget is spent ([`StopWhen`]); the run ends `Ok` with [`AgentOutcome::stopped`] set.
+//!
+//! A hook that panics or does not answer within [`Agent::with_hook_timeout`] is reported as
+//! [`AgentEvent::HookFailed`]; for `before_tool` the call gets an error result without running,
+//! for `after_turn` the loop goes on as if it said continue.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -61,30 +89,42 @@
 //!
 //! Turns without a mark (history built by hand) are sent as they are.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
-use futures::{Stream, StreamExt};
-use serde_json::Value;
+use futures::{FutureExt, Stream, StreamExt};
+use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::provider::ProviderKind;
 use crate::tools::{ToolRegistry, ToolSelection};
 use crate::types::{
-    AssistantMessage, ChatRequest, ChatResponse, Message, StreamEvent, ToolCall, ToolResult,
+    AssistantMessage, ChatRequest, ChatResponse, Message, StreamEvent, ToolCall, ToolResult, Usage,
 };
 
 /// How many turns an agent runs unless told otherwise.
 pub const DEFAULT_MAX_TURNS: usize = 10;
 
+/// How long a hook may take before it counts as failed (long enough for a person to answer).
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// The key on an assistant message's `extra` naming the provider that produced it.
 pub const PROVIDER_MARK: &str = "provider";
+
+/// The key on a call's `extra`, in the history, recording what the before-tool hook decided
+/// when it did not simply approve: `{"decision": "denied", "message": …}`,
+/// `{"decision": "rewritten", "arguments": {…}}` or `{"decision": "failed", "message": …}`.
+pub const HOOK_MARK: &str = "hook";
 
 /// One step of an agent run.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,10 +132,33 @@ pub const PROVIDER_MARK: &str = "provider";
 pub enum AgentEvent {
     /// A model event, as the provider streamed it.
     Model(StreamEvent),
-    /// A tool call is about to run (malformed calls too: they get an error result at once).
+    /// A tool call is about to run (malformed calls too: they get an error result at once),
+    /// with the arguments the before-tool hook rewrote it to, if it did.
     ToolStarted(ToolCall),
     /// A tool call finished; results arrive as calls finish, not in call order.
     ToolFinished(ToolResult),
+    /// The before-tool hook denied a call: it does not run, and its error result (carrying
+    /// `message`) follows as [`AgentEvent::ToolFinished`].
+    ToolDenied {
+        /// The call as the model made it.
+        call: ToolCall,
+        /// The message the model sees.
+        message: String,
+    },
+    /// The before-tool hook rewrote a call's arguments; `call` is what runs.
+    ToolRewritten {
+        /// The call with the new arguments.
+        call: ToolCall,
+        /// The argument text the model produced.
+        original: String,
+    },
+    /// A hook panicked or did not answer in time; the run goes on (see the module docs).
+    HookFailed {
+        /// `"before_tool"` or `"after_turn"`.
+        hook: &'static str,
+        /// What went wrong.
+        message: String,
+    },
     /// A turn ended: the model's response and the results sent back (in call order; empty on
     /// the last turn).
     TurnDone {
@@ -106,12 +169,111 @@ pub enum AgentEvent {
         /// The results appended to the conversation, in call order.
         results: Vec<ToolResult>,
     },
+    /// The run stops early (the last event before the stream ends).
+    Stopped(StopReason),
+}
+
+/// What a before-tool hook decides for one call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ToolDecision {
+    /// Run the call as the model made it.
+    Approve,
+    /// Do not run it; the model sees this message as the call's error result.
+    Deny(String),
+    /// Run it with these arguments instead (a JSON object; anything else is an error result).
+    Rewrite(Value),
+}
+
+/// What an after-turn hook decides.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum AfterTurn {
+    /// Go on as the loop would: the next turn after tool calls, the end after an answer.
+    Continue,
+    /// End the run now, successfully ([`StopReason::Hook`]).
+    Stop,
+    /// Send this request next (its messages become the conversation; its `tools` are replaced
+    /// by the registry's offer as always, its `tool_choice` applies to that turn only). After
+    /// an answer without tool calls this continues the run.
+    Edit(Box<ChatRequest>),
+}
+
+/// What an after-turn hook is told.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct TurnReport {
+    /// The turn number, from 1.
+    pub turn: usize,
+    /// What the model answered.
+    pub response: ChatResponse,
+    /// The results sent back, in call order (empty after an answer).
+    pub results: Vec<ToolResult>,
+    /// Tokens used by the run so far (summed over turns).
+    pub usage: Usage,
+    /// Time since the run started.
+    pub elapsed: Duration,
+    /// The request the loop would send next (the conversation so far).
+    pub next: ChatRequest,
+}
+
+/// A condition that ends a run early, checked after each turn that would be followed by
+/// another (a turn in flight is never cut).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum StopWhen {
+    /// A call of this tool was made (it ran; its result is in the history).
+    ToolCalled(String),
+    /// Input plus output tokens over all turns reached this many.
+    TokenBudget(u64),
+    /// This much time passed since the run started.
+    TimeBudget(Duration),
+}
+
+/// Why a run stopped before the model's final answer.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// A call of this tool was made.
+    ToolCalled(String),
+    /// The token budget is spent.
+    TokenBudget {
+        /// Tokens used.
+        used: u64,
+        /// The budget.
+        budget: u64,
+    },
+    /// The time budget is spent.
+    TimeBudget {
+        /// Time since the run started.
+        elapsed: Duration,
+        /// The budget.
+        budget: Duration,
+    },
+    /// The after-turn hook said stop.
+    Hook,
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ToolCalled(name) => write!(f, "the tool {name:?} was called"),
+            Self::TokenBudget { used, budget } => {
+                write!(f, "{used} tokens used of a budget of {budget}")
+            }
+            Self::TimeBudget { elapsed, budget } => {
+                write!(f, "{elapsed:.1?} passed of a budget of {budget:?}")
+            }
+            Self::Hook => f.write_str("the after-turn hook said stop"),
+        }
+    }
 }
 
 /// The end of a successful run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentOutcome {
-    /// The model's final answer (a turn without tool calls).
+    /// The model's final answer (a turn without tool calls), or its last turn when the run
+    /// was stopped.
     pub response: ChatResponse,
     /// The whole conversation: the request's messages plus every turn and result.
     pub messages: Vec<Message>,
@@ -119,6 +281,26 @@ pub struct AgentOutcome {
     pub turns: usize,
     /// The provider that answered.
     pub provider: ProviderKind,
+    /// Why the run stopped before a final answer, if it did.
+    pub stopped: Option<StopReason>,
+}
+
+type BeforeToolFn = dyn Fn(ToolCall) -> BoxFuture<'static, ToolDecision> + Send + Sync;
+type AfterTurnFn = dyn Fn(TurnReport) -> BoxFuture<'static, AfterTurn> + Send + Sync;
+
+/// A hook closure; its `Debug` says only that it is set.
+struct Hook<F: ?Sized>(Arc<F>);
+
+impl<F: ?Sized> Clone for Hook<F> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<F: ?Sized> fmt::Debug for Hook<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<hook>")
+    }
 }
 
 /// Runs conversations with tools on one provider.
@@ -128,17 +310,27 @@ pub struct Agent {
     registry: ToolRegistry,
     selection: ToolSelection,
     max_turns: usize,
+    early_start: bool,
+    before_tool: Option<Hook<BeforeToolFn>>,
+    after_turn: Option<Hook<AfterTurnFn>>,
+    hook_timeout: Duration,
+    stop_when: Vec<StopWhen>,
 }
 
 impl Agent {
     /// An agent offering `registry`'s tools (the default [`ToolSelection`]) for at most
-    /// [`DEFAULT_MAX_TURNS`] turns.
+    /// [`DEFAULT_MAX_TURNS`] turns, starting calls as soon as they are final, with no hooks.
     pub fn new(client: Client, registry: ToolRegistry) -> Self {
         Self {
             client,
             registry,
             selection: ToolSelection::default(),
             max_turns: DEFAULT_MAX_TURNS,
+            early_start: true,
+            before_tool: None,
+            after_turn: None,
+            hook_timeout: DEFAULT_HOOK_TIMEOUT,
+            stop_when: Vec::new(),
         }
     }
 
@@ -151,6 +343,47 @@ impl Agent {
     /// The most model turns one run may take (at least 1).
     pub fn with_max_turns(mut self, max_turns: usize) -> Self {
         self.max_turns = max_turns.max(1);
+        self
+    }
+
+    /// Whether calls start as soon as they are final (the default) or only once their turn
+    /// has ended (nothing runs from a turn that is later cut short).
+    pub fn with_early_start(mut self, early: bool) -> Self {
+        self.early_start = early;
+        self
+    }
+
+    /// Asks `hook` before each runnable call runs: approve, deny or rewrite. Calls of a turn
+    /// are asked concurrently (a hook that asks a person one at a time serializes itself).
+    pub fn before_tool<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(ToolCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolDecision> + Send + 'static,
+    {
+        self.before_tool = Some(Hook(Arc::new(move |call| hook(call).boxed())));
+        self
+    }
+
+    /// Asks `hook` after each turn (its results appended): continue, stop or edit the next
+    /// request.
+    pub fn after_turn<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(TurnReport) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = AfterTurn> + Send + 'static,
+    {
+        self.after_turn = Some(Hook(Arc::new(move |report| hook(report).boxed())));
+        self
+    }
+
+    /// How long a hook may take before it counts as failed ([`DEFAULT_HOOK_TIMEOUT`]).
+    pub fn with_hook_timeout(mut self, timeout: Duration) -> Self {
+        self.hook_timeout = timeout;
+        self
+    }
+
+    /// Adds a stop condition (any one that holds stops the run).
+    pub fn with_stop(mut self, condition: StopWhen) -> Self {
+        self.stop_when.push(condition);
         self
     }
 
@@ -221,109 +454,308 @@ async fn drive(
     shared: Arc<Shared>,
 ) -> Result<AgentOutcome> {
     let provider = agent.provider();
+    let started = Instant::now();
     carry_over(&mut lock(&shared.messages), provider);
-    let first_choice = request.tool_choice.take();
+    let mut choice = request.tool_choice.take();
+    let mut usage = Usage::default();
     for turn in 1..=agent.max_turns {
         request.tools = agent.registry.definitions(&agent.selection);
-        request.tool_choice = if turn == 1 && !request.tools.is_empty() {
-            first_choice.clone()
-        } else {
-            None
-        };
+        request.tool_choice = choice.take().filter(|_| !request.tools.is_empty());
         request.messages = lock(&shared.messages).clone();
 
-        let mut stream = agent.client.stream(&request).await?;
-        while let Some(event) = stream.next().await {
-            shared.emit(AgentEvent::Model(event?));
+        let (response, results) = run_turn(&agent, &request, &shared, turn).await?;
+        if let Some(u) = response.usage {
+            usage.input_tokens = usage.input_tokens.saturating_add(u.input_tokens);
+            usage.output_tokens = usage.output_tokens.saturating_add(u.output_tokens);
         }
-        let mut response = stream.finish().await?;
-        unique_synthetic_ids(&mut response, &lock(&shared.messages), turn);
+        let called: Vec<String> = response.tool_calls.iter().map(|c| c.name.clone()).collect();
 
         let mut assistant = AssistantMessage::from(response.clone());
         assistant
             .extra
             .insert(PROVIDER_MARK.into(), Value::String(provider.name().into()));
-        lock(&shared.messages).push(Message::Assistant(assistant));
-
-        if response.tool_calls.is_empty() {
-            shared.emit(AgentEvent::TurnDone {
-                turn,
-                response: response.clone(),
-                results: Vec::new(),
-            });
-            return Ok(AgentOutcome {
-                response,
-                messages: lock(&shared.messages).clone(),
-                turns: turn,
-                provider,
-            });
+        {
+            let mut messages = lock(&shared.messages);
+            messages.push(Message::Assistant(assistant));
+            messages.extend(results.iter().cloned().map(Message::Tool));
         }
-
-        let results = run_calls(&agent, &response.tool_calls, &shared).await;
-        lock(&shared.messages).extend(results.iter().cloned().map(Message::Tool));
         shared.emit(AgentEvent::TurnDone {
             turn,
-            response,
-            results,
+            response: response.clone(),
+            results: results.clone(),
         });
+
+        let mut go_on = !response.tool_calls.is_empty();
+        let outcome = |response: ChatResponse, stopped: Option<StopReason>| AgentOutcome {
+            response,
+            messages: lock(&shared.messages).clone(),
+            turns: turn,
+            provider,
+            stopped,
+        };
+        if let Some(hook) = &agent.after_turn {
+            let mut next = request.clone();
+            next.messages = lock(&shared.messages).clone();
+            next.tool_choice = None;
+            let report = TurnReport {
+                turn,
+                response: response.clone(),
+                results,
+                usage,
+                elapsed: started.elapsed(),
+                next,
+            };
+            let hook = Arc::clone(&hook.0);
+            match ask(move || hook(report), agent.hook_timeout).await {
+                Ok(AfterTurn::Continue) => {}
+                Ok(AfterTurn::Stop) => {
+                    shared.emit(AgentEvent::Stopped(StopReason::Hook));
+                    return Ok(outcome(response, Some(StopReason::Hook)));
+                }
+                Ok(AfterTurn::Edit(next)) => {
+                    let next = *next;
+                    *lock(&shared.messages) = next.messages.clone();
+                    choice = next.tool_choice.clone();
+                    request = next;
+                    go_on = true;
+                }
+                Err(message) => shared.emit(AgentEvent::HookFailed {
+                    hook: "after_turn",
+                    message,
+                }),
+            }
+        }
+        if !go_on {
+            return Ok(outcome(response, None));
+        }
+        if let Some(reason) = stop_reason(&agent.stop_when, &called, usage, started.elapsed()) {
+            shared.emit(AgentEvent::Stopped(reason.clone()));
+            return Ok(outcome(response, Some(reason)));
+        }
     }
     Err(Error::MaxTurns(agent.max_turns))
 }
 
-/// Runs every call of a turn concurrently; results come back in call order.
-async fn run_calls(agent: &Agent, calls: &[ToolCall], shared: &Shared) -> Vec<ToolResult> {
-    for call in calls {
-        shared.emit(AgentEvent::ToolStarted(call.clone()));
-    }
-    let registry = &agent.registry;
-    let selection = &agent.selection;
-    let mut running: FuturesUnordered<_> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, call)| async move { (i, registry.dispatch(call, selection).await) })
-        .collect();
-    let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
-    while let Some((i, result)) = running.next().await {
-        shared.emit(AgentEvent::ToolFinished(result.clone()));
-        if let Some(slot) = results.get_mut(i) {
-            *slot = Some(result);
+/// The first stop condition that holds after a turn.
+fn stop_reason(
+    conditions: &[StopWhen],
+    called: &[String],
+    usage: Usage,
+    elapsed: Duration,
+) -> Option<StopReason> {
+    let used = usage.input_tokens.saturating_add(usage.output_tokens);
+    conditions.iter().find_map(|c| match c {
+        StopWhen::ToolCalled(name) if called.contains(name) => {
+            Some(StopReason::ToolCalled(name.clone()))
+        }
+        StopWhen::TokenBudget(budget) if used >= *budget => Some(StopReason::TokenBudget {
+            used,
+            budget: *budget,
+        }),
+        StopWhen::TimeBudget(budget) if elapsed >= *budget => Some(StopReason::TimeBudget {
+            elapsed,
+            budget: *budget,
+        }),
+        _ => None,
+    })
+}
+
+/// Streams one turn, starting each call as soon as it is final (or, without early start, when
+/// the turn has ended); returns the response (its calls marked with the hook's decisions) and
+/// the results in call order.
+async fn run_turn(
+    agent: &Agent,
+    request: &ChatRequest,
+    shared: &Shared,
+    turn: usize,
+) -> Result<(ChatResponse, Vec<ToolResult>)> {
+    let mut ids = CallIds::new(&request.messages, turn);
+    let mut stream = agent.client.stream(request).await?;
+    let mut running = FuturesUnordered::new();
+    let mut started: HashMap<usize, String> = HashMap::new();
+    let mut done: HashMap<usize, Ran> = HashMap::new();
+    loop {
+        tokio::select! {
+            Some((i, ran)) = running.next(), if !running.is_empty() => {
+                done.insert(i, ran);
+            }
+            event = stream.next() => {
+                let Some(event) = event else { break };
+                let event = event?;
+                let start = match &event {
+                    StreamEvent::ToolCallComplete { index, call } if agent.early_start => {
+                        Some((*index, call.clone()))
+                    }
+                    _ => None,
+                };
+                shared.emit(AgentEvent::Model(event));
+                if let Some((i, mut call)) = start
+                    && !started.contains_key(&i)
+                {
+                    ids.fix(&mut call);
+                    started.insert(i, call.id.clone());
+                    running.push(run_call(agent, i, call, shared));
+                }
+            }
         }
     }
-    results.into_iter().flatten().collect()
+    let mut response = stream.finish().await?;
+    ids.reserve(&response.tool_calls);
+    for (i, call) in response.tool_calls.iter_mut().enumerate() {
+        match started.get(&i) {
+            Some(id) => call.id.clone_from(id),
+            None => {
+                ids.fix(call);
+                started.insert(i, call.id.clone());
+                running.push(run_call(agent, i, call.clone(), shared));
+            }
+        }
+    }
+    while let Some((i, ran)) = running.next().await {
+        done.insert(i, ran);
+    }
+    let mut results = Vec::with_capacity(response.tool_calls.len());
+    for (i, call) in response.tool_calls.iter_mut().enumerate() {
+        if let Some(ran) = done.remove(&i) {
+            if let Some(mark) = ran.mark {
+                call.extra.insert(HOOK_MARK.to_owned(), mark);
+            }
+            results.push(ran.result);
+        }
+    }
+    Ok((response, results))
+}
+
+/// One call's end: its result, and the hook's decision when it was not a plain approval.
+struct Ran {
+    result: ToolResult,
+    mark: Option<Value>,
+}
+
+/// Asks the before-tool hook (runnable calls only), then runs the call.
+async fn run_call(agent: &Agent, index: usize, call: ToolCall, shared: &Shared) -> (usize, Ran) {
+    let mut to_run = call.clone();
+    let mut mark = None;
+    if let (true, Some(hook)) = (call.is_complete(), &agent.before_tool) {
+        let hook = Arc::clone(&hook.0);
+        let asked = call.clone();
+        let refused = match ask(move || hook(asked), agent.hook_timeout).await {
+            Ok(ToolDecision::Approve) => None,
+            Ok(ToolDecision::Deny(message)) => {
+                shared.emit(AgentEvent::ToolDenied {
+                    call: call.clone(),
+                    message: message.clone(),
+                });
+                let mark = json!({"decision": "denied", "message": message});
+                Some((ToolResult::error(&call, message), mark))
+            }
+            Ok(ToolDecision::Rewrite(arguments)) => {
+                let mut rewritten =
+                    ToolCall::new(call.id.clone(), call.name.clone(), arguments.to_string());
+                rewritten.extra = call.extra.clone();
+                shared.emit(AgentEvent::ToolRewritten {
+                    call: rewritten.clone(),
+                    original: call.raw_arguments.clone(),
+                });
+                mark = Some(json!({"decision": "rewritten", "arguments": arguments}));
+                to_run = rewritten;
+                None
+            }
+            Err(message) => {
+                shared.emit(AgentEvent::HookFailed {
+                    hook: "before_tool",
+                    message: message.clone(),
+                });
+                let text = format!("The tool was not run: {message}.");
+                let mark = json!({"decision": "failed", "message": message});
+                Some((ToolResult::error(&call, text), mark))
+            }
+        };
+        if let Some((result, mark)) = refused {
+            shared.emit(AgentEvent::ToolFinished(result.clone()));
+            let mark = Some(mark);
+            return (index, Ran { result, mark });
+        }
+    }
+    shared.emit(AgentEvent::ToolStarted(to_run.clone()));
+    let result = agent.registry.dispatch(&to_run, &agent.selection).await;
+    shared.emit(AgentEvent::ToolFinished(result.clone()));
+    (index, Ran { result, mark })
+}
+
+/// Runs a hook, turning a panic (while building its future or while it runs) or a timeout
+/// into a message.
+async fn ask<T>(
+    hook: impl FnOnce() -> BoxFuture<'static, T>,
+    timeout: Duration,
+) -> std::result::Result<T, String> {
+    let running = AssertUnwindSafe(async move { hook().await }).catch_unwind();
+    match tokio::time::timeout(timeout, running).await {
+        Err(_) => Err(format!("the hook did not answer within {timeout:?}")),
+        Ok(Err(panic)) => {
+            let text = if let Some(s) = panic.downcast_ref::<&str>() {
+                (*s).to_owned()
+            } else if let Some(s) = panic.downcast_ref::<String>() {
+                s.clone()
+            } else {
+                "a panic without a message".to_owned()
+            };
+            Err(format!("the hook panicked: {text}"))
+        }
+        Ok(Ok(value)) => Ok(value),
+    }
 }
 
 /// Ids toolwire minted are unique in one response only; a later turn's `call_1` would collide
-/// with an earlier one in the history, so such ids get the turn number appended.
-fn unique_synthetic_ids(response: &mut ChatResponse, history: &[Message], turn: usize) {
-    let history_ids: HashSet<&str> = history
-        .iter()
-        .flat_map(|m| match m {
-            Message::Assistant(a) => a.tool_calls.iter().map(|c| c.id.as_str()).collect(),
-            Message::Tool(r) => vec![r.call_id.as_str()],
-            _ => Vec::new(),
-        })
-        .collect();
-    let mut taken: HashSet<String> = response.tool_calls.iter().map(|c| c.id.clone()).collect();
-    taken.extend(history_ids.iter().map(|s| (*s).to_owned()));
-    for call in &mut response.tool_calls {
-        if !(call.has_synthetic_id() && history_ids.contains(call.id.as_str())) {
-            continue;
+/// with an earlier one in the history, so such ids get the turn number appended. Calls are
+/// fixed one by one as they start (ids of calls not seen yet cannot be known then).
+struct CallIds {
+    history: HashSet<String>,
+    taken: HashSet<String>,
+    turn: usize,
+}
+
+impl CallIds {
+    fn new(history: &[Message], turn: usize) -> Self {
+        let history: HashSet<String> = history
+            .iter()
+            .flat_map(|m| match m {
+                Message::Assistant(a) => a.tool_calls.iter().map(|c| c.id.clone()).collect(),
+                Message::Tool(r) => vec![r.call_id.clone()],
+                _ => Vec::new(),
+            })
+            .collect();
+        let taken = history.clone();
+        Self {
+            history,
+            taken,
+            turn,
         }
-        let base = format!("{}_t{turn}", call.id);
-        let mut id = base.clone();
-        let mut n = 2;
-        while taken.contains(&id) {
-            id = format!("{base}_{n}");
-            n += 1;
+    }
+
+    /// Every id of the final response is taken.
+    fn reserve(&mut self, calls: &[ToolCall]) {
+        self.taken.extend(calls.iter().map(|c| c.id.clone()));
+    }
+
+    fn fix(&mut self, call: &mut ToolCall) {
+        if call.has_synthetic_id() && self.history.contains(&call.id) {
+            let base = format!("{}_t{}", call.id, self.turn);
+            let mut id = base.clone();
+            let mut n = 2;
+            while self.taken.contains(&id) {
+                id = format!("{base}_{n}");
+                n += 1;
+            }
+            call.id = id;
         }
-        taken.insert(id.clone());
-        call.id = id;
+        self.taken.insert(call.id.clone());
     }
 }
 
 enum End {
     Running,
-    Done(Result<AgentOutcome>),
+    Done(Result<Box<AgentOutcome>>),
     /// The error was yielded; its text is kept for [`AgentStream::finish`].
     Failed(String, Option<usize>),
     Finished,
@@ -364,7 +796,7 @@ impl AgentStream {
             item?;
         }
         match std::mem::replace(&mut self.end, End::Finished) {
-            End::Done(Ok(outcome)) => Ok(outcome),
+            End::Done(Ok(outcome)) => Ok(*outcome),
             End::Failed(_, Some(turns)) => Err(Error::MaxTurns(turns)),
             End::Failed(text, None) => Err(Error::Stream {
                 provider: self.provider,
@@ -393,7 +825,7 @@ impl Stream for AgentStream {
                 match driver.as_mut().poll(cx) {
                     Poll::Ready(result) => {
                         this.driver = None;
-                        this.end = End::Done(result);
+                        this.end = End::Done(result.map(Box::new));
                     }
                     Poll::Pending if lock(&this.shared.events).is_empty() => {
                         return Poll::Pending;

@@ -9,22 +9,28 @@
 //! - a new non-empty id (or a different non-empty name) at a key holding another call starts a
 //!   new call;
 //! - `""`/null id and name mean absent, and a repeated id or name is never concatenated;
-//! - calls are finalized only at the end of the turn, never because the buffer parses;
+//! - calls are finalized at the end of the turn, never because the buffer parses; a wire that
+//!   marks a call's end finalizes it there ([`Turn::complete_call`]), so an agent can run it while
+//!   the turn goes on;
 //! - argument text is appended (O(n) in total) and parsed once, at the end;
 //! - `length` (or a broken stream) leaves unfinished calls `truncated`, invalid JSON is
 //!   `malformed`, and `raw_arguments` is kept byte for byte either way;
 //! - calls without an id get `call_<n>`, unique in the response and marked synthetic;
-//! - on wires that mark each call's end (realtime `.done`), [`Turn::complete_call`] finalizes
-//!   one call at that event; with [`Turn::with_explicit_call_ends`], a call that never got its
-//!   end event is `truncated` when the turn ends, whatever its text parses to.
+//! - with [`Turn::with_explicit_call_ends`] (realtime wires, where only a call's own end event
+//!   completes it), a call that never got its end is `truncated` when the turn ends, whatever
+//!   its text parses to.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::provider::ProviderKind;
 use crate::types::{ChatResponse, FinishReason, StreamEvent, ToolCall, Usage};
+
+/// The `extra` key of a call completed early that keeps argument text the wire sent after the
+/// call's end (see [`Turn::complete_call`]).
+pub const LATE_ARGUMENTS: &str = "late_arguments";
 
 /// One tool-call fragment as an OpenAI-style wire sends it. Empty strings mean absent.
 #[derive(Debug, Clone, Copy, Default)]
@@ -45,8 +51,6 @@ struct Slot {
     name: String,
     args: String,
     extra: Map<String, Value>,
-    /// Set when the wire marked the call's end ([`Turn::complete_call`]).
-    completed: Option<ToolCall>,
 }
 
 /// Where a fragment without a usable index is keyed.
@@ -69,6 +73,14 @@ pub struct Turn {
     finish: Option<FinishReason>,
     finalized: Option<Vec<ToolCall>>,
     extra: Map<String, Value>,
+    /// Calls the wire already marked final, by position (see [`Turn::complete_call`]).
+    early: HashMap<usize, ToolCall>,
+    /// Calls below this position were offered to [`Turn::complete_calls_before`] already.
+    settled: usize,
+    /// Ids of the slots below `scanned` and of early calls, for minting early ids.
+    seen_ids: HashSet<String>,
+    scanned: usize,
+    /// Only [`Turn::complete_call`] completes a call (see [`Turn::with_explicit_call_ends`]).
     explicit_ends: bool,
 }
 
@@ -85,12 +97,17 @@ impl Turn {
             finish: None,
             finalized: None,
             extra: Map::new(),
+            early: HashMap::new(),
+            settled: 0,
+            seen_ids: HashSet::new(),
+            scanned: 0,
             explicit_ends: false,
         }
     }
 
-    /// A turn whose wire marks each call's end: only [`Turn::complete_call`] completes a call,
-    /// and calls still open when the turn ends are `truncated` even when their text parses.
+    /// A turn whose wire marks each call's end (realtime `.done`): only
+    /// [`Turn::complete_call`] completes a call, and calls still open when the turn ends are
+    /// `truncated` even when their text parses.
     pub fn with_explicit_call_ends(mut self) -> Self {
         self.explicit_ends = true;
         self
@@ -161,7 +178,6 @@ impl Turn {
                     name: name.unwrap_or_default().to_owned(),
                     args: String::new(),
                     extra: Map::new(),
-                    completed: None,
                 });
                 if let Some(id) = id {
                     self.keys.insert(Key::Id(id.to_owned()), slot);
@@ -192,10 +208,7 @@ impl Turn {
         {
             s.name = name.to_owned();
         }
-        if let Some(args) = f
-            .arguments
-            .filter(|a| !a.is_empty() && s.completed.is_none())
-        {
+        if let Some(args) = f.arguments.filter(|a| !a.is_empty()) {
             s.args.push_str(args);
             out.push(StreamEvent::ToolCallDelta {
                 index: slot,
@@ -231,7 +244,6 @@ impl Turn {
             name: name.to_owned(),
             args: arguments.to_owned(),
             extra,
-            completed: None,
         });
         slot
     }
@@ -241,51 +253,80 @@ impl Turn {
         self.slots.get_mut(position).map(|s| &mut s.extra)
     }
 
-    /// Number of calls so far.
-    pub fn call_count(&self) -> usize {
-        self.slots.len()
+    /// The wire marked the end of the call at `position` (a Gemini whole call or closed
+    /// streamed arguments, a dialect whose calls never continue once a later index starts): the
+    /// call is finalized now and its `ToolCallComplete` emitted, so an agent can run it while
+    /// the turn goes on. What "final" guarantees: the call's arguments are the text the wire
+    /// gave it; however the turn ends later (even `length` or a broken stream) this call stays
+    /// as it is, and argument text a misbehaving wire still sends for it is kept in its `extra`
+    /// as `late_arguments`, never lost. A call without an id gets its `call_<n>` now, unique
+    /// among the ids seen so far. Calls already final, and unknown positions, are left alone.
+    pub fn complete_call(&mut self, position: usize, out: &mut Vec<StreamEvent>) {
+        if self.finalized.is_some() || self.early.contains_key(&position) {
+            return;
+        }
+        let Some(slot) = self.slots.get_mut(position) else {
+            return;
+        };
+        let args = std::mem::take(&mut slot.args);
+        let (id, synthetic) = match slot.id.clone() {
+            Some(id) => (id, false),
+            None => {
+                // Ids seen so far: each slot is scanned once over the turn (linear in total).
+                for s in &self.slots[self.scanned.min(self.slots.len())..] {
+                    self.seen_ids.extend(s.id.clone());
+                }
+                self.scanned = self.slots.len();
+                let mut n = position;
+                let mut id = format!("call_{n}");
+                while self.seen_ids.contains(&id) {
+                    n += 1;
+                    id = format!("call_{n}");
+                }
+                (id, true)
+            }
+        };
+        self.seen_ids.insert(id.clone());
+        let slot = &mut self.slots[position];
+        let mut call = ToolCall::new(id, slot.name.clone(), args);
+        call.extra = std::mem::take(&mut slot.extra);
+        if synthetic {
+            call.extra
+                .insert(ToolCall::SYNTHETIC_ID.to_owned(), Value::Bool(true));
+        }
+        out.push(StreamEvent::ToolCallComplete {
+            index: position,
+            call: call.clone(),
+        });
+        self.early.insert(position, call);
     }
 
-    /// The name and argument text the call at `position` has accumulated so far.
+    /// The call at `position` as [`Turn::complete_call`] made it final, if it did.
+    pub fn completed_call(&self, position: usize) -> Option<&ToolCall> {
+        self.early.get(&position)
+    }
+
+    /// The name and argument text the call at `position` has accumulated so far (empty
+    /// arguments once it is complete).
     pub fn call_so_far(&self, position: usize) -> Option<(&str, &str)> {
         self.slots
             .get(position)
             .map(|s| (s.name.as_str(), s.args.as_str()))
     }
 
-    /// Whether the call at `position` was completed by [`Turn::complete_call`].
-    pub fn is_call_completed(&self, position: usize) -> bool {
-        self.slots
-            .get(position)
-            .is_some_and(|s| s.completed.is_some())
+    /// Completes every call before `position` (a dialect whose calls are final once a later
+    /// one starts); each position is visited once over the turn.
+    pub fn complete_calls_before(&mut self, position: usize, out: &mut Vec<StreamEvent>) {
+        let end = position.min(self.slots.len());
+        for i in self.settled..end {
+            self.complete_call(i, out);
+        }
+        self.settled = self.settled.max(end);
     }
 
-    /// The wire marked the end of the call at `position` (a realtime `.done`): the call is
-    /// final now. Its `ToolCallComplete` is emitted at once and not again when the turn ends;
-    /// later fragments for it are ignored. The call must have an id by then (a decoder whose
-    /// wire sends none synthesizes one and marks it [`ToolCall::SYNTHETIC_ID`]), which keeps
-    /// this O(1). `None` when there is no such open call with an id.
-    pub fn complete_call(
-        &mut self,
-        position: usize,
-        out: &mut Vec<StreamEvent>,
-    ) -> Option<ToolCall> {
-        if self.finalized.is_some() {
-            return None;
-        }
-        let slot = self.slots.get_mut(position)?;
-        if slot.completed.is_some() {
-            return None;
-        }
-        let id = slot.id.clone()?;
-        let mut call = ToolCall::new(id, slot.name.clone(), std::mem::take(&mut slot.args));
-        call.extra = std::mem::take(&mut slot.extra);
-        slot.completed = Some(call.clone());
-        out.push(StreamEvent::ToolCallComplete {
-            index: position,
-            call: call.clone(),
-        });
-        Some(call)
+    /// Number of calls so far.
+    pub fn call_count(&self) -> usize {
+        self.slots.len()
     }
 
     /// The turn ended with `reason`: finalizes every call (once; a repeated finish is ignored)
@@ -306,13 +347,9 @@ impl Turn {
     }
 
     fn finalize_calls(&mut self, cut_short: bool, out: &mut Vec<StreamEvent>) -> Vec<ToolCall> {
-        let native: std::collections::HashSet<String> = self
-            .slots
-            .iter()
-            .filter_map(|s| {
-                s.id.clone()
-                    .or_else(|| s.completed.as_ref().map(|c| c.id.clone()))
-            })
+        let native: std::collections::HashSet<String> = (self.slots.iter())
+            .filter_map(|s| s.id.clone())
+            .chain(self.early.values().map(|c| c.id.clone()))
             .collect();
         // Minted numbers only grow: each call takes the first free `call_<n>` at or after both
         // its position and the last number minted, so the search never walks the same numbers
@@ -320,9 +357,14 @@ impl Turn {
         // Every number skipped over was taken, so this is also the first free one from `i`.
         let mut next = 0;
         let mut calls = Vec::with_capacity(self.slots.len());
-        let explicit_ends = self.explicit_ends;
         for (i, slot) in self.slots.iter_mut().enumerate() {
-            if let Some(call) = slot.completed.take() {
+            if let Some(mut call) = self.early.remove(&i) {
+                // Final already (its ToolCallComplete went out); text that came later is kept.
+                let late = std::mem::take(&mut slot.args);
+                if !late.is_empty() {
+                    call.extra
+                        .insert(LATE_ARGUMENTS.to_owned(), Value::String(late));
+                }
                 calls.push(call);
                 continue;
             }
@@ -341,12 +383,12 @@ impl Turn {
                     (id, true)
                 }
             };
-            let mut call = if cut_short || explicit_ends {
+            let mut call = if cut_short || self.explicit_ends {
                 ToolCall::new_cut_short(id, std::mem::take(&mut slot.name), args)
             } else {
                 ToolCall::new(id, std::mem::take(&mut slot.name), args)
             };
-            if explicit_ends {
+            if self.explicit_ends {
                 // Whatever its text parses to, the wire never said the call was done.
                 call.arguments = None;
                 let kind = crate::types::ArgumentsErrorKind::Truncated;
@@ -537,33 +579,17 @@ mod tests {
     }
 
     #[test]
-    fn explicit_ends_complete_one_call_and_truncate_the_rest() {
+    fn explicit_ends_truncate_calls_that_never_ended() {
         let mut t = Turn::new(ProviderKind::OpenAi).with_explicit_call_ends();
         let mut out = Vec::new();
-        t.fragment(0, frag(None, Some("a"), Some("f"), "{\"x\":"), &mut out);
+        t.fragment(0, frag(None, Some("a"), Some("f"), "{\"x\":1}"), &mut out);
         t.fragment(0, frag(None, Some("b"), Some("g"), "{}"), &mut out);
-        t.fragment(0, frag(None, Some("a"), None, "1}"), &mut out);
-        let done = t.complete_call(0, &mut out).unwrap();
-        assert_eq!(done.raw_arguments, "{\"x\":1}");
+        assert_eq!(t.call_so_far(1), Some(("g", "{}")));
+        t.complete_call(0, &mut out);
+        let done = t.completed_call(0).cloned().unwrap();
         assert!(done.is_complete());
-        assert!(t.complete_call(0, &mut out).is_none(), "completed once");
-        // A late fragment never changes a completed call.
-        t.fragment(0, frag(None, Some("a"), None, "junk"), &mut out);
-        let completes_before = out
-            .iter()
-            .filter(|e| matches!(e, StreamEvent::ToolCallComplete { .. }))
-            .count();
         t.finish(FinishReason::Stop, &mut out);
         let r = t.end(&mut out).unwrap();
-        let completes = out
-            .iter()
-            .filter(|e| matches!(e, StreamEvent::ToolCallComplete { .. }))
-            .count();
-        assert_eq!(
-            completes,
-            completes_before + 1,
-            "only the open call completes at the end"
-        );
         assert_eq!(r.tool_calls[0], done);
         // `{}` parses, but call b never got its end event.
         let err = r.tool_calls[1].error.as_ref().unwrap();
@@ -595,5 +621,49 @@ mod tests {
         let err = t.end(&mut out).unwrap_err();
         let partial = err.partial().unwrap();
         assert_eq!(partial.tool_calls[0].raw_arguments, "{\"x\":1}");
+    }
+
+    #[test]
+    fn a_call_completed_early_stays_as_it_was() {
+        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut out = Vec::new();
+        t.fragment(0, frag(Some(0), None, Some("f"), "{\"x\":1}"), &mut out);
+        t.fragment(
+            0,
+            frag(Some(1), Some("call_0"), Some("g"), "{\"y\""),
+            &mut out,
+        );
+        t.complete_call(0, &mut out);
+        t.complete_call(0, &mut out);
+        let early: Vec<_> = out
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallComplete { index, call } => Some((*index, call.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(early.len(), 1, "completed once");
+        // The native `call_0` of the next call is taken: the minted id avoids it.
+        assert_eq!(early[0].1.id, "call_1");
+        assert!(early[0].1.is_complete());
+        // A misbehaving wire adds text to the ended call; the turn is then cut short.
+        t.fragment(0, frag(Some(0), None, None, " "), &mut out);
+        t.finish(FinishReason::Length, &mut out);
+        let r = t.end(&mut out).unwrap();
+        assert_eq!(r.tool_calls[0].raw_arguments, "{\"x\":1}");
+        assert!(
+            r.tool_calls[0].is_complete(),
+            "not made truncated by the cut"
+        );
+        assert_eq!(r.tool_calls[0].extra[LATE_ARGUMENTS], " ");
+        assert_eq!(
+            r.tool_calls[1].error.as_ref().unwrap().kind,
+            ArgumentsErrorKind::Truncated
+        );
+        let completes = out
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::ToolCallComplete { .. }))
+            .count();
+        assert_eq!(completes, 2, "one completion per call");
     }
 }

@@ -8,6 +8,7 @@ pub mod error;
 pub mod fixture;
 #[cfg(feature = "mock")]
 pub mod mock;
+pub mod partial_json;
 pub mod provider;
 pub mod providers;
 pub mod realtime;

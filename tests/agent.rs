@@ -8,12 +8,15 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
-use toolwire::agent::{Agent, AgentEvent, PROVIDER_MARK, carry_over};
+use toolwire::agent::{
+    AfterTurn, Agent, AgentEvent, HOOK_MARK, PROVIDER_MARK, StopReason, StopWhen, ToolDecision,
+    TurnReport, carry_over,
+};
 use toolwire::mock::{MockReply, MockServer, Script};
 use toolwire::tools::{Param, Params, Tool, ToolRegistry};
 use toolwire::{
-    AssistantMessage, ChatRequest, Client, Error, Message, ProviderKind, StreamEvent, ToolCall,
-    ToolChoice, ToolDefinition,
+    AssistantMessage, ChatRequest, ChatResponse, Client, Error, FinishReason, Message,
+    ProviderKind, StreamEvent, ToolCall, ToolChoice, ToolDefinition, Usage,
 };
 
 fn weather_registry() -> ToolRegistry {
@@ -123,26 +126,18 @@ async fn full_loop_on_every_provider() {
             events.push(e.unwrap());
         }
         let t = trace(&events);
-        let started = t.iter().position(|l| l.starts_with("started")).unwrap();
-        assert_eq!(
-            t[..started].last().map(String::as_str),
-            Some("finish tool_calls"),
-            "{kind}: {t:?}"
-        );
-        assert!(
-            t.contains(&r#"call get_weather {"city":"Paris"}"#.to_owned()),
-            "{kind}"
-        );
-        let turn1 = t
-            .iter()
-            .position(|l| l == "turn 1 done, 2 results")
-            .unwrap();
+        let at = |line: &str| t.iter().position(|l| l == line);
+        // Each call starts once it is final (its completion event), and finishes before the
+        // turn is done.
+        let paris = at(r#"call get_weather {"city":"Paris"}"#).unwrap();
+        let tokyo = at(r#"call get_weather {"city":"Tokyo"}"#).unwrap();
+        let turn1 = at("turn 1 done, 2 results").unwrap();
+        assert!(paris < at("started call_p").unwrap(), "{kind}: {t:?}");
+        assert!(tokyo < at("started call_t").unwrap(), "{kind}: {t:?}");
+        assert!(at("finished call_p").unwrap() < turn1, "{kind}: {t:?}");
+        assert!(at("finished call_t").unwrap() < turn1, "{kind}: {t:?}");
+        assert!(at("finish tool_calls").unwrap() < turn1, "{kind}: {t:?}");
         assert_eq!(t.iter().filter(|l| l.starts_with("finished")).count(), 2);
-        assert!(
-            t[started..turn1]
-                .iter()
-                .all(|l| l.starts_with("started") || l.starts_with("finished"))
-        );
         assert_eq!(t.last().map(String::as_str), Some("turn 2 done, 0 results"));
 
         let outcome = stream.finish().await.unwrap();
@@ -372,9 +367,15 @@ async fn dropping_the_stream_cancels_running_tools() {
             other => panic!("{other:?}"),
         }
     }
-    // Poll once more so the tool is running, then give up on the run.
-    let next = tokio::time::timeout(Duration::from_millis(20), stream.next()).await;
-    assert!(next.is_err(), "the tool never finishes");
+    // Read on (the rest of the turn may still stream) until nothing more comes: the tool is
+    // running and never finishes. Then give up on the run.
+    loop {
+        match tokio::time::timeout(Duration::from_millis(50), stream.next()).await {
+            Err(_) => break,
+            Ok(Some(Ok(AgentEvent::Model(_)))) => {}
+            other => panic!("the tool never finishes: {other:?}"),
+        }
+    }
     assert!(!dropped.load(Ordering::SeqCst));
     drop(stream);
     // The tool runs as a task of its own: aborting it completes when the runtime next gets
@@ -547,4 +548,465 @@ async fn minted_ids_stay_unique_across_turns() {
     assert!(ids[1].ends_with("_t2"), "{ids:?}");
     let third = server.requests()[2].body.to_string();
     assert!(third.contains(&ids[0]) && third.contains(&ids[1]));
+}
+
+// ---- Early start, hooks and stop conditions ----
+
+/// A registry with `slow`: sleeps `ms` milliseconds, answers its `n`.
+fn slow_registry(ms: u64) -> ToolRegistry {
+    let registry = ToolRegistry::new();
+    registry
+        .register_fn(
+            "slow",
+            "sleeps",
+            json!({"type": "object"}),
+            move |args| async move {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(json!({"n": args["n"]}))
+            },
+        )
+        .unwrap();
+    registry
+}
+
+/// A Gemini stream of three whole calls (one per event) and the finish: each call is final as
+/// it arrives.
+fn gemini_three_calls() -> Vec<u8> {
+    let mut body = String::new();
+    for n in 1..=3 {
+        body.push_str(&format!(
+            "data: {{\"candidates\": [{{\"content\": {{\"parts\": [{{\"functionCall\": {{\"name\": \"slow\", \"args\": {{\"n\": {n}}}}}}}], \"role\": \"model\"}}, \"index\": 0}}]}}\n\n"
+        ));
+    }
+    body.push_str("data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"\"}], \"role\": \"model\"}, \"finishReason\": \"STOP\", \"index\": 0}], \"usageMetadata\": {\"promptTokenCount\": 20, \"candidatesTokenCount\": 9, \"totalTokenCount\": 29}}\n\n");
+    body.into_bytes()
+}
+
+/// Runs the three-call Gemini turn with tools of `tool_ms` and `gap_ms` between stream events;
+/// returns the trace and the time until the first turn was done (the test's own clock).
+async fn three_slow_calls(early: bool, tool_ms: u64, gap_ms: u64) -> (Vec<String>, Duration) {
+    let script = Script::new()
+        .then(MockReply::raw_sse(gemini_three_calls()).delay(Duration::from_millis(gap_ms)))
+        .then(MockReply::text("done"));
+    let (_server, agent) = start_with(ProviderKind::Gemini, script, slow_registry(tool_ms))
+        .await
+        .unwrap();
+    let agent = agent.with_early_start(early);
+    let clock = std::time::Instant::now();
+    let mut stream = agent.run(request());
+    let mut events = Vec::new();
+    let mut turn1 = None;
+    while let Some(e) = stream.next().await {
+        let e = e.unwrap();
+        if matches!(e, AgentEvent::TurnDone { turn: 1, .. }) {
+            turn1 = Some(clock.elapsed());
+        }
+        events.push(e);
+    }
+    let results: Vec<Value> = stream
+        .finish()
+        .await
+        .unwrap()
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(r) => Some(r.output["n"].clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [json!(1), json!(2), json!(3)],
+        "results in call order"
+    );
+    (trace(&events), turn1.unwrap())
+}
+
+#[tokio::test]
+async fn calls_start_as_soon_as_they_are_final() {
+    let (tool_ms, gap_ms) = (300, 150);
+    let (early, early_time) = three_slow_calls(true, tool_ms, gap_ms).await;
+    let (late, late_time) = three_slow_calls(false, tool_ms, gap_ms).await;
+    let at = |t: &[String], line: &str| t.iter().position(|l| l == line).unwrap();
+    // Early: each call starts right after its completion, before the turn's finish.
+    let finish = at(&early, "finish tool_calls");
+    for (i, id) in ["call_0", "call_1", "call_2"].iter().enumerate() {
+        let started = at(&early, &format!("started {id}"));
+        assert!(started < finish, "{early:?}");
+        assert!(at(&early, &format!("call slow {{\"n\":{}}}", i + 1)) < started);
+    }
+    // The first call was running while the next one streamed.
+    assert!(at(&early, "started call_0") < at(&early, r#"call slow {"n":2}"#));
+    // End of turn: nothing starts before the finish.
+    let finish = at(&late, "finish tool_calls");
+    assert!(
+        late.iter().take(finish).all(|l| !l.starts_with("started")),
+        "{late:?}"
+    );
+    // The gain is measured, not asserted (no timing assertions): printed for the record.
+    eprintln!(
+        "three calls of {tool_ms} ms, {gap_ms} ms between stream events: first turn done after \
+         {early_time:?} (early start) vs {late_time:?} (end of turn), saved {:?}",
+        late_time.saturating_sub(early_time)
+    );
+}
+
+#[tokio::test]
+async fn openai_calls_start_when_the_next_index_begins() {
+    // OpenAI's own dialect (the compatible one, used for other base URLs, waits for the end).
+    let script = Script::new()
+        .then(
+            MockReply::tool_calls([
+                call("c_a", "get_weather", r#"{"city":"Paris"}"#),
+                call("c_b", "get_weather", r#"{"city":"Tokyo"}"#),
+            ])
+            .delay(Duration::from_millis(5)),
+        )
+        .then(MockReply::text("ok"));
+    let server = MockServer::start(ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let official = Box::new(toolwire::providers::openai::OpenAi::new());
+    let client = Client::builder_with(official)
+        .base_url(server.url())
+        .build()
+        .unwrap();
+    let agent = Agent::new(client, weather_registry());
+    let (events, error) = collect(&agent, request()).await;
+    assert!(error.is_none(), "{error:?}");
+    let t = trace(&events);
+    let at = |line: &str| t.iter().position(|l| l == line).unwrap();
+    assert!(
+        at("started c_a") < at(r#"call get_weather {"city":"Tokyo"}"#),
+        "{t:?}"
+    );
+    assert!(
+        at("started c_b") > at(r#"call get_weather {"city":"Tokyo"}"#),
+        "{t:?}"
+    );
+}
+
+#[tokio::test]
+async fn before_tool_hook_approves_denies_and_rewrites() {
+    let script = Script::new()
+        .then(MockReply::tool_calls([
+            call("c_ok", "get_weather", r#"{"city":"Paris"}"#),
+            call("c_no", "get_weather", r#"{"city":"Atlantis"}"#),
+            call("c_re", "get_weather", r#"{"city":"Oslo "}"#),
+            call("c_bad", "get_weather", r#"{"city": Oslo"#),
+        ]))
+        .then(MockReply::text("Done."));
+    let (server, agent) = start(ProviderKind::OpenAi, script).await.unwrap();
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let agent = agent.before_tool(move |call: ToolCall| {
+        seen.lock().unwrap().push(call.id.clone());
+        async move {
+            match call.arguments.as_ref().and_then(|a| a["city"].as_str()) {
+                Some("Atlantis") => ToolDecision::Deny("Atlantis is off limits.".into()),
+                Some(city) if city.ends_with(' ') => {
+                    ToolDecision::Rewrite(json!({"city": city.trim()}))
+                }
+                _ => ToolDecision::Approve,
+            }
+        }
+    });
+    let (events, error) = collect(&agent, request()).await;
+    assert!(error.is_none(), "{error:?}");
+    // Only runnable calls are asked.
+    let mut asked = asked.lock().unwrap().clone();
+    asked.sort();
+    assert_eq!(asked, ["c_no", "c_ok", "c_re"]);
+    // Events: the denial and the rewrite; denied calls never start.
+    let denied: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolDenied { call, message } => Some((call.id.clone(), message.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        denied,
+        [("c_no".to_owned(), "Atlantis is off limits.".to_owned())]
+    );
+    let rewritten: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolRewritten { call, original } => {
+                Some((original.clone(), call.raw_arguments.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        rewritten,
+        [(
+            r#"{"city":"Oslo "}"#.to_owned(),
+            r#"{"city":"Oslo"}"#.to_owned()
+        )]
+    );
+    let started: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolStarted(c) => Some(c.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(!started.contains(&"c_no"), "{started:?}");
+    // History: results in call order, the decisions marked on the model's calls.
+    let outcome_messages = {
+        let Some(AgentEvent::TurnDone {
+            response, results, ..
+        }) = events
+            .iter()
+            .find(|e| matches!(e, AgentEvent::TurnDone { turn: 1, .. }))
+        else {
+            panic!("no first turn")
+        };
+        (response.clone(), results.clone())
+    };
+    let (response, results) = outcome_messages;
+    assert_eq!(results[0].output["forecast"], "sunny-in-Paris");
+    assert!(results[1].is_error);
+    assert_eq!(results[1].error.as_deref(), Some("Atlantis is off limits."));
+    assert_eq!(results[2].output["forecast"], "sunny-in-Oslo");
+    assert!(results[3].is_error, "malformed: never run");
+    assert!(response.tool_calls[0].extra.get(HOOK_MARK).is_none());
+    assert_eq!(
+        response.tool_calls[1].extra[HOOK_MARK],
+        json!({"decision": "denied", "message": "Atlantis is off limits."})
+    );
+    assert_eq!(
+        response.tool_calls[2].extra[HOOK_MARK],
+        json!({"decision": "rewritten", "arguments": {"city": "Oslo"}})
+    );
+    // The model's own text is kept byte for byte.
+    assert_eq!(response.tool_calls[2].raw_arguments, r#"{"city":"Oslo "}"#);
+    // The model sees the denial message.
+    let sent = server.requests()[1].body.to_string();
+    assert!(sent.contains("Atlantis is off limits."), "{sent}");
+}
+
+#[tokio::test]
+async fn a_hook_that_panics_or_hangs_is_an_error_result_and_the_loop_goes_on() {
+    let script = Script::new()
+        .then(MockReply::tool_calls([
+            call("c_panic", "get_weather", r#"{"city":"Paris"}"#),
+            call("c_hang", "get_weather", r#"{"city":"Tokyo"}"#),
+        ]))
+        .then(MockReply::text("Done."));
+    let (_server, agent) = start(ProviderKind::OpenAi, script).await.unwrap();
+    let agent = agent
+        .with_hook_timeout(Duration::from_millis(50))
+        .before_tool(|call: ToolCall| async move {
+            if call.id == "c_panic" {
+                panic!("approval service exploded");
+            }
+            futures::future::pending::<()>().await;
+            ToolDecision::Approve
+        })
+        .after_turn(|_report: TurnReport| async move {
+            panic!("after-turn hook exploded");
+        });
+    let (events, error) = collect(&agent, request()).await;
+    assert!(error.is_none(), "{error:?}");
+    let failed: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::HookFailed { hook, message } => Some(format!("{hook}: {message}")),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        failed.contains(&"before_tool: the hook panicked: approval service exploded".to_owned()),
+        "{failed:?}"
+    );
+    assert!(
+        failed.contains(&"before_tool: the hook did not answer within 50ms".to_owned()),
+        "{failed:?}"
+    );
+    assert!(
+        failed.contains(&"after_turn: the hook panicked: after-turn hook exploded".to_owned()),
+        "{failed:?}"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::ToolStarted(_)))
+    );
+    let t = trace(&events);
+    assert!(
+        t.contains(&"turn 2 done, 0 results".to_owned()),
+        "the loop went on: {t:?}"
+    );
+}
+
+#[tokio::test]
+async fn stop_when_a_named_tool_is_called() {
+    let script = Script::new()
+        .then(MockReply::tool_calls([call(
+            "c1",
+            "get_weather",
+            r#"{"city":"Paris"}"#,
+        )]))
+        .then(MockReply::tool_calls([call(
+            "c2",
+            "final_answer",
+            r#"{"text":"sunny"}"#,
+        )]))
+        .then(MockReply::text("never asked"));
+    let registry = weather_registry();
+    registry
+        .register_fn(
+            "final_answer",
+            "ends",
+            json!({"type": "object"}),
+            |a| async move { Ok(a["text"].clone()) },
+        )
+        .unwrap();
+    let (server, agent) = start_with(ProviderKind::OpenAi, script, registry)
+        .await
+        .unwrap();
+    let agent = agent.with_stop(StopWhen::ToolCalled("final_answer".into()));
+    let mut stream = agent.run(request());
+    let mut events = Vec::new();
+    while let Some(e) = stream.next().await {
+        events.push(e.unwrap());
+    }
+    assert_eq!(
+        events.last(),
+        Some(&AgentEvent::Stopped(StopReason::ToolCalled(
+            "final_answer".into()
+        )))
+    );
+    let outcome = stream.finish().await.unwrap();
+    assert_eq!(outcome.turns, 2);
+    assert_eq!(
+        outcome.stopped,
+        Some(StopReason::ToolCalled("final_answer".into()))
+    );
+    // The named tool ran; its result is the last message; no third request.
+    let Some(Message::Tool(last)) = outcome.messages.last() else {
+        panic!("{:?}", outcome.messages.last())
+    };
+    assert_eq!(last.output, json!("sunny"));
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// A tool-call turn that reports `input` + `output` tokens.
+fn costly_turn(id: &str, input: u64, output: u64) -> MockReply {
+    let mut response = ChatResponse {
+        tool_calls: vec![call(id, "get_weather", r#"{"city":"Paris"}"#)],
+        finish_reason: FinishReason::ToolCalls,
+        ..ChatResponse::default()
+    };
+    response.usage = Some(Usage {
+        input_tokens: input,
+        output_tokens: output,
+        reasoning_tokens: None,
+    });
+    MockReply::Response(response)
+}
+
+#[tokio::test]
+async fn stop_on_a_token_or_time_budget() {
+    let script = Script::new()
+        .then(costly_turn("c1", 30, 10))
+        .then(costly_turn("c2", 45, 10))
+        .then(costly_turn("c3", 60, 10));
+    let (server, agent) = start(ProviderKind::OpenAi, script).await.unwrap();
+    let outcome = agent
+        .with_stop(StopWhen::TokenBudget(90))
+        .run(request())
+        .finish()
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome.stopped,
+        Some(StopReason::TokenBudget {
+            used: 95,
+            budget: 90
+        })
+    );
+    assert_eq!((outcome.turns, server.requests().len()), (2, 2));
+
+    let script = Script::new().then(costly_turn("c1", 1, 1)).repeat_last();
+    let (server, agent) = start(ProviderKind::OpenAi, script).await.unwrap();
+    let outcome = agent
+        .with_stop(StopWhen::TimeBudget(Duration::ZERO))
+        .run(request())
+        .finish()
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome.stopped, Some(StopReason::TimeBudget { .. })),
+        "{:?}",
+        outcome.stopped
+    );
+    assert_eq!((outcome.turns, server.requests().len()), (1, 1));
+}
+
+#[tokio::test]
+async fn after_turn_hook_stops_or_edits_the_next_request() {
+    // Stop after the first turn.
+    let script = Script::new()
+        .then(MockReply::tool_calls([call(
+            "c1",
+            "get_weather",
+            r#"{"city":"Paris"}"#,
+        )]))
+        .then(MockReply::text("never asked"));
+    let (server, agent) = start(ProviderKind::OpenAi, script).await.unwrap();
+    let outcome = agent
+        .after_turn(|_report: TurnReport| async { AfterTurn::Stop })
+        .run(request())
+        .finish()
+        .await
+        .unwrap();
+    assert_eq!(outcome.stopped, Some(StopReason::Hook));
+    assert_eq!(server.requests().len(), 1);
+
+    // Edit: a reminder after the tool turn, and a follow-up after the answer continues the run.
+    let script = Script::new()
+        .then(MockReply::tool_calls([call(
+            "c1",
+            "get_weather",
+            r#"{"city":"Paris"}"#,
+        )]))
+        .then(MockReply::text("Sunny in Paris."))
+        .then(MockReply::text("Bring sunglasses."));
+    let (server, agent) = start(ProviderKind::OpenAi, script).await.unwrap();
+    let agent = agent.after_turn(|report: TurnReport| async move {
+        let mut next = report.next;
+        match report.turn {
+            1 => {
+                assert_eq!(report.results.len(), 1);
+                next.messages.push(Message::user("Answer in one sentence."));
+                next.temperature = Some(0.0);
+                AfterTurn::Edit(Box::new(next))
+            }
+            2 => {
+                next.messages.push(Message::user("Any advice?"));
+                AfterTurn::Edit(Box::new(next))
+            }
+            _ => AfterTurn::Continue,
+        }
+    });
+    let outcome = agent.run(request()).finish().await.unwrap();
+    assert_eq!(outcome.turns, 3);
+    assert_eq!(outcome.stopped, None);
+    assert_eq!(outcome.response.text.as_deref(), Some("Bring sunglasses."));
+    let requests = server.requests();
+    let second = requests[1].body["messages"].as_array().unwrap();
+    assert_eq!(second.last().unwrap()["content"], "Answer in one sentence.");
+    assert_eq!(requests[1].body["temperature"], 0.0);
+    let third = requests[2].body["messages"].as_array().unwrap();
+    assert_eq!(third.last().unwrap()["content"], "Any advice?");
+    // The edits are the conversation.
+    assert!(
+        outcome
+            .messages
+            .iter()
+            .any(|m| m == &Message::user("Answer in one sentence."))
+    );
 }

@@ -4,9 +4,10 @@
 //!    time) decodes to the same events and response (or the same error) whether the body arrives
 //!    whole, cut in two at every byte, one byte at a time, or cut at random points biased towards
 //!    the middle of UTF-8 characters and `\r\n` pairs.
-//! 2. The events agree with the response: each call's argument deltas concatenate to its
-//!    `raw_arguments`, calls are completed only at the end of the turn (never while fragments
-//!    still arrive), and `Finish` carries the response's finish reason.
+//! 2. The events agree with the response: each call's argument deltas up to its completion
+//!    concatenate to its `raw_arguments` (text a wire sends after a call's end is kept as its
+//!    `late_arguments`), every call completes once before `Finish` (at the end of the turn, or
+//!    earlier where the wire marks its end), and `Finish` carries the response's finish reason.
 //! 3. Nothing panics: arbitrary bytes, arbitrary JSON payloads and random OpenAI-shaped chunk
 //!    sequences give `Ok` or a typed `Err`, the same for any chunking.
 //!
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use serde_json::{Map, Value, json};
+use toolwire::assemble::LATE_ARGUMENTS;
 use toolwire::conformance::{self, error_json};
 use toolwire::replay::{Replay, replay, replay_chunks};
 use toolwire::sse::{SseError, SseEvent, SseParser};
@@ -105,9 +107,9 @@ fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
     let Replay { events, response } = replay;
     let calls = &response.tool_calls;
     let mut raw: Vec<String> = vec![String::new(); calls.len()];
+    let mut late: Vec<String> = vec![String::new(); calls.len()];
     let mut started = vec![false; calls.len()];
     let mut completed = vec![false; calls.len()];
-    let mut first_complete = None;
     let mut finish = None;
     let slot = |index: usize, what: &str| {
         if index < calls.len() {
@@ -120,42 +122,50 @@ fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
         }
     };
     for (pos, event) in events.iter().enumerate() {
+        let call_event = matches!(
+            event,
+            StreamEvent::ToolCallStarted { .. }
+                | StreamEvent::ToolCallDelta { .. }
+                | StreamEvent::ToolCallComplete { .. }
+                | StreamEvent::Finish { .. }
+        );
+        if finish.is_some() && call_event {
+            return Err(format!("{name}: {event:?} after Finish"));
+        }
         match event {
             StreamEvent::ToolCallStarted { index, .. } => {
                 let i = slot(*index, "ToolCallStarted")?;
-                if started[i] || first_complete.is_some() {
-                    return Err(format!(
-                        "{name}: call {i} started twice or after completion"
-                    ));
+                if started[i] {
+                    return Err(format!("{name}: call {i} started twice"));
                 }
                 started[i] = true;
             }
             StreamEvent::ToolCallDelta { index, fragment } => {
                 let i = slot(*index, "ToolCallDelta")?;
-                if !started[i] || first_complete.is_some() {
+                if !started[i] {
                     return Err(format!(
-                        "{name}: argument delta for call {i} before its start or after a completion"
+                        "{name}: argument delta for call {i} before its start"
                     ));
                 }
-                raw[i].push_str(fragment);
+                // A wire that sends text for a call it already ended: kept apart.
+                let into = if completed[i] { &mut late } else { &mut raw };
+                into[i].push_str(fragment);
             }
             StreamEvent::ToolCallComplete { index, call } => {
                 let i = slot(*index, "ToolCallComplete")?;
                 if completed[i] {
                     return Err(format!("{name}: call {i} completed twice"));
                 }
-                if call != &calls[i] {
+                let mut final_call = calls[i].clone();
+                final_call.extra.remove(LATE_ARGUMENTS);
+                if call != &final_call {
                     return Err(format!(
                         "{name}: completed call {i} differs from the response"
                     ));
                 }
                 completed[i] = true;
-                first_complete.get_or_insert(pos);
             }
             StreamEvent::Finish { reason } => {
-                if finish.is_some() {
-                    return Err(format!("{name}: two Finish events"));
-                }
                 if reason != &response.finish_reason {
                     return Err(format!(
                         "{name}: Finish says {reason}, the response says {}",
@@ -179,14 +189,13 @@ fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
                 raw[i], call.raw_arguments
             ));
         }
-    }
-    // Calls are finalized together at the end of the turn, right before Finish.
-    if let (Some(first), Some(finish)) = (first_complete, finish)
-        && finish != first + calls.len()
-    {
-        return Err(format!(
-            "{name}: completions are not contiguous right before Finish"
-        ));
+        let kept = call.extra.get(LATE_ARGUMENTS).and_then(Value::as_str);
+        if kept.unwrap_or_default() != late[i] {
+            return Err(format!(
+                "{name}: call {i}: deltas after its completion {:?} are not kept ({kept:?})",
+                late[i]
+            ));
+        }
     }
     if finish.is_none() {
         return Err(format!("{name}: a decoded stream has no Finish event"));
@@ -537,10 +546,11 @@ mod stream;
 #[test]
 fn large_interleaved_arguments_are_byte_exact() {
     // 16 parallel calls, 4 KB of argument each, in 4-byte fragments that alternate between the
-    // calls: every argument comes out byte for byte, and chunking still does not matter.
+    // calls: every argument comes out byte for byte, and chunking still does not matter. Servers
+    // that interleave are OpenAI-compatible ones (OpenAI's own ends a call at the next index).
     let (calls, arg_len) = (16, 4 * 1024);
     let body = stream::interleaved_calls(calls, arg_len, 4);
-    let provider = toolwire::providers::openai::OpenAi::new();
+    let provider = toolwire::providers::openai::OpenAi::compatible();
     let whole = decode(&provider, [body.as_slice()]);
     let Outcome::Ok(r) = &whole else {
         panic!("the synthetic stream does not decode: {whole:?}");
@@ -553,4 +563,57 @@ fn large_interleaved_arguments_are_byte_exact() {
     check_events("interleaved", r).unwrap_or_else(|e| panic!("{e}"));
     let split = decode(&provider, body.chunks(1000));
     assert!(split == whole, "1000-byte chunks decode differently");
+}
+
+/// Where each call's `ToolCallComplete` and each call's `ToolCallStarted` come in the events.
+fn completion_order(provider: &dyn Provider, case: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(case)
+        .join("response.sse");
+    let body = std::fs::read(&path).expect("readable fixture");
+    let r = replay(provider, &body).expect("the fixture decodes");
+    r.events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCallStarted { index, .. } => Some(format!("start {index}")),
+            StreamEvent::ToolCallComplete { index, .. } => Some(format!("complete {index}")),
+            StreamEvent::Finish { .. } => Some("finish".to_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn calls_are_final_where_the_wire_ends_them() {
+    use toolwire::providers::gemini::Gemini;
+    use toolwire::providers::openai::OpenAi;
+    let order = |p: &dyn Provider, case: &str| completion_order(p, case).join(", ");
+    // OpenAI's own endpoint: a call is final when the next index starts.
+    assert_eq!(
+        order(&OpenAi::new(), "openai/stream_parallel_calls"),
+        "start 0, start 1, complete 0, complete 1, finish"
+    );
+    assert_eq!(
+        order(&OpenAi::new(), "openai/quirk_several_entries_one_chunk"),
+        "start 0, start 1, complete 0, start 2, complete 1, complete 2, finish"
+    );
+    // Any other OpenAI-compatible server: at the end of the turn.
+    assert_eq!(
+        order(
+            &OpenAi::compatible(),
+            "openai/quirk_several_entries_one_chunk"
+        ),
+        "start 0, start 1, start 2, complete 0, complete 1, complete 2, finish"
+    );
+    // Gemini: a whole call is final as it arrives; streamed arguments at their last piece.
+    assert_eq!(
+        order(&Gemini::new(), "gemini/quirk_parallel_one_per_chunk"),
+        "start 0, complete 0, start 1, complete 1, start 2, complete 2, finish"
+    );
+    let partial = order(&Gemini::new(), "gemini/quirk_partial_args");
+    assert!(
+        partial.starts_with("start 0, complete 0"),
+        "gemini/quirk_partial_args: {partial}"
+    );
 }

@@ -1,15 +1,16 @@
 //! `toolwire chat`: a live conversation with tool calls, streamed to the terminal.
 //!
 //! Text goes to standard output as it arrives; tool-call progress (name, argument fragments,
-//! the local result) goes to standard error. Two small demo tools run locally: `clock` and
+//! the local result and how long it took) goes to standard error: on a terminal as a live
+//! status line (see `view.rs`), otherwise as plain lines. Two small demo tools run locally: `clock` and
 //! `calculator`. A failure prints one line (never the key) and sets the exit status. When
 //! standard output is a closed pipe the command ends quietly with status 0, as the others do.
 //! With `--record`, a case that could not be written is a warning line on standard error; the
 //! conversation goes on.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 use futures::StreamExt;
@@ -20,6 +21,7 @@ use toolwire::{
 };
 
 use super::CliError;
+use super::view::{Live, elapsed};
 
 /// `toolwire chat`.
 #[derive(Debug, Args)]
@@ -104,59 +106,142 @@ async fn converse(
     max_turns: usize,
 ) -> Result<(), CliError> {
     let mut messages = vec![Message::user(prompt)];
-    let mut err = std::io::stderr();
+    // On a terminal: a live status line under the answer; otherwise plain progress lines.
+    let mut view = Progress {
+        live: (std::io::stdout().is_terminal() && std::io::stderr().is_terminal())
+            .then(|| Live::new(true)),
+        thinking: false,
+    };
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
     for _ in 0..max_turns {
         let req = ChatRequest::new(model, messages.clone()).with_tools(demo_tools());
         let mut stream = client.stream(&req).await.map_err(|e| classify(&e))?;
-        let mut thinking = false;
-        while let Some(event) = stream.next().await {
-            match event.map_err(|e| {
+        view.thinking = false;
+        loop {
+            let event = tokio::select! {
+                event = stream.next() => event,
+                _ = tick.tick(), if view.live.is_some() => {
+                    view.tick();
+                    continue;
+                }
+            };
+            let Some(event) = event else { break };
+            let event = event.map_err(|e| {
                 // The error is what matters here, even when standard output is gone.
+                view.finish();
                 let _ = writeln!(std::io::stdout());
                 classify(&e)
-            })? {
-                StreamEvent::TextDelta { text } => super::out_part(format_args!("{text}")),
-                StreamEvent::ReasoningDelta { text } => {
-                    if !thinking {
-                        let _ = write!(err, "[thinking] ");
-                        thinking = true;
-                    }
-                    let _ = write!(err, "{text}");
-                }
-                StreamEvent::ToolCallStarted { name, .. } => {
-                    let _ = write!(err, "\n[call] {name} ");
-                }
-                StreamEvent::ToolCallDelta { fragment, .. } => {
-                    let _ = write!(err, "{fragment}");
-                }
-                StreamEvent::ToolCallComplete { .. } => {
-                    let _ = writeln!(err);
-                }
-                _ => {}
-            }
+            })?;
+            view.event(&event);
         }
         let response = stream.finish().await.map_err(|e| classify(&e))?;
         if response.tool_calls.is_empty() {
-            outln!("");
+            view.end();
             return Ok(());
         }
         let calls = response.tool_calls.clone();
         messages.push(Message::Assistant(response.into()));
         for call in &calls {
+            let started = Instant::now();
             let result = run_tool(call);
             let shown = if result.is_error {
                 format!("error: {}", result.error.as_deref().unwrap_or("failed"))
             } else {
                 result.output.to_string()
             };
-            let _ = writeln!(err, "[result] {} = {shown}", call.name);
+            view.line(&format!(
+                "[result] {} = {shown} ({})",
+                call.name,
+                elapsed(started.elapsed())
+            ));
             messages.push(Message::Tool(result));
         }
     }
-    outln!("");
+    view.end();
     Err(CliError::Provider(format!(
         "no final answer after {max_turns} turns (--max-turns)"
     )))
+}
+
+/// Tool-call progress on standard error: a live view on a terminal, plain lines otherwise.
+struct Progress {
+    live: Option<Live>,
+    thinking: bool,
+}
+
+impl Progress {
+    fn event(&mut self, event: &StreamEvent) {
+        let mut err = std::io::stderr();
+        match (event, &mut self.live) {
+            (StreamEvent::TextDelta { text }, Some(live)) => live.inline(text),
+            (StreamEvent::TextDelta { text }, None) => super::out_part(format_args!("{text}")),
+            (StreamEvent::ReasoningDelta { text }, live) => {
+                let head = if self.thinking { "" } else { "[thinking] " };
+                self.thinking = true;
+                match live {
+                    Some(live) => live.inline_note(&format!("{head}{text}")),
+                    None => {
+                        let _ = write!(err, "{head}{text}");
+                    }
+                }
+            }
+            (StreamEvent::ToolCallStarted { index, name, .. }, Some(live)) => {
+                live.call_started(*index, name);
+            }
+            (StreamEvent::ToolCallStarted { name, .. }, None) => {
+                let _ = write!(err, "\n[call] {name} ");
+            }
+            (StreamEvent::ToolCallDelta { index, fragment }, Some(live)) => {
+                live.call_fragment(*index, fragment);
+            }
+            (StreamEvent::ToolCallDelta { fragment, .. }, None) => {
+                let _ = write!(err, "{fragment}");
+            }
+            (StreamEvent::ToolCallComplete { index, call }, Some(live)) => {
+                live.call_complete(
+                    *index,
+                    &format!("[call] {} {}", call.name, call.raw_arguments),
+                );
+            }
+            (StreamEvent::ToolCallComplete { .. }, None) => {
+                let _ = writeln!(err);
+            }
+            _ => {}
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        match &mut self.live {
+            Some(live) => live.line(text),
+            None => {
+                let _ = writeln!(std::io::stderr(), "{text}");
+            }
+        }
+    }
+
+    fn tick(&mut self) {
+        if let Some(live) = &mut self.live {
+            live.tick();
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(live) = &mut self.live {
+            live.finish();
+        }
+    }
+
+    /// The answer is over: its line ends.
+    fn end(&mut self) {
+        match &mut self.live {
+            Some(live) if live.is_inline() => live.finish(),
+            Some(live) => {
+                live.finish();
+                outln!("");
+            }
+            None => outln!(""),
+        }
+    }
 }
 
 fn demo_tools() -> Vec<ToolDefinition> {

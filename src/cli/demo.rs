@@ -7,7 +7,9 @@
 //! argument fragments arrive, every result, and the results in the wire JSON sent back.
 //! With `--provider P` and P's API key set, the same loop runs against the real API.
 
-use std::io::Write;
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use futures::StreamExt;
@@ -22,6 +24,7 @@ use toolwire::{
 };
 
 use super::CliError;
+use super::view::{Live, elapsed};
 
 /// `print!` that ends the process quietly when standard output is a closed pipe, like
 /// `outln!` does for whole lines.
@@ -107,7 +110,13 @@ async fn run(args: &DemoArgs) -> Result<(), CliError> {
 async fn offline(kind: ProviderKind, registry: ToolRegistry) -> Result<(), CliError> {
     use toolwire::mock::MockServer;
 
-    let server = MockServer::start(kind, mock_model())
+    // On a terminal the mock streams at a readable pace, so the arguments visibly fill in.
+    let pace = if std::io::stdout().is_terminal() {
+        Duration::from_millis(40)
+    } else {
+        Duration::ZERO
+    };
+    let server = MockServer::start(kind, mock_model(pace))
         .await
         .map_err(|e| CliError::from_error("mock provider", &e))?;
     let client = Client::builder(kind)
@@ -165,23 +174,36 @@ async fn drive(
         .map(|d| d.name)
         .collect();
     outln!("tools: {}", tools.join(", "));
-    outln!("(call arguments are printed as they stream; | marks a fragment boundary)");
+    let live = std::io::stdout().is_terminal();
+    if live {
+        outln!("(call arguments fill in on the status line as they stream)");
+    } else {
+        outln!("(call arguments are printed as they stream; | marks a fragment boundary)");
+    }
     outln!("\nuser> {PROMPT}");
     let agent = Agent::new(client.clone(), registry.clone()).with_max_turns(6);
     let request = ChatRequest::new(model, vec![Message::user(PROMPT)]);
     let mut stream = agent.run(request);
-    let mut printer = Printer::default();
+    let mut printer = Printer::new(live);
     let mut shown = Vec::new();
-    while let Some(item) = stream.next().await {
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        let item = tokio::select! {
+            item = stream.next() => item,
+            _ = tick.tick(), if printer.live.is_some() => {
+                printer.tick();
+                continue;
+            }
+        };
+        let Some(item) = item else { break };
         let event = item.map_err(|e| {
-            printer.line_break();
+            printer.finish();
             CliError::from_error("demo", &e)
         })?;
         printer.event(&event);
         if let AgentEvent::TurnDone { results, .. } = &event
             && !results.is_empty()
         {
-            printer.line_break();
             let messages = stream.messages();
             let wire = sent_back(client, model, &registry, messages)?;
             let noun = if results.len() == 1 {
@@ -189,16 +211,16 @@ async fn drive(
             } else {
                 "results"
             };
-            outln!(
+            printer.line(&format!(
                 "\nwire JSON sent back ({} {noun}, {} format):\n{}",
                 results.len(),
                 client.provider().info().kind,
                 pretty(&wire)
-            );
+            ));
             shown.push(wire);
         }
     }
-    printer.line_break();
+    printer.finish();
     let outcome = stream
         .finish()
         .await
@@ -261,11 +283,15 @@ fn summary(outcome: &AgentOutcome) {
     );
 }
 
-/// Prints events as they stream: text inline, call arguments fragment by fragment.
-#[derive(Default)]
+/// Prints events as they stream. On a terminal: a live status line (the call whose arguments
+/// are streaming, a spinner while tools run) under permanent lines. Otherwise plain lines: text
+/// inline, call arguments fragment by fragment. Tool runs and turns carry their elapsed times.
 struct Printer {
-    /// Where the cursor is: mid-line in text, or in the arguments of call `index`.
+    /// Where the cursor is (plain output): mid-line in text, or in the arguments of a call.
     open: Open,
+    live: Option<Live>,
+    tools: HashMap<String, Instant>,
+    turn_start: Instant,
 }
 
 #[derive(Default, PartialEq)]
@@ -277,30 +303,79 @@ enum Open {
 }
 
 impl Printer {
+    fn new(live: bool) -> Self {
+        Self {
+            open: Open::Nothing,
+            live: live.then(|| Live::new(false)),
+            tools: HashMap::new(),
+            turn_start: Instant::now(),
+        }
+    }
+
     fn line_break(&mut self) {
-        if self.open != Open::Nothing {
+        if let Some(live) = &mut self.live {
+            live.end_inline();
+        } else if self.open != Open::Nothing {
             outln!("");
             self.open = Open::Nothing;
         }
     }
 
+    /// A permanent line.
+    fn line(&mut self, text: &str) {
+        self.line_break();
+        match &mut self.live {
+            Some(live) => live.line(text),
+            None => outln!("{text}"),
+        }
+    }
+
+    fn tick(&mut self) {
+        if let Some(live) = &mut self.live {
+            live.tick();
+        }
+    }
+
+    fn finish(&mut self) {
+        self.line_break();
+        if let Some(live) = &mut self.live {
+            live.finish();
+        }
+    }
+
     fn event(&mut self, event: &AgentEvent) {
         match event {
-            AgentEvent::Model(StreamEvent::TextDelta { text }) => {
-                if self.open != Open::Text {
-                    self.line_break();
-                    out_inline!("model> ");
-                    self.open = Open::Text;
+            AgentEvent::Model(StreamEvent::TextDelta { text }) => match &mut self.live {
+                Some(live) => {
+                    if !live.is_inline() {
+                        live.inline("model> ");
+                    }
+                    live.inline(text);
                 }
-                out_inline!("{text}");
-            }
+                None => {
+                    if self.open != Open::Text {
+                        self.line_break();
+                        out_inline!("model> ");
+                        self.open = Open::Text;
+                    }
+                    out_inline!("{text}");
+                }
+            },
             AgentEvent::Model(StreamEvent::ToolCallStarted { index, id, name }) => {
                 self.line_break();
+                if let Some(live) = &mut self.live {
+                    live.call_started(*index, name);
+                    return;
+                }
                 let id = id.as_deref().unwrap_or("id pending");
                 out_inline!("call [{index}] {name} ({id}) args: ");
                 self.open = Open::Call(*index);
             }
             AgentEvent::Model(StreamEvent::ToolCallDelta { index, fragment }) => {
+                if let Some(live) = &mut self.live {
+                    live.call_fragment(*index, fragment);
+                    return;
+                }
                 if self.open != Open::Call(*index) {
                     self.line_break();
                     out_inline!("call [{index}] args: ");
@@ -308,45 +383,69 @@ impl Printer {
                 }
                 out_inline!("{fragment}|");
             }
-            AgentEvent::Model(StreamEvent::ToolCallComplete { call, .. }) => {
-                self.line_break();
-                outln!(
+            AgentEvent::Model(StreamEvent::ToolCallComplete { index, call }) => {
+                let summary = format!(
                     "  assembled {}: {}",
                     describe_call(call),
                     call.raw_arguments
                 );
+                match &mut self.live {
+                    Some(live) => live.call_complete(*index, &summary),
+                    None => self.line(&summary),
+                }
             }
             AgentEvent::Model(StreamEvent::Finish { reason }) => {
-                self.line_break();
-                outln!("  finish: {reason}");
+                self.line(&format!("  finish: {reason}"));
             }
             AgentEvent::Model(_) => {}
             AgentEvent::ToolStarted(call) => {
-                self.line_break();
-                outln!("run  {} ({})", call.name, call.id);
+                self.tools.insert(call.id.clone(), Instant::now());
+                self.line(&format!("run  {} ({})", call.name, call.id));
+                if let Some(live) = &mut self.live {
+                    live.tool_started(&call.id, &call.name);
+                }
             }
             AgentEvent::ToolFinished(result) => {
-                self.line_break();
-                if result.is_error {
-                    outln!(
-                        "  <- {} ({}) error: {}",
+                if let Some(live) = &mut self.live {
+                    live.tool_finished(&result.call_id);
+                }
+                let took = self
+                    .tools
+                    .remove(&result.call_id)
+                    .map_or_else(String::new, |t| format!(" ({})", elapsed(t.elapsed())));
+                let line = if result.is_error {
+                    format!(
+                        "  <- {} ({}) error: {}{took}",
                         result.name,
                         result.call_id,
                         result.error.as_deref().unwrap_or("")
-                    );
+                    )
                 } else {
-                    outln!(
-                        "  <- {} ({}) ok: {}",
-                        result.name,
-                        result.call_id,
-                        result.output
-                    );
-                }
+                    format!(
+                        "  <- {} ({}) ok: {}{took}",
+                        result.name, result.call_id, result.output
+                    )
+                };
+                self.line(&line);
+            }
+            AgentEvent::ToolDenied { call, message } => {
+                self.line(&format!("  denied {} ({}): {message}", call.name, call.id));
+            }
+            AgentEvent::ToolRewritten { call, original } => {
+                self.line(&format!(
+                    "  rewritten {} ({}): {original} -> {}",
+                    call.name, call.id, call.raw_arguments
+                ));
+            }
+            AgentEvent::HookFailed { hook, message } => {
+                self.line(&format!("  hook {hook} failed: {message}"));
             }
             AgentEvent::TurnDone { turn, .. } => {
-                self.line_break();
-                outln!("-- turn {turn} done");
+                let took = elapsed(self.turn_start.elapsed());
+                self.line(&format!("-- turn {turn} done ({took})"));
+                self.turn_start = Instant::now();
             }
+            AgentEvent::Stopped(reason) => self.line(&format!("-- stopped: {reason}")),
             _ => {}
         }
     }
@@ -535,7 +634,8 @@ pub(super) fn demo_tools() -> toolwire::Result<ToolRegistry> {
 
 /// The mock model: three turns, its final answer built from the same data the tools use.
 #[cfg(feature = "mock")]
-fn mock_model() -> toolwire::mock::Script {
+/// The scripted model; `pace` spaces its stream events so a terminal shows them forming.
+fn mock_model(pace: Duration) -> toolwire::mock::Script {
     use toolwire::mock::{MockReply, Script};
 
     let turn = |text: Option<&str>, calls: Vec<ToolCall>| {
@@ -546,7 +646,7 @@ fn mock_model() -> toolwire::mock::Script {
             ..ChatResponse::default()
         };
         r.settle_finish_reason();
-        MockReply::from(r)
+        MockReply::from(r).delay(pace)
     };
     let answer = match (
         weather("Paris", None),

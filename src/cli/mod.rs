@@ -14,6 +14,7 @@ mod chat;
 mod demo;
 mod offline;
 mod realtime;
+mod view;
 
 use std::process::ExitCode;
 

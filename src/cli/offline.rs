@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::Value;
 use toolwire::conformance::{self, Mode, Outcome};
+use toolwire::partial_json::{ArgumentEvent, CallArguments};
 use toolwire::{ChatRequest, ProviderKind, SchemaMode, ToolDefinition, provider_for};
 
 use super::CliError;
@@ -22,6 +23,12 @@ pub(crate) struct ReplayArgs {
     /// Print the stream events (one JSON object per line) before the response.
     #[arg(long)]
     events: bool,
+    /// With --events: after each argument fragment, what it did to the arguments' structure
+    /// (`{"type": "tool_call_arguments", "index", "event", "pointer", …}` lines: a value started,
+    /// string text appended, a scalar completed, a container closed, or where the text stopped
+    /// being JSON).
+    #[arg(long, requires = "events")]
+    partial_json: bool,
     /// The canonical request the body answers: tool names it mapped for the wire (e.g.
     /// `weather.get` sent as `weather_get`) are mapped back.
     #[arg(long, value_name = "REQUEST")]
@@ -110,6 +117,15 @@ fn provider(kind: ProviderKind) -> Result<Box<dyn toolwire::Provider>, CliError>
     provider_for(kind).map_err(|e| CliError::Input(e.to_string()))
 }
 
+/// One `--partial-json` line: the call's argument event, tagged like the stream events.
+#[derive(serde::Serialize)]
+struct ArgumentsLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(flatten)]
+    event: &'a ArgumentEvent,
+}
+
 pub(crate) fn replay(args: &ReplayArgs) -> Result<(), CliError> {
     let kind = match args.provider {
         ProviderArg::Realtime(k) => {
@@ -150,8 +166,21 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), CliError> {
     match result {
         Ok(replay) => {
             if args.events {
+                let mut calls = args.partial_json.then(CallArguments::new);
+                let mut structure = Vec::new();
                 for event in &replay.events {
                     outln!("{}", serde_json::to_string(event).unwrap_or_default());
+                    let Some(calls) = calls.as_mut() else {
+                        continue;
+                    };
+                    calls.observe(event, &mut structure);
+                    for event in structure.drain(..) {
+                        let line = ArgumentsLine {
+                            kind: "tool_call_arguments",
+                            event: &event,
+                        };
+                        outln!("{}", serde_json::to_string(&line).unwrap_or_default());
+                    }
                 }
             }
             print_json(&replay.response);

@@ -45,6 +45,7 @@ pub const GLM: Dialect = Dialect {
     empty_content_as_string: true,
     exclusive_with_tools: &[],
     check_property_keys: false,
+    calls_end_at_next_index: false,
     #[cfg(feature = "mock")]
     response: ResponseShape {
         role: DeltaRole::EveryDelta("assistant"),

@@ -39,6 +39,7 @@ pub const QWEN: Dialect = Dialect {
     empty_content_as_string: true,
     exclusive_with_tools: &["enable_search"],
     check_property_keys: false,
+    calls_end_at_next_index: false,
     // Research 3.3 and 3.4 (the Alibaba doc example, pattern B, and the recorded qwen-max
     // stream, pattern A); fixtures `qwen/stream_single_call`, `qwen/single_call`.
     #[cfg(feature = "mock")]

@@ -40,6 +40,7 @@ pub const STEPFUN: Dialect = Dialect {
     empty_content_as_string: false,
     exclusive_with_tools: &[],
     check_property_keys: true,
+    calls_end_at_next_index: false,
     // The chat/streaming doc example (platform.stepfun.ai, api-reference/chat/streaming):
     // `role: ""`, `content: ""` and `finish_reason: ""` on running chunks, running usage
     // totals on every chunk; fixture

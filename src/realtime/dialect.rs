@@ -750,7 +750,7 @@ fn done(
     let Some(open) = state.open.as_mut() else {
         return;
     };
-    if open.turn.is_call_completed(position) {
+    if open.turn.completed_call(position).is_some() {
         // The item's own `done` after `.done`: a repeat.
         return passthrough(event.clone(), out);
     }
@@ -791,7 +791,8 @@ fn done(
         forward(index, events, out);
         return stale(state, event.clone(), out);
     }
-    let ready = open.turn.complete_call(position, &mut events);
+    open.turn.complete_call(position, &mut events);
+    let ready = open.turn.completed_call(position).cloned();
     forward(index, events, out);
     if let Some(ready) = ready {
         state.ready(index, 0, ready, out);

@@ -304,9 +304,8 @@ fn tool_call(state: &mut State, call: &Value, out: &mut Vec<RealtimeEvent>) {
         let position =
             open.turn
                 .whole_call(Some(id), names.canonical(name), &args, extra, &mut events);
-        if let Some(c) = open.turn.complete_call(position, &mut events) {
-            ready.push(c);
-        }
+        open.turn.complete_call(position, &mut events);
+        ready.extend(open.turn.completed_call(position).cloned());
     }
     forward(index, events, out);
     for c in ready {

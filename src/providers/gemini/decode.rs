@@ -213,7 +213,9 @@ impl Decoder {
                 Value::String(signature.to_owned()),
             );
         }
-        self.turn.whole_call(id, name, &raw, extra, out);
+        // A whole call is final as it arrives: it can run while the turn goes on.
+        let position = self.turn.whole_call(id, name, &raw, extra, out);
+        self.turn.complete_call(position, out);
         Ok(())
     }
 
@@ -232,7 +234,12 @@ impl Decoder {
         }
         self.partials(call, out)?;
         if !continues {
-            self.close_open(out);
+            // The piece that does not say more will follow ends the call: it is final here.
+            if let Some(open) = &self.open {
+                let position = usize::try_from(open.index).unwrap_or(usize::MAX);
+                self.close_open(out);
+                self.turn.complete_call(position, out);
+            }
         }
         Ok(())
     }

@@ -70,6 +70,7 @@ fn apply_delta(dialect: &Dialect, turn: &mut Turn, delta: &Delta, out: &mut Vec<
             Some(text) if text.starts_with('"') => serde_json::from_str::<Cow<'_, str>>(text).ok(),
             Some(object) => Some(Cow::Borrowed(object)),
         };
+        let calls = turn.call_count();
         turn.fragment(
             position,
             Fragment {
@@ -80,6 +81,10 @@ fn apply_delta(dialect: &Dialect, turn: &mut Turn, delta: &Delta, out: &mut Vec<
             },
             out,
         );
+        let indexed = call.index.is_some_and(|i| i >= 0);
+        if dialect.calls_end_at_next_index && indexed && turn.call_count() > calls {
+            turn.complete_calls_before(calls, out);
+        }
     }
 }
 

@@ -63,6 +63,17 @@ pub struct Dialect {
     /// are [`crate::Error::Unsupported`] naming the key (StepFun, fixture
     /// `stepfun/quirk_property_key_rule`).
     pub check_property_keys: bool,
+    /// A call is final once a fragment at a later `index` starts another call, so its
+    /// `ToolCallComplete` comes then and an agent can run it before the turn ends; otherwise
+    /// calls are final at the end of the turn. On for OpenAI's own endpoint: its SDK reports
+    /// `tool_calls.function.arguments.done` ("emitted when a function tool call's arguments are
+    /// complete") when the next index appears
+    /// (<https://github.com/openai/openai-python/blob/e43b422412a9e96c9cc5192c61fffbe2d7e04836/src/openai/lib/streaming/chat/_completions.py#L596-L635>,
+    /// `helpers.md`), fixture `openai/stream_parallel_calls`. Off where nothing says so:
+    /// compatible servers interleave fragments of several indexes
+    /// (<https://github.com/QwenLM/Qwen-Agent/pull/943>) or jump between indexes
+    /// (<https://github.com/dirac-run/dirac/pull/215>).
+    pub calls_end_at_next_index: bool,
     /// How this wire's server writes its answers, for the mock provider (only with the `mock`
     /// feature: decoding never looks at it).
     #[cfg(feature = "mock")]
@@ -169,6 +180,7 @@ pub const OPENAI: Dialect = Dialect {
     empty_content_as_string: false,
     exclusive_with_tools: &[],
     check_property_keys: false,
+    calls_end_at_next_index: true,
     #[cfg(feature = "mock")]
     response: super::respond::OPENAI_RESPONSE,
 };
@@ -179,5 +191,6 @@ pub const OPENAI: Dialect = Dialect {
 pub const OPENAI_COMPATIBLE: Dialect = Dialect {
     max_tokens_field: "max_tokens",
     echo_reasoning: Some("reasoning_content"),
+    calls_end_at_next_index: false,
     ..OPENAI
 };

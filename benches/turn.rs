@@ -1,0 +1,68 @@
+//! toolwire's turn reader beside the floor (`benches/support/floor.rs`: memchr lines, borrowed
+//! serde structs, appended arguments) on the same generated OpenAI streams:
+//!
+//! - `one_call/144k`, `one_call/288k`: one call whose arguments (~144 KB, then twice that) are
+//!   streamed in 4-character fragments (~7 and ~14 MB of SSE);
+//! - `16_calls/8k`, `16_calls/16k`: 16 parallel calls of 8 KB (then 16 KB) each, their
+//!   fragments interleaved chunk by chunk.
+//!
+//! `toolwire` reads through `replay::replay_reader` with events dropped, as `toolwire replay`
+//! does. Run: `cargo bench --bench turn -- --warm-up-time 1 --measurement-time 3`. The
+//! whole-process comparison (time and peak memory of `toolwire replay` against the floor as a
+//! program) is `benches/replay_vs_floor.sh`.
+
+#[path = "support/floor.rs"]
+mod floor;
+#[path = "../tests/support/stream.rs"]
+mod stream;
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use toolwire::providers::openai::OpenAi;
+use toolwire::replay::replay_reader;
+
+/// The workloads: (group, label, calls, argument bytes per call).
+pub const WORKLOADS: [(&str, &str, usize, usize); 4] = [
+    ("one_call", "144k", 1, 144 * 1024),
+    ("one_call", "288k", 1, 288 * 1024),
+    ("16_calls", "8k", 16, 8 * 1024),
+    ("16_calls", "16k", 16, 16 * 1024),
+];
+
+fn toolwire_args(provider: &OpenAi, body: &[u8]) -> usize {
+    match replay_reader(provider, None, body, false) {
+        Ok(r) => r
+            .response
+            .tool_calls
+            .iter()
+            .map(|c| c.raw_arguments.len())
+            .sum(),
+        Err(e) => panic!("bench input does not decode: {e}"),
+    }
+}
+
+fn floor_args(body: &[u8]) -> usize {
+    floor::floor(body).iter().map(String::len).sum()
+}
+
+fn against_the_floor(c: &mut Criterion) {
+    let provider = OpenAi::new();
+    for (group, label, calls, arg_len) in WORKLOADS {
+        let body = stream::interleaved_calls(calls, arg_len, 4);
+        assert_eq!(floor_args(&body), toolwire_args(&provider, &body));
+        let mut g = c.benchmark_group(group);
+        g.sample_size(10);
+        g.throughput(Throughput::Bytes(body.len() as u64));
+        g.bench_with_input(BenchmarkId::new("floor", label), &body, |b, body| {
+            b.iter(|| floor_args(black_box(body)));
+        });
+        g.bench_with_input(BenchmarkId::new("toolwire", label), &body, |b, body| {
+            b.iter(|| toolwire_args(&provider, black_box(body)));
+        });
+        g.finish();
+    }
+}
+
+criterion_group!(benches, against_the_floor);
+criterion_main!(benches);
