@@ -834,8 +834,10 @@ impl Stream for AgentStream {
                 }
                 continue;
             }
-            if let End::Done(Err(_)) = &this.end
-                && let End::Done(Err(e)) = std::mem::replace(&mut this.end, End::Finished)
+            if let End::Done(result) = &this.end
+                && result.is_err()
+                && let End::Done(result) = std::mem::replace(&mut this.end, End::Finished)
+                && let Err(e) = result
             {
                 let turns = match &e {
                     Error::MaxTurns(n) => Some(*n),

@@ -6,8 +6,10 @@
 //! - fragments are keyed by wire `index`; a missing or negative index falls back to a non-empty
 //!   id, else to the fragment's position in its chunk (which continues the call last seen at
 //!   that position without an index);
-//! - a new non-empty id (or a different non-empty name) at a key holding another call starts a
-//!   new call;
+//! - a new non-empty id that comes with a name (or a different non-empty name) at a key holding
+//!   another call starts a new call; a new id without a name continues the call (a server that
+//!   sends a fresh id on every fragment);
+//! - a call without a name is never complete (see [`ToolCall::new`]);
 //! - `""`/null id and name mean absent, and a repeated id or name is never concatenated;
 //! - calls are finalized at the end of the turn, never because the buffer parses; a wire that
 //!   marks a call's end finalizes it there ([`Turn::complete_call`]), so an agent can run it while
@@ -71,6 +73,7 @@ pub struct Turn {
     keys: HashMap<Key, usize>,
     usage: Option<Usage>,
     finish: Option<FinishReason>,
+    raw_finish: Option<String>,
     finalized: Option<Vec<ToolCall>>,
     extra: Map<String, Value>,
     /// Calls the wire already marked final, by position (see [`Turn::complete_call`]).
@@ -95,6 +98,7 @@ impl Turn {
             keys: HashMap::new(),
             usage: None,
             finish: None,
+            raw_finish: None,
             finalized: None,
             extra: Map::new(),
             early: HashMap::new(),
@@ -162,9 +166,18 @@ impl Turn {
             },
         };
         let indexed = matches!(key, Key::Index(_));
-        let existing = self.keys.get(&key).copied().filter(|&slot| {
+        let mut existing = self.keys.get(&key).copied();
+        if existing.is_none() && !indexed && id.is_some() && name.is_none() {
+            // An unknown id without a name and without a usable index: a continuation carrying a
+            // fresh id, like the indexed case below; it continues the call last seen here.
+            existing = self.keys.get(&Key::Position(position)).copied();
+        }
+        let existing = existing.filter(|&slot| {
             let s = &self.slots[slot];
-            let new_id = matches!((id, &s.id), (Some(a), Some(b)) if a != b);
+            // A new id starts a new call only when it comes with a name (Ollama sends each call
+            // whole at index 0); without one it is a continuation that carries a fresh id
+            // (GLM-4's own server sends a new id on every fragment).
+            let new_id = matches!((id, &s.id), (Some(a), Some(b)) if a != b) && name.is_some();
             let new_name =
                 matches!(name, Some(n) if !s.name.is_empty() && n != s.name) && id.is_none();
             !(new_id || new_name)
@@ -330,11 +343,14 @@ impl Turn {
     }
 
     /// The turn ended with `reason`: finalizes every call (once; a repeated finish is ignored)
-    /// and emits their `ToolCallComplete` events and `Finish`.
-    pub fn finish(&mut self, reason: FinishReason, out: &mut Vec<StreamEvent>) {
+    /// and emits their `ToolCallComplete` events and `Finish`. `raw` is the provider's own
+    /// finish value, verbatim, kept as the response's `raw_finish_reason` (`None` when the wire
+    /// sent none, e.g. a turn ended by `[DONE]`).
+    pub fn finish(&mut self, reason: FinishReason, raw: Option<&str>, out: &mut Vec<StreamEvent>) {
         if self.finalized.is_some() {
             return;
         }
+        self.raw_finish = raw.map(str::to_owned);
         let cut_short = !reason.is_normal_end();
         let calls = self.finalize_calls(cut_short, out);
         let mut reason = reason;
@@ -423,6 +439,7 @@ impl Turn {
             reasoning: (!self.reasoning.is_empty()).then(|| std::mem::take(&mut self.reasoning)),
             tool_calls: self.finalized.take().unwrap_or_default(),
             finish_reason: self.finish.take().unwrap_or(FinishReason::Error),
+            raw_finish_reason: self.raw_finish.take(),
             usage: self.usage,
             extra: std::mem::take(&mut self.extra),
         }
@@ -446,13 +463,15 @@ impl Turn {
     }
 
     /// Ends the turn as if the stream was over (for providers whose end of stream is the
-    /// terminal signal, e.g. Gemini): finishes with `reason` if no finish came, then ends.
+    /// terminal signal, e.g. Gemini): finishes with `reason` (and the wire's `raw` value) if no
+    /// finish came, then ends.
     pub fn end_with(
         &mut self,
         reason: FinishReason,
+        raw: Option<&str>,
         out: &mut Vec<StreamEvent>,
     ) -> Result<ChatResponse> {
-        self.finish(reason, out);
+        self.finish(reason, raw, out);
         self.end(out)
     }
 
@@ -506,7 +525,7 @@ mod tests {
             );
         }
         PROBES.with(|p| p.set(0));
-        t.finish(FinishReason::ToolCalls, &mut out);
+        t.finish(FinishReason::ToolCalls, Some("tool_calls"), &mut out);
         let probes = PROBES.with(std::cell::Cell::get);
         let r = t.end(&mut out).unwrap();
         assert!(probes <= 2 * n as usize, "{probes} probes for {n} calls");
@@ -537,12 +556,66 @@ mod tests {
         t.fragment(0, frag(Some(0), Some("a"), Some("f"), "{\"x\":"), &mut out);
         t.fragment(0, frag(Some(0), Some(""), None, "1}"), &mut out);
         t.fragment(0, frag(Some(0), Some("b"), Some("g"), "{}"), &mut out);
-        t.finish(FinishReason::Stop, &mut out);
+        t.finish(FinishReason::Stop, Some("stop"), &mut out);
         let r = t.end(&mut out).unwrap();
         assert_eq!(r.tool_calls.len(), 2);
         assert_eq!(r.tool_calls[0].raw_arguments, "{\"x\":1}");
         assert_eq!(r.tool_calls[1].name, "g");
         assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(
+            r.raw_finish_reason.as_deref(),
+            Some("stop"),
+            "the wire's value"
+        );
+    }
+
+    #[test]
+    fn a_fresh_id_without_a_name_continues_the_call() {
+        // GLM-4's openai_api_server.py: index 0, the name only on the first fragment, a new id
+        // on every fragment.
+        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut out = Vec::new();
+        t.fragment(0, frag(Some(0), Some("a"), Some("f"), "{\"x\":"), &mut out);
+        t.fragment(0, frag(Some(0), Some("b"), None, "\"y"), &mut out);
+        t.fragment(0, frag(Some(0), Some("c"), None, "z\"}"), &mut out);
+        // Without an index the same holds at the fragment's position.
+        t.fragment(1, frag(None, Some("d"), Some("g"), "{\"q\":"), &mut out);
+        t.fragment(1, frag(None, Some("e"), None, "1}"), &mut out);
+        // A new id that comes with a name is a new call, even with the same name (Ollama).
+        t.fragment(0, frag(Some(0), Some("h"), Some("f"), "{}"), &mut out);
+        t.finish(FinishReason::ToolCalls, Some("tool_calls"), &mut out);
+        let r = t.end(&mut out).unwrap();
+        let calls: Vec<_> = r
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.raw_arguments.as_str()))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("a", "f", "{\"x\":\"yz\"}"),
+                ("d", "g", "{\"q\":1}"),
+                ("h", "f", "{}")
+            ]
+        );
+        assert!(r.tool_calls.iter().all(ToolCall::is_complete));
+    }
+
+    #[test]
+    fn a_call_without_a_name_is_never_complete() {
+        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut out = Vec::new();
+        t.fragment(0, frag(Some(1), None, None, "{}"), &mut out);
+        t.finish(FinishReason::Stop, Some("stop"), &mut out);
+        let r = t.end(&mut out).unwrap();
+        let call = &r.tool_calls[0];
+        assert!(!call.is_complete());
+        assert_eq!(call.raw_arguments, "{}");
+        assert_eq!(call.arguments, None);
+        let err = call.error.as_ref().unwrap();
+        assert_eq!(err.kind, ArgumentsErrorKind::Malformed);
+        assert!(err.message.contains("no name"), "{err}");
+        assert_eq!(r.finish_reason, FinishReason::Stop, "no runnable call");
     }
 
     #[test]
@@ -552,7 +625,7 @@ mod tests {
         t.fragment(0, frag(Some(-1), None, Some("f"), "{}"), &mut out);
         t.fragment(1, frag(Some(-1), None, Some("g"), "{}"), &mut out);
         t.fragment(2, frag(None, Some("call_0"), Some("h"), "{}"), &mut out);
-        t.finish(FinishReason::ToolCalls, &mut out);
+        t.finish(FinishReason::ToolCalls, Some("tool_calls"), &mut out);
         let r = t.end(&mut out).unwrap();
         let ids: Vec<_> = r.tool_calls.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["call_1", "call_2", "call_0"]);
@@ -570,7 +643,7 @@ mod tests {
         t.fragment(0, frag(Some(-1), None, None, "{\"x\":"), &mut out);
         t.fragment(0, frag(Some(-1), None, None, "1}"), &mut out);
         t.fragment(0, frag(Some(0), Some("b"), Some("g"), "{}"), &mut out);
-        t.finish(FinishReason::ToolCalls, &mut out);
+        t.finish(FinishReason::ToolCalls, Some("tool_calls"), &mut out);
         let r = t.end(&mut out).unwrap();
         assert_eq!(r.tool_calls.len(), 2);
         assert_eq!(r.tool_calls[0].id, "a");
@@ -588,7 +661,7 @@ mod tests {
         t.complete_call(0, &mut out);
         let done = t.completed_call(0).cloned().unwrap();
         assert!(done.is_complete());
-        t.finish(FinishReason::Stop, &mut out);
+        t.finish(FinishReason::Stop, None, &mut out);
         let r = t.end(&mut out).unwrap();
         assert_eq!(r.tool_calls[0], done);
         // `{}` parses, but call b never got its end event.
@@ -606,7 +679,7 @@ mod tests {
             frag(Some(0), Some("a"), Some("f"), "{\"x\":\"ab"),
             &mut out,
         );
-        t.finish(FinishReason::Length, &mut out);
+        t.finish(FinishReason::Length, Some("length"), &mut out);
         let r = t.end(&mut out).unwrap();
         assert_eq!(r.finish_reason, FinishReason::Length);
         let err = r.tool_calls[0].error.as_ref().unwrap();
@@ -621,6 +694,7 @@ mod tests {
         let err = t.end(&mut out).unwrap_err();
         let partial = err.partial().unwrap();
         assert_eq!(partial.tool_calls[0].raw_arguments, "{\"x\":1}");
+        assert_eq!(partial.raw_finish_reason, None, "the wire sent none");
     }
 
     #[test]
@@ -648,7 +722,7 @@ mod tests {
         assert!(early[0].1.is_complete());
         // A misbehaving wire adds text to the ended call; the turn is then cut short.
         t.fragment(0, frag(Some(0), None, None, " "), &mut out);
-        t.finish(FinishReason::Length, &mut out);
+        t.finish(FinishReason::Length, Some("length"), &mut out);
         let r = t.end(&mut out).unwrap();
         assert_eq!(r.tool_calls[0].raw_arguments, "{\"x\":1}");
         assert!(

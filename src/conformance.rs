@@ -14,7 +14,7 @@ pub use crate::fixture::{
 };
 use crate::provider::{HttpRequest, Provider, ProviderKind};
 use crate::providers::provider_for_base_url;
-use crate::types::{ChatRequest, ToolDefinition};
+use crate::types::{ChatRequest, Message, ToolDefinition};
 
 /// One comparison's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -293,15 +293,71 @@ fn decode_case(
     Ok(golden_json(&decode_body(provider, request, &body, status)))
 }
 
+/// A schema case: the tool goes out the way users send it, in a request through
+/// [`Provider::encode`], and the golden is the parameters schema read back from that wire body
+/// (or `encode`'s error). [`Provider::encode_parameters`] (what `toolwire schema` prints) must
+/// agree: the same schema, or an error too. So both paths are checked by every schema case.
 fn schema_case(provider: &dyn Provider, path: &Path, meta: &Meta) -> Result<Value> {
     let parameters = read_json(path)?;
     let tool = ToolDefinition::new("schema", "")?
         .with_parameters(parameters)?
         .with_strict(meta.strict.unwrap_or(false));
-    Ok(match provider.encode_parameters(&tool, meta.schema_mode) {
-        Ok(v) => v,
-        Err(e) => error_json(&e),
-    })
+    let mut request = ChatRequest::new("schema-check", vec![Message::user("schema check")]);
+    request.tools = vec![tool.clone()];
+    request.schema_mode = meta.schema_mode;
+    let mismatch = |what: String| Error::input(path.display().to_string(), what);
+    match (
+        provider.encode(&request, false),
+        provider.encode_parameters(&tool, meta.schema_mode),
+    ) {
+        (Err(sent), Err(_)) => Ok(error_json(&sent)),
+        (Err(sent), Ok(_)) => Err(mismatch(format!(
+            "encode refuses the tool ({sent}) but encode_parameters accepts it"
+        ))),
+        (Ok(_), Err(lowered)) => Err(mismatch(format!(
+            "encode sends the tool but encode_parameters refuses it ({lowered})"
+        ))),
+        (Ok(http), Ok(lowered)) => {
+            sent_parameters(&http.body, &tool.name, &lowered).ok_or_else(|| {
+                mismatch(format!(
+                    "the wire body does not carry the schema encode_parameters gives ({lowered})"
+                ))
+            })
+        }
+    }
+}
+
+/// The parameters schema the body sends for the tool named `name`: the entry of its
+/// declaration (the object whose `name` is the tool's) identical to `expected`; `null` when
+/// `expected` is `null` and the declaration sends no schema object at all.
+fn sent_parameters(body: &Value, name: &str, expected: &Value) -> Option<Value> {
+    let mut stack = vec![body];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Object(map) => {
+                if map.get("name").and_then(Value::as_str) == Some(name) {
+                    if expected.is_null() && !map.values().any(Value::is_object) {
+                        return Some(Value::Null);
+                    }
+                    if let Some(found) = map.values().find(|v| identical(v, expected)) {
+                        return Some(found.clone());
+                    }
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The canonical serialization of a golden: `serde_json`'s pretty printing (two-space indent,
+/// keys in the order the value holds them) plus a final newline. Goldens are compared as these
+/// bytes, so a golden whose keys are reordered (or reformatted) fails: key order is part of
+/// what a wire body is.
+pub fn canonical_text(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
 }
 
 pub(crate) fn check_golden(golden: &Path, actual: Result<Value>, mode: Mode) -> Outcome {
@@ -309,41 +365,42 @@ pub(crate) fn check_golden(golden: &Path, actual: Result<Value>, mode: Mode) -> 
         Ok(v) => v,
         Err(e) => return Outcome::Fail(e.to_string()),
     };
-    let expected = if golden.exists() {
-        match read_json(golden) {
-            Ok(v) => Some(v),
-            Err(e) => return Outcome::Fail(e.to_string()),
-        }
-    } else {
-        None
+    let text = canonical_text(&actual);
+    let expected = match std::fs::read(golden) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Outcome::Fail(format!("{}: {e}", golden.display())),
     };
-    if expected.as_ref() == Some(&actual) {
+    if expected.as_deref() == Some(text.as_bytes()) {
         return Outcome::Pass;
     }
     if mode == Mode::Bless {
-        let text = serde_json::to_string_pretty(&actual).unwrap_or_default() + "\n";
         return match std::fs::write(golden, text) {
             Ok(()) => Outcome::Pass,
             Err(e) => Outcome::Fail(format!("{}: {e}", golden.display())),
         };
     }
-    match expected {
-        None => Outcome::Fail(format!("{} is missing", golden.display())),
-        Some(expected) => Outcome::Fail(format!(
-            "{}: {}",
-            golden.display(),
-            first_difference(&expected, &actual, "$")
-        )),
+    if expected.is_none() {
+        return Outcome::Fail(format!("{} is missing", golden.display()));
     }
+    let expected = match read_json(golden) {
+        Ok(v) => v,
+        Err(e) => return Outcome::Fail(e.to_string()),
+    };
+    Outcome::Fail(format!(
+        "{}: {}",
+        golden.display(),
+        first_difference(&expected, &actual, "$")
+    ))
 }
 
-/// The first place two JSON values differ, as a path and both values.
+/// The first place two JSON values differ, as a path and both values; key order counts.
 pub fn first_difference(expected: &Value, actual: &Value, path: &str) -> String {
     match (expected, actual) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, va) in a {
                 match b.get(k) {
-                    Some(vb) if va == vb => {}
+                    Some(vb) if identical(va, vb) => {}
                     Some(vb) => return first_difference(va, vb, &format!("{path}.{k}")),
                     None => return format!("{path}.{k}: expected {va}, missing"),
                 }
@@ -351,16 +408,118 @@ pub fn first_difference(expected: &Value, actual: &Value, path: &str) -> String 
             if let Some(k) = b.keys().find(|k| !a.contains_key(*k)) {
                 return format!("{path}.{k}: unexpected {}", b[k]);
             }
-            format!("{path}: key order differs")
+            if a.keys().ne(b.keys()) {
+                let keys = |m: &serde_json::Map<String, Value>| {
+                    m.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                };
+                return format!(
+                    "{path}: key order differs: expected [{}], got [{}]",
+                    keys(a),
+                    keys(b)
+                );
+            }
+            format!(
+                "{path}: same JSON, not in canonical form (pretty-printed, 2-space indent, final newline)"
+            )
         }
         (Value::Array(a), Value::Array(b)) => {
             for (i, (va, vb)) in a.iter().zip(b).enumerate() {
-                if va != vb {
+                if !identical(va, vb) {
                     return first_difference(va, vb, &format!("{path}[{i}]"));
                 }
             }
+            if a.len() == b.len() {
+                return format!(
+                    "{path}: same JSON, not in canonical form (pretty-printed, 2-space indent, final newline)"
+                );
+            }
             format!("{path}: expected {} items, got {}", a.len(), b.len())
         }
+        _ if expected == actual => format!(
+            "{path}: same JSON, not in canonical form (pretty-printed, 2-space indent, final newline)"
+        ),
         _ => format!("{path}: expected {expected}, got {actual}"),
+    }
+}
+
+/// Equal values with their object keys in the same order.
+fn identical(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|((ka, va), (kb, vb))| ka == kb && identical(va, vb))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| identical(a, b))
+        }
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::openai::OpenAi;
+    use crate::types::{ChatResponse, SchemaMode};
+    use serde_json::json;
+
+    /// OpenAI, except that `encode_parameters` answers something `encode` never sends.
+    #[derive(Debug)]
+    struct Diverging(OpenAi);
+
+    impl Provider for Diverging {
+        fn info(&self) -> &crate::provider::ProviderInfo {
+            self.0.info()
+        }
+        fn encode(&self, req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
+            self.0.encode(req, stream)
+        }
+        fn decode(&self, body: &[u8]) -> Result<ChatResponse> {
+            self.0.decode(body)
+        }
+        fn decoder(&self) -> Box<dyn crate::provider::StreamDecoder> {
+            self.0.decoder()
+        }
+        fn encode_parameters(&self, _: &ToolDefinition, _: Option<SchemaMode>) -> Result<Value> {
+            Ok(json!({"type": "object"}))
+        }
+    }
+
+    fn schema_file() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/openai/schema_translation/schema.json")
+    }
+
+    #[test]
+    fn schema_cases_read_what_encode_sends() {
+        let meta = Meta {
+            strict: Some(true),
+            ..Meta::default()
+        };
+        let sent = schema_case(&OpenAi::new(), &schema_file(), &meta).unwrap();
+        assert_eq!(sent["additionalProperties"], json!(false), "strict form");
+        let err = schema_case(&Diverging(OpenAi::new()), &schema_file(), &meta).unwrap_err();
+        assert!(err.to_string().contains("does not carry"), "{err}");
+    }
+
+    #[test]
+    fn sent_parameters_finds_the_declaration() {
+        let body = json!({"tools": [{"functionDeclarations": [
+            {"name": "other", "parameters": {"type": "OBJECT"}},
+            {"name": "schema", "description": "d"}
+        ]}]});
+        assert_eq!(
+            sent_parameters(&body, "schema", &Value::Null),
+            Some(Value::Null)
+        );
+        assert_eq!(
+            sent_parameters(&body, "schema", &json!({"type": "OBJECT"})),
+            None
+        );
+        assert_eq!(
+            sent_parameters(&body, "other", &json!({"type": "OBJECT"})),
+            Some(json!({"type": "OBJECT"}))
+        );
     }
 }

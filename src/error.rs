@@ -113,6 +113,20 @@ impl Error {
         }
     }
 
+    /// A stream none of whose `payloads` had the shape of `provider`'s chunks (`shape` names
+    /// the fields that make one): most likely another API's stream, decoded with the wrong
+    /// provider. Never an empty success, so nothing in it is silently lost.
+    pub(crate) fn foreign_stream(provider: ProviderKind, payloads: usize, shape: &str) -> Self {
+        Self::decode(
+            provider,
+            "stream",
+            format!(
+                "no payload had the shape of {provider}'s stream chunks ({shape}; {payloads} \
+                 received): is this another provider's stream (wrong provider)?"
+            ),
+        )
+    }
+
     pub(crate) fn unsupported(provider: ProviderKind, feature: impl Into<String>) -> Self {
         Self::Unsupported {
             provider,

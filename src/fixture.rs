@@ -4,9 +4,13 @@
 //! `meta.toml` (`description` and `source` required; optional `provider`, `model`, `base_url`,
 //! `stream`, `status`, `strict`, `schema_mode`, `recorded`, `incomplete`), and any of:
 //! `request.json` → `wire_request.json` (encode), `response.sse` | `response.json` →
-//! `expected.json` (decode), `schema.json` → `expected_schema.json` (parameters lowering).
+//! `expected.json` (decode), `schema.json` → `expected_schema.json` (parameters lowering, read
+//! from the body `encode` builds for a request carrying the tool).
 //! An expected error is `{"error": {"kind", "provider", "status", "code", "message"},
 //! "partial": ChatResponse | null}`.
+//!
+//! Goldens are compared as canonical bytes ([`crate::conformance::canonical_text`]), so key
+//! order counts.
 //!
 //! The recorder ([`crate::client`]) writes this format and [`crate::conformance`] checks it;
 //! both read it from here, so neither depends on the other.

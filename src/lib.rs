@@ -14,6 +14,8 @@ pub mod providers;
 pub mod realtime;
 pub mod replay;
 pub mod schema;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod sse;
 pub mod tools;
 pub mod turn;

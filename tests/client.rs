@@ -43,6 +43,8 @@ fn text_reply() -> ChatResponse {
     ChatResponse {
         text: Some("It is 22 °C in 北京 and sunny.".into()),
         finish_reason: FinishReason::Stop,
+        // The mock provider sends the raw value as scripted, and it decodes back verbatim.
+        raw_finish_reason: Some("stop".into()),
         usage: Some(Usage {
             input_tokens: 21,
             output_tokens: 9,
@@ -60,6 +62,7 @@ fn parallel_reply() -> ChatResponse {
             ToolCall::new("call_tw_b", "get_weather", r#"{"city":"北京"}"#),
         ],
         finish_reason: FinishReason::ToolCalls,
+        raw_finish_reason: Some("tool_calls".into()),
         usage: Some(Usage {
             input_tokens: 40,
             output_tokens: 18,
@@ -73,6 +76,7 @@ fn zero_arg_reply() -> ChatResponse {
     ChatResponse {
         tool_calls: vec![ToolCall::new("call_tw_c", "clock", "")],
         finish_reason: FinishReason::ToolCalls,
+        raw_finish_reason: Some("tool_calls".into()),
         ..ChatResponse::default()
     }
 }

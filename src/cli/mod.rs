@@ -14,6 +14,8 @@ mod chat;
 mod demo;
 mod offline;
 mod realtime;
+#[cfg(feature = "server")]
+mod serve;
 mod view;
 
 use std::process::ExitCode;
@@ -44,6 +46,9 @@ enum Command {
     Conformance(offline::ConformanceArgs),
     /// Talk to a live provider with two demo tools (clock, calculator), streaming the answer.
     Chat(chat::ChatArgs),
+    /// Run the tool server: plugins register tools over HTTP, models call them back.
+    #[cfg(feature = "server")]
+    Serve(serve::ServeArgs),
 }
 
 /// Why a command failed, mapped to the exit status.
@@ -128,6 +133,8 @@ pub(crate) fn main() -> ExitCode {
         Command::Conformance(args) => offline::conformance(&args),
         Command::Demo(args) => demo::demo(&args),
         Command::Chat(args) => chat::chat(args),
+        #[cfg(feature = "server")]
+        Command::Serve(args) => serve::serve(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -262,6 +262,17 @@ impl From<ApiError> for MockReply {
 pub struct Script {
     replies: VecDeque<MockReply>,
     repeat_last: bool,
+    responder: Option<Responder>,
+}
+
+/// A reply computed from the request (see [`Script::respond_with`]).
+#[derive(Clone)]
+struct Responder(Arc<dyn Fn(&RecordedRequest) -> MockReply + Send + Sync>);
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder(..)")
+    }
 }
 
 impl Script {
@@ -282,6 +293,18 @@ impl Script {
         self
     }
 
+    /// Answers every request the scripted replies do not cover with `f(request)`: a model
+    /// that reacts to what it was sent (the tool server's offline model reads the tools and
+    /// results in the wire body). Takes precedence over [`Script::repeat_last`] once the
+    /// replies ran out.
+    pub fn respond_with<F>(mut self, f: F) -> Self
+    where
+        F: Fn(&RecordedRequest) -> MockReply + Send + Sync + 'static,
+    {
+        self.responder = Some(Responder(Arc::new(f)));
+        self
+    }
+
     /// Replies not served yet.
     pub fn len(&self) -> usize {
         self.replies.len()
@@ -293,7 +316,7 @@ impl Script {
     }
 
     fn next(&mut self) -> Option<MockReply> {
-        if self.replies.len() == 1 && self.repeat_last {
+        if self.replies.len() == 1 && self.repeat_last && self.responder.is_none() {
             return self.replies.front().cloned();
         }
         self.replies.pop_front()
@@ -305,6 +328,7 @@ impl FromIterator<MockReply> for Script {
         Self {
             replies: iter.into_iter().collect(),
             repeat_last: false,
+            responder: None,
         }
     }
 }
@@ -463,17 +487,22 @@ async fn serve(mut sock: TcpStream, shared: Arc<Shared>) {
         .header("accept")
         .is_some_and(|a| a.contains("text/event-stream"))
         || body.get("stream") == Some(&Value::Bool(true));
+    let recorded = RecordedRequest {
+        method: request.method,
+        path: request.path,
+        headers: request.headers,
+        body,
+    };
+    let (reply, responder) = {
+        let mut script = lock(&shared.script);
+        (script.next(), script.responder.clone())
+    };
+    let reply = reply.or_else(|| responder.map(|Responder(f)| f(&recorded)));
     let seq = {
         let mut requests = lock(&shared.requests);
-        requests.push(RecordedRequest {
-            method: request.method,
-            path: request.path,
-            headers: request.headers,
-            body,
-        });
+        requests.push(recorded);
         requests.len()
     };
-    let reply = lock(&shared.script).next();
     let reply = reply.unwrap_or_else(|| {
         let kind = shared.provider.info().kind;
         let mut e = ApiError::new(

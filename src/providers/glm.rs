@@ -193,6 +193,7 @@ mod tests {
                 "message": {"role": "assistant", "content": "x"}}]});
             let r = p.decode(body.to_string().as_bytes()).unwrap();
             assert_eq!(r.finish_reason.as_str(), canonical);
+            assert_eq!(r.raw_finish_reason.as_deref(), Some(wire), "kept verbatim");
         }
     }
 

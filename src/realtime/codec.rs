@@ -279,7 +279,7 @@ impl RealtimeCodec {
                 self.kind, code, reason,
             )));
         }
-        self.state.end(None, out);
+        self.state.end(None, None, out);
         out.push(RealtimeEvent::Closed {
             code,
             reason: reason.to_owned(),

@@ -564,7 +564,11 @@ pub(crate) fn feed(
                 state.stats.error_events += 1;
                 out.push(RealtimeEvent::Error(api_error(d.kind, &error, &event)));
             }
-            state.end(Some(finish_reason(&response)), out);
+            state.end(
+                Some(finish_reason(&response)),
+                text(&response, "status"),
+                out,
+            );
         }
         "response.output_item.added" => {
             let item = event.get("item").cloned().unwrap_or(Value::Null);

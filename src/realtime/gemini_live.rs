@@ -172,7 +172,7 @@ pub(crate) fn feed(state: &mut State, message: Value, out: &mut Vec<RealtimeEven
         content_end(state, content, out);
     }
     if call.is_some() {
-        state.end(Some(FinishReason::Stop), out);
+        state.end(Some(FinishReason::Stop), None, out);
     }
     if let Some(cancel) = fields.get("toolCallCancellation") {
         known = true;
@@ -246,9 +246,9 @@ fn content_end(state: &mut State, content: &Value, out: &mut Vec<RealtimeEvent>)
         if let Some(open) = state.open.as_mut() {
             open.cancelled = true;
         }
-        state.end(Some(FinishReason::Other("interrupted".into())), out);
+        state.end(Some(FinishReason::Other("interrupted".into())), None, out);
     } else if content.get("turnComplete") == Some(&Value::Bool(true)) {
-        state.end(Some(FinishReason::Stop), out);
+        state.end(Some(FinishReason::Stop), None, out);
     }
 }
 

@@ -140,7 +140,7 @@ impl State {
     /// A response begins; one still open is superseded (cut: its open calls truncated).
     pub(crate) fn begin(&mut self, id: Option<String>, out: &mut Vec<RealtimeEvent>) {
         if let Some(old) = self.open.take() {
-            self.close(old, None, out);
+            self.close(old, None, None, out);
         }
         let index = self.stats.responses;
         self.stats.responses += 1;
@@ -207,14 +207,20 @@ impl State {
                     "the response passed toolwire's limit of {MAX_RESPONSE_BYTES} bytes"
                 )),
             );
-            self.end(None, out);
+            self.end(None, None, out);
         }
     }
 
     /// Ends the open response with `reason` (`None`: cut short, no finish came).
-    pub(crate) fn end(&mut self, reason: Option<FinishReason>, out: &mut Vec<RealtimeEvent>) {
+    /// `raw` is the provider's own finish value, verbatim (`raw_finish_reason`).
+    pub(crate) fn end(
+        &mut self,
+        reason: Option<FinishReason>,
+        raw: Option<&str>,
+        out: &mut Vec<RealtimeEvent>,
+    ) {
         if let Some(open) = self.open.take() {
-            self.close(open, reason, out);
+            self.close(open, reason, raw, out);
         }
     }
 
@@ -222,11 +228,12 @@ impl State {
         &mut self,
         mut open: Open,
         reason: Option<FinishReason>,
+        raw: Option<&str>,
         out: &mut Vec<RealtimeEvent>,
     ) {
         let mut events = Vec::new();
         if let Some(reason) = reason {
-            open.turn.finish(reason, &mut events);
+            open.turn.finish(reason, raw, &mut events);
         }
         let result = match open.turn.end(&mut events) {
             Ok(r) => r,

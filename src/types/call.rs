@@ -4,13 +4,16 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+/// The error message of a call that arrived without a name.
+const NO_NAME: &str = "the call has no name, so it cannot be run";
+
 /// Why a call's arguments could not be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ArgumentsErrorKind {
     /// The turn ended (e.g. `length`) before the arguments were complete.
     Truncated,
-    /// The text is not a JSON object.
+    /// The text is not a JSON object, or the call has no name (nothing could run it).
     Malformed,
 }
 
@@ -63,7 +66,8 @@ impl ToolCall {
     pub const SYNTHETIC_ID: &'static str = "synthetic_id";
 
     /// A call whose raw text is parsed now: empty text means `{}`; anything that is not a JSON
-    /// object is `malformed`.
+    /// object is `malformed`. A call with an empty name is never complete: it is `malformed`
+    /// ("the call has no name"), its raw text kept, and is never executed.
     pub fn new(id: impl Into<String>, name: impl Into<String>, raw: impl Into<String>) -> Self {
         Self::build(id.into(), name.into(), raw.into(), false)
     }
@@ -82,6 +86,15 @@ impl ToolCall {
             parse_inner(&raw_arguments)
         };
         let (arguments, error) = match parsed {
+            // A call without a name cannot be run whatever its arguments: `malformed`, with the
+            // raw text kept (an argument error, when there is one, says more and wins).
+            Ok(_) if name.is_empty() => (
+                None,
+                Some(ArgumentsError {
+                    kind: ArgumentsErrorKind::Malformed,
+                    message: NO_NAME.into(),
+                }),
+            ),
             Ok(v) => (Some(v), None),
             Err((mut e, eof)) => {
                 if cut_short && eof {
@@ -133,8 +146,8 @@ impl ToolCall {
     }
 }
 
-/// Parses argument text once: empty (or all whitespace) is `{}`, otherwise it must be one JSON
-/// object; anything else is `malformed`.
+/// Parses argument text once: empty (or all whitespace) and JSON `null` are `{}`, otherwise it
+/// must be one JSON object; anything else is `malformed`.
 pub fn parse_arguments(raw: &str) -> Result<Value, ArgumentsError> {
     parse_inner(raw).map_err(|(e, _)| e)
 }
@@ -150,6 +163,9 @@ fn parse_inner(raw: &str) -> Result<Value, (ArgumentsError, bool)> {
     };
     match serde_json::from_str::<Value>(raw) {
         Ok(v @ Value::Object(_)) => Ok(v),
+        // JSON null is no arguments, like empty text (Groq sends the text `null` for a tool
+        // without parameters); the raw text stays as sent.
+        Ok(Value::Null) => Ok(Value::Object(Map::new())),
         Ok(other) => Err((
             malformed(format!(
                 "arguments must be a JSON object, got {}",
@@ -204,6 +220,20 @@ mod tests {
     }
 
     #[test]
+    fn null_is_no_arguments_and_keeps_its_text() {
+        for raw in ["null", " null\n"] {
+            let call = ToolCall::new("c", "f", raw);
+            assert!(call.is_complete(), "{raw:?}");
+            assert_eq!(call.arguments, Some(serde_json::json!({})));
+            assert_eq!(call.raw_arguments, raw);
+        }
+        // Only null itself: other non-objects stay malformed, and a cut `nul` is truncated.
+        assert!(!ToolCall::new("c", "f", "\"null\"").is_complete());
+        let cut = ToolCall::new_cut_short("c", "f", "nul");
+        assert!(!cut.is_complete());
+    }
+
+    #[test]
     fn malformed_and_truncated_keep_raw() {
         let call = ToolCall::new("c", "f", "{\"a\":1}}");
         assert_eq!(
@@ -232,6 +262,23 @@ mod tests {
             ArgumentsErrorKind::Malformed
         );
         assert!(!call.is_complete());
+    }
+
+    #[test]
+    fn a_call_without_a_name_is_malformed() {
+        for call in [ToolCall::new("c", "", "{}"), ToolCall::new("c", "", "")] {
+            assert!(!call.is_complete());
+            assert_eq!(call.arguments, None);
+            let err = call.error.as_ref().unwrap();
+            assert_eq!(err.kind, ArgumentsErrorKind::Malformed);
+            assert!(err.message.contains("no name"));
+        }
+        // An argument problem says more than the missing name.
+        let call = ToolCall::new_cut_short("c", "", "{\"a\":");
+        assert_eq!(
+            call.error.as_ref().unwrap().kind,
+            ArgumentsErrorKind::Truncated
+        );
     }
 
     #[test]

@@ -97,8 +97,14 @@ pub struct ChatResponse {
     pub reasoning: Option<String>,
     /// The tool calls, in the order the model made them.
     pub tool_calls: Vec<ToolCall>,
-    /// Why the turn ended.
+    /// Why the turn ended, in canonical terms.
     pub finish_reason: FinishReason,
+    /// The provider's own finish value, verbatim (GLM `sensitive`, Gemini `MAX_TOKENS`, the
+    /// `stop` a turn with calls had before it settled to `tool_calls`); `None` when the wire
+    /// sent none (a stream that ended at `[DONE]` or broke off). Always serialized, as `null`
+    /// when absent.
+    #[serde(default)]
+    pub raw_finish_reason: Option<String>,
     /// Token counts; `None` when the provider sent none.
     pub usage: Option<Usage>,
     /// Provider data (e.g. a Gemini text signature, a finish message); flattened into the object.

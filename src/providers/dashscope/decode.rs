@@ -171,13 +171,15 @@ impl Deltas {
         }
     }
 
-    /// The slot of a tool-call entry; a new non-empty id at a key holding another call starts
-    /// a new one, as in [`Turn::fragment`]. Only tracked while the form may be cumulative.
+    /// The slot of a tool-call entry; a new non-empty id that comes with a name, at a key
+    /// holding another call, starts a new one, as in [`Turn::fragment`]. Only tracked while the
+    /// form may be cumulative.
     fn call_slot(
         &mut self,
         position: usize,
         index: Option<i64>,
         id: Option<&str>,
+        named: bool,
     ) -> Option<usize> {
         if self.form == Form::Incremental {
             return None;
@@ -191,7 +193,7 @@ impl Deltas {
             && let Some(seen) = self.calls.get_mut(slot)
         {
             let same = match (&seen.id, id) {
-                (Some(held), Some(id)) => held == id,
+                (Some(held), Some(id)) => held == id || !named,
                 _ => true,
             };
             if same {
@@ -225,8 +227,9 @@ fn apply_output(
             let text = content_text(text);
             turn.text(deltas.delta(Field::Text, &text)?, out);
         }
-        if let Some(reason) = finish_reason(output.finish_reason.as_deref()) {
-            turn.finish(reason, out);
+        let raw = output.finish_reason.as_deref();
+        if let Some(reason) = finish_reason(raw) {
+            turn.finish(reason, raw, out);
         }
         return Ok(());
     };
@@ -243,7 +246,12 @@ fn apply_output(
             let id = call.id.as_deref().filter(|s| !s.is_empty());
             let function = call.function.as_ref();
             let arguments = function.and_then(|f| f.arguments_text());
-            let arguments = match (deltas.call_slot(position, call.index, id), &arguments) {
+            let name = function.and_then(|f| f.name.as_deref());
+            let named = name.is_some_and(|n| !n.is_empty());
+            let arguments = match (
+                deltas.call_slot(position, call.index, id, named),
+                &arguments,
+            ) {
                 (Some(slot), Some(args)) => Some(deltas.delta(Field::Call(slot), args)?),
                 (_, args) => args.as_deref(),
             };
@@ -252,15 +260,16 @@ fn apply_output(
                 Fragment {
                     index: call.index,
                     id,
-                    name: function.and_then(|f| f.name.as_deref()),
+                    name,
                     arguments,
                 },
                 out,
             );
         }
     }
-    if let Some(reason) = finish_reason(choice.finish_reason.as_deref()) {
-        turn.finish(reason, out);
+    let raw = choice.finish_reason.as_deref();
+    if let Some(reason) = finish_reason(raw) {
+        turn.finish(reason, raw, out);
     }
     Ok(())
 }
@@ -275,10 +284,13 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
     if is_error(&payload) {
         return Err(generic_error(KIND, None, body).into());
     }
-    let output = payload
-        .output
-        .as_ref()
-        .ok_or_else(|| Error::decode(KIND, "response body", "no `output` and no error `code`"))?;
+    let output = payload.output.as_ref().ok_or_else(|| {
+        Error::decode(
+            KIND,
+            "response body",
+            "no `output` and no error `code` (is this another provider's body?)",
+        )
+    })?;
     let mut turn = Turn::new(KIND);
     let mut sink = Vec::new();
     let mut deltas = Deltas::new(Form::Incremental);
@@ -287,7 +299,7 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
     }
     apply_output(&mut turn, &mut deltas, output, &mut sink)?;
     // A body always ends the turn; a missing finish reason is a normal end.
-    turn.end_with(FinishReason::Stop, &mut sink)
+    turn.end_with(FinishReason::Stop, None, &mut sink)
 }
 
 /// The stream decoder: one per turn.
@@ -297,6 +309,9 @@ pub(crate) struct Decoder {
     deltas: Deltas,
     /// Whether any result event arrived (an error before any has no partial response).
     started: bool,
+    /// Payloads seen, and whether any had DashScope's shape (an `output` object).
+    payloads: usize,
+    shaped: bool,
 }
 
 impl Decoder {
@@ -312,6 +327,8 @@ impl Decoder {
             turn: Turn::new(KIND),
             deltas: Deltas::new(form),
             started: false,
+            payloads: 0,
+            shaped: false,
         }
     }
 
@@ -328,7 +345,9 @@ impl Decoder {
 impl crate::provider::StreamDecoder for Decoder {
     fn feed(&mut self, event: Option<&str>, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
         let data = data.trim();
-        if data.is_empty() {
+        // DashScope sends no `[DONE]`; one added by a proxy (or in another API's stream) ends
+        // nothing.
+        if data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
         if event == Some("error") {
@@ -338,6 +357,8 @@ impl crate::provider::StreamDecoder for Decoder {
         if is_error(&payload) {
             return Err(self.error(data));
         }
+        self.payloads += 1;
+        self.shaped |= payload.output.is_some();
         if let Some(output) = &payload.output
             && !self.turn.is_finished()
         {
@@ -352,6 +373,13 @@ impl crate::provider::StreamDecoder for Decoder {
     }
 
     fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse> {
+        if self.payloads > 0 && !self.shaped {
+            return Err(Error::foreign_stream(
+                KIND,
+                self.payloads,
+                "an `output` object",
+            ));
+        }
         self.turn.end(out)
     }
 }
@@ -397,18 +425,21 @@ mod tests {
         assert_eq!(d.form, Form::Incremental);
         assert!(d.reasoning.is_empty());
         assert_eq!(d.delta(Field::Text, "需要").unwrap(), "需要");
-        assert_eq!(d.call_slot(0, Some(0), Some("call_a")), None);
+        assert_eq!(d.call_slot(0, Some(0), Some("call_a"), true), None);
     }
 
     #[test]
     fn cumulative_calls_key_by_index_and_restart_on_a_new_id() {
         let mut d = Deltas::new(Form::Cumulative);
-        let a = d.call_slot(0, Some(0), Some("call_a")).unwrap();
+        let a = d.call_slot(0, Some(0), Some("call_a"), true).unwrap();
         assert_eq!(d.delta(Field::Call(a), "{\"x\":").unwrap(), "{\"x\":");
-        let again = d.call_slot(0, Some(0), Some("call_a")).unwrap();
+        let again = d.call_slot(0, Some(0), Some("call_a"), true).unwrap();
         assert_eq!(again, a);
+        // A fresh id without a name continues the call.
+        let fresh = d.call_slot(0, Some(0), Some("call_a2"), false).unwrap();
+        assert_eq!(fresh, a);
         assert_eq!(d.delta(Field::Call(a), "{\"x\":1}").unwrap(), "1}");
-        let b = d.call_slot(0, Some(0), Some("call_b")).unwrap();
+        let b = d.call_slot(0, Some(0), Some("call_b"), true).unwrap();
         assert_ne!(a, b);
         assert_eq!(d.delta(Field::Call(b), "{}").unwrap(), "{}");
     }

@@ -31,8 +31,14 @@ fn tool_json(tool: &ToolDefinition, names: &NameMap) -> Value {
     if !tool.description.is_empty() {
         function.insert("description".into(), json!(tool.description));
     }
-    function.insert("parameters".into(), tool.parameters.clone());
+    function.insert("parameters".into(), parameters(tool));
     json!({"type": "function", "function": function})
+}
+
+/// The `parameters` schema a tool is sent with: JSON Schema unchanged (DashScope has no strict
+/// mode). Both `encode` and [`crate::Provider::encode_parameters`] use it.
+pub(crate) fn parameters(tool: &ToolDefinition) -> Value {
+    tool.parameters.clone()
 }
 
 fn message_json(m: &Message, names: &NameMap, multimodal: bool) -> Value {

@@ -134,7 +134,7 @@ impl Provider for DashScope {
     /// DashScope takes JSON Schema as is and has no strict mode: the schema goes unchanged and
     /// `strict` is not sent.
     fn encode_parameters(&self, tool: &ToolDefinition, _mode: Option<SchemaMode>) -> Result<Value> {
-        Ok(tool.parameters.clone())
+        Ok(encode::parameters(tool))
     }
 }
 

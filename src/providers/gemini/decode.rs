@@ -70,6 +70,9 @@ pub(crate) struct Decoder {
     turn: Turn,
     open: Option<OpenCall>,
     saw_candidate: bool,
+    /// Payloads seen, and whether any had the shape of a `GenerateContentResponse`.
+    payloads: usize,
+    shaped: bool,
 }
 
 impl Decoder {
@@ -78,12 +81,14 @@ impl Decoder {
             turn: Turn::new(KIND),
             open: None,
             saw_candidate: false,
+            payloads: 0,
+            shaped: false,
         }
     }
 
     /// Applies one chunk: parts in order, then usage, then the finish reason.
     fn apply(&mut self, chunk: &Response, out: &mut Vec<StreamEvent>) -> Result<()> {
-        let mut finish = None;
+        let mut finish: Option<(FinishReason, Option<&str>)> = None;
         for candidate in chunk
             .candidates
             .iter()
@@ -102,7 +107,7 @@ impl Decoder {
                     .set_extra(FINISH_MESSAGE, Value::String(message.clone()));
             }
             if let Some(reason) = &candidate.finish_reason {
-                finish = Some(finish_reason(reason));
+                finish = Some((finish_reason(reason), Some(reason.as_str())));
             }
         }
         if let Some(u) = chunk.usage_metadata.as_ref().and_then(usage) {
@@ -117,21 +122,21 @@ impl Decoder {
             // The prompt itself was blocked: no candidate at all.
             self.turn
                 .set_extra(BLOCK_REASON, Value::String(reason.clone()));
-            finish = Some(FinishReason::ContentFilter);
+            finish = Some((FinishReason::ContentFilter, None));
         }
-        if let Some(reason) = finish {
-            self.end_turn(reason, out);
+        if let Some((reason, raw)) = finish {
+            self.end_turn(reason, raw, out);
         }
         Ok(())
     }
 
-    fn end_turn(&mut self, reason: FinishReason, out: &mut Vec<StreamEvent>) {
+    fn end_turn(&mut self, reason: FinishReason, raw: Option<&str>, out: &mut Vec<StreamEvent>) {
         if reason.is_normal_end() {
             // A call whose terminator never came ends with the turn (seen in a recorded
             // Vertex stream whose last call has no `{"functionCall":{}}` terminator).
             self.close_open(out);
         }
-        self.turn.finish(reason, out);
+        self.turn.finish(reason, raw, out);
     }
 
     fn part(&mut self, part: &Part, out: &mut Vec<StreamEvent>) -> Result<()> {
@@ -322,10 +327,14 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
     }
     if !decoder.turn.is_finished() {
         if !decoder.saw_candidate {
-            return Err(Error::decode(KIND, "response body", "no candidates"));
+            return Err(Error::decode(
+                KIND,
+                "response body",
+                "no candidates (is this another provider's body?)",
+            ));
         }
         // A whole body is complete by definition; a missing finishReason means STOP.
-        decoder.end_turn(FinishReason::Stop, &mut sink);
+        decoder.end_turn(FinishReason::Stop, None, &mut sink);
     }
     decoder.turn.end(&mut sink)
 }
@@ -346,10 +355,19 @@ impl StreamDecoder for Decoder {
             }
             other => other?,
         };
+        self.payloads += 1;
+        self.shaped |= chunk.is_generate_content();
         self.apply(&chunk, out)
     }
 
     fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse> {
+        if self.payloads > 0 && !self.shaped {
+            return Err(Error::foreign_stream(
+                KIND,
+                self.payloads,
+                "`candidates`, `usageMetadata` or `promptFeedback`",
+            ));
+        }
         // The last chunk carries finishReason; a stream that ends without one was cut off and
         // `end` reports it with the partial response (open calls `truncated`).
         self.turn.end(out)

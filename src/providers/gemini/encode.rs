@@ -73,7 +73,8 @@ fn percent_encode(s: &str) -> String {
 }
 
 /// The `parameters` (lowered) or `parametersJsonSchema` (pass-through) field of a declaration;
-/// `None` when a lowered tool takes no parameters.
+/// `None` when a lowered tool takes no parameters. The one lowering both `encode` and
+/// [`crate::Provider::encode_parameters`] use; `path` names the schema in errors.
 pub(crate) fn parameters(
     tool: &ToolDefinition,
     mode: SchemaMode,
@@ -82,14 +83,7 @@ pub(crate) fn parameters(
     match mode {
         SchemaMode::JsonSchema => Ok(Some(("parametersJsonSchema", tool.parameters.clone()))),
         SchemaMode::Lowered => {
-            let lowered = schema::to_gemini(&tool.parameters, path).map_err(|e| match e {
-                Error::Input { path, message } => Error::Input {
-                    path,
-                    message: format!("tool {:?}: {message}", tool.name),
-                },
-                other => other,
-            })?;
-            Ok(lowered.map(|v| ("parameters", v)))
+            Ok(schema::to_gemini(&tool.parameters, path)?.map(|v| ("parameters", v)))
         }
     }
 }
@@ -105,7 +99,15 @@ fn declaration(
     if !tool.description.is_empty() {
         decl.insert("description".into(), json!(tool.description));
     }
-    if let Some((field, schema)) = parameters(tool, mode, &format!("tools[{index}].parameters"))? {
+    let path = format!("tools[{index}].parameters");
+    let parameters = parameters(tool, mode, &path).map_err(|e| match e {
+        Error::Input { path, message } => Error::Input {
+            path,
+            message: format!("tool {:?}: {message}", tool.name),
+        },
+        other => other,
+    })?;
+    if let Some((field, schema)) = parameters {
         decl.insert(field.into(), schema);
     }
     Ok(Value::Object(decl))

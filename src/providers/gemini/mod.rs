@@ -110,12 +110,8 @@ impl Provider for Gemini {
     /// The lowered `parameters` (`null` when the tool takes none), or the schema unchanged in
     /// [`SchemaMode::JsonSchema`].
     fn encode_parameters(&self, tool: &ToolDefinition, mode: Option<SchemaMode>) -> Result<Value> {
-        match mode.unwrap_or(self.schema_mode) {
-            SchemaMode::JsonSchema => Ok(tool.parameters.clone()),
-            SchemaMode::Lowered => Ok(
-                crate::schema::to_gemini(&tool.parameters, "parameters")?.unwrap_or(Value::Null)
-            ),
-        }
+        let mode = mode.unwrap_or(self.schema_mode);
+        Ok(encode::parameters(tool, mode, "parameters")?.map_or(Value::Null, |(_, v)| v))
     }
 }
 

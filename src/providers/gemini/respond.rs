@@ -129,7 +129,9 @@ impl crate::mock::Respond for super::Gemini {
 }
 
 pub(crate) fn encode_response(r: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
-    let finish = wire_finish(&r.finish_reason)?;
+    // A scripted raw value goes out verbatim; else Gemini's spelling of the canonical one.
+    let mapped = wire_finish(&r.finish_reason)?;
+    let finish = r.raw_finish_reason.clone().unwrap_or(mapped);
     for (i, call) in r.tool_calls.iter().enumerate() {
         if !call.is_complete() {
             return Err(unsupported(format!(
@@ -303,6 +305,8 @@ mod tests {
             reasoning: Some("The user wants two facts.".into()),
             tool_calls: vec![first, second],
             finish_reason: FinishReason::ToolCalls,
+            // What the mock provider sends for it, so a decode of the encoding is identical.
+            raw_finish_reason: Some("STOP".into()),
             usage: Some(Usage {
                 input_tokens: 40,
                 output_tokens: 31,
@@ -335,6 +339,7 @@ mod tests {
         blocked.extra.insert(BLOCK_REASON.into(), json!("SAFETY"));
         let mut malformed = ChatResponse {
             finish_reason: FinishReason::Other("MALFORMED_FUNCTION_CALL".into()),
+            raw_finish_reason: Some("MALFORMED_FUNCTION_CALL".into()),
             ..ChatResponse::default()
         };
         malformed

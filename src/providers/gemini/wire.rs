@@ -19,6 +19,16 @@ pub(crate) struct Response {
     pub error: Option<Value>,
 }
 
+impl Response {
+    /// Whether the payload has the shape of a `GenerateContentResponse`: candidates, usage
+    /// metadata or prompt feedback.
+    pub(crate) fn is_generate_content(&self) -> bool {
+        !self.candidates.is_empty()
+            || self.usage_metadata.is_some()
+            || self.prompt_feedback.is_some()
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Candidate {

@@ -2,6 +2,8 @@
 
 use std::borrow::Cow;
 
+use serde_json::Value;
+
 use super::wire::{Choice, Chunk, Delta};
 use super::{Dialect, ReasoningField};
 use crate::assemble::{Fragment, Turn};
@@ -22,6 +24,42 @@ pub(crate) fn finish_reason(dialect: &Dialect, wire: Option<&str>) -> Option<Fin
     Some(FinishReason::from_canonical(wire))
 }
 
+/// `native_finish_reason` values (a gateway's copy of the upstream model's own finish value,
+/// OpenRouter: https://openrouter.ai/announcements/standardized-finish-reasons) that mean the
+/// output hit its token limit: OpenAI `length`, Anthropic and Bedrock `max_tokens`, Gemini
+/// `MAX_TOKENS`, the Responses API's `max_output_tokens`.
+const NATIVE_LENGTH: &[&str] = &["length", "max_tokens", "MAX_TOKENS", "max_output_tokens"];
+
+/// The response field that keeps a choice's `native_finish_reason` verbatim.
+pub(crate) const NATIVE_FINISH_REASON: &str = "native_finish_reason";
+
+/// A choice's finish: the decoded reason and the wire's own value, `None` while running. A
+/// normal end whose native value says the token limit was hit is `length`: a router that
+/// rewrites `length` to `tool_calls` leaves the cut call `truncated`, never runnable.
+fn choice_finish<'c>(
+    dialect: &Dialect,
+    choice: &'c Choice,
+) -> Option<(FinishReason, Option<&'c str>)> {
+    let raw = choice.finish_reason.as_deref();
+    let reason = finish_reason(dialect, raw)?;
+    let native = choice.native_finish_reason.as_deref();
+    if reason.is_normal_end() && native.is_some_and(|n| NATIVE_LENGTH.contains(&n)) {
+        return Some((FinishReason::Length, raw));
+    }
+    Some((reason, raw))
+}
+
+/// Keeps a choice's `native_finish_reason` on the response.
+fn keep_native(turn: &mut Turn, choice: &Choice) {
+    if let Some(native) = choice
+        .native_finish_reason
+        .as_deref()
+        .filter(|n| !n.is_empty())
+    {
+        turn.set_extra(NATIVE_FINISH_REASON, Value::String(native.to_owned()));
+    }
+}
+
 fn usage(u: &super::wire::Usage) -> Usage {
     Usage {
         input_tokens: u.prompt_tokens.unwrap_or(0),
@@ -39,8 +77,11 @@ fn apply_choice(dialect: &Dialect, turn: &mut Turn, choice: &Choice, out: &mut V
     if let Some(delta) = choice.delta.as_ref().or(choice.message.as_ref()) {
         apply_delta(dialect, turn, delta, out);
     }
-    if let Some(reason) = finish_reason(dialect, choice.finish_reason.as_deref()) {
-        turn.finish(reason, out);
+    if !turn.is_finished() {
+        keep_native(turn, choice);
+    }
+    if let Some((reason, raw)) = choice_finish(dialect, choice) {
+        turn.finish(reason, raw, out);
     }
 }
 
@@ -106,18 +147,28 @@ pub(crate) fn decode_body(dialect: &Dialect, body: &[u8]) -> Result<ChatResponse
     let mut turn = Turn::new(dialect.info.kind);
     let mut sink = Vec::new();
     let choice = chunk
-        .choices
+        .choices()
         .iter()
         .find(|c| c.index.unwrap_or(0) == 0)
-        .ok_or_else(|| Error::decode(dialect.info.kind, "response body", "no choices"))?;
+        .ok_or_else(|| {
+            Error::decode(
+                dialect.info.kind,
+                "response body",
+                "no choices (is this another provider's body?)",
+            )
+        })?;
     if let Some(u) = &chunk.usage {
         turn.usage(usage(u), &mut sink);
     }
     if let Some(delta) = choice.delta.as_ref().or(choice.message.as_ref()) {
         apply_delta(dialect, &mut turn, delta, &mut sink);
     }
-    let reason = finish_reason(dialect, choice.finish_reason.as_deref()).unwrap_or_default();
-    turn.end_with(reason, &mut sink)
+    keep_native(&mut turn, choice);
+    match choice_finish(dialect, choice) {
+        Some((reason, raw)) => turn.end_with(reason, raw, &mut sink),
+        // A whole body is a finished turn; a missing (or "not yet") reason is a normal end.
+        None => turn.end_with(FinishReason::Stop, None, &mut sink),
+    }
 }
 
 /// The stream decoder: one per turn.
@@ -126,6 +177,9 @@ pub(crate) struct Decoder {
     dialect: &'static Dialect,
     turn: Turn,
     done: bool,
+    /// Payloads seen (`[DONE]` aside), and whether any had the shape of a chunk.
+    payloads: usize,
+    shaped: bool,
 }
 
 impl Decoder {
@@ -134,6 +188,8 @@ impl Decoder {
             dialect,
             turn: Turn::new(dialect.info.kind),
             done: false,
+            payloads: 0,
+            shaped: false,
         }
     }
 }
@@ -155,7 +211,9 @@ impl StreamDecoder for Decoder {
             }
             other => other?,
         };
-        for choice in chunk.choices.iter().filter(|c| c.index.unwrap_or(0) == 0) {
+        self.payloads += 1;
+        self.shaped |= chunk.is_chat_chunk();
+        for choice in chunk.choices().iter().filter(|c| c.index.unwrap_or(0) == 0) {
             apply_choice(self.dialect, &mut self.turn, choice, out);
         }
         if let Some(u) = &chunk.usage {
@@ -165,10 +223,91 @@ impl StreamDecoder for Decoder {
     }
 
     fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse> {
+        if self.payloads > 0 && !self.shaped {
+            return Err(Error::foreign_stream(
+                self.dialect.info.kind,
+                self.payloads,
+                "a `choices` list, or usage with prompt_tokens/completion_tokens",
+            ));
+        }
+        if self.done && self.payloads == 0 {
+            // `[DONE]` alone is no answer: a broken stream, never an empty success.
+            return match self.turn.end(out) {
+                Err(Error::Stream {
+                    provider, partial, ..
+                }) => Err(Error::Stream {
+                    provider,
+                    reason: "the stream ended at [DONE] without a single chunk".into(),
+                    partial,
+                }),
+                other => other,
+            };
+        }
         if self.done && !self.turn.is_finished() {
             // `[DONE]` without a finish_reason: the server ended the turn normally.
-            self.turn.finish(FinishReason::Stop, out);
+            self.turn.finish(FinishReason::Stop, None, out);
         }
         self.turn.end(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::openai::OPENAI_COMPATIBLE;
+
+    fn body(finish: &str, native: &str) -> String {
+        format!(
+            r#"{{"choices":[{{"index":0,"finish_reason":"{finish}","native_finish_reason":"{native}","message":{{"role":"assistant","tool_calls":[{{"index":0,"id":"c1","type":"function","function":{{"name":"f","arguments":"{{\"q\":\"ab"}}}}]}}}}]}}"#
+        )
+    }
+
+    fn stream(payloads: &[&str]) -> Result<ChatResponse> {
+        let mut d = Decoder::new(&OPENAI_COMPATIBLE);
+        let mut out = Vec::new();
+        for p in payloads {
+            d.feed(None, p, &mut out)?;
+        }
+        d.finish(&mut out)
+    }
+
+    #[test]
+    fn a_stream_of_no_known_shape_is_never_a_success() {
+        let err = stream(&[r#"{"foo":1}"#, r#"{"type":"ping"}"#, "[DONE]"]).unwrap_err();
+        assert!(matches!(err, Error::Decode { .. }), "{err}");
+        assert!(
+            err.to_string().contains("another provider's stream"),
+            "{err}"
+        );
+        let err = stream(&["[DONE]"]).unwrap_err();
+        assert!(matches!(err, Error::Stream { .. }), "{err}");
+        // One chunk with the shape is enough; unknown payloads beside it are ignored.
+        let r = stream(&[r#"{"type":"ping"}"#, r#"{"choices":[]}"#, "[DONE]"]).unwrap();
+        assert_eq!(r.finish_reason, FinishReason::Stop);
+        let r = stream(&[r#"{"choices":[],"usage":{"prompt_tokens":3}}"#, "[DONE]"]).unwrap();
+        assert_eq!(r.usage.unwrap().input_tokens, 3);
+    }
+
+    #[test]
+    fn a_native_token_limit_under_a_normal_end_is_length() {
+        for native in NATIVE_LENGTH {
+            for finish in ["tool_calls", "stop"] {
+                let r = decode_body(&OPENAI_COMPATIBLE, body(finish, native).as_bytes()).unwrap();
+                assert_eq!(r.finish_reason, FinishReason::Length, "{finish}/{native}");
+                assert_eq!(r.raw_finish_reason.as_deref(), Some(finish));
+                assert_eq!(r.extra[NATIVE_FINISH_REASON], *native);
+                let err = r.tool_calls[0].error.as_ref().unwrap();
+                assert_eq!(err.kind, crate::types::ArgumentsErrorKind::Truncated);
+            }
+        }
+        // Other native values, and reasons that are no normal end, are left alone.
+        let r = decode_body(&OPENAI_COMPATIBLE, body("tool_calls", "STOP").as_bytes()).unwrap();
+        assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+        let r = decode_body(
+            &OPENAI_COMPATIBLE,
+            body("content_filter", "MAX_TOKENS").as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(r.finish_reason, FinishReason::ContentFilter);
     }
 }

@@ -16,17 +16,22 @@ pub(crate) fn tool_json(dialect: &Dialect, tool: &ToolDefinition, names: &NameMa
     if !tool.description.is_empty() {
         function.insert("description".into(), json!(tool.description));
     }
-    let parameters = if tool.strict {
-        schema::to_strict(&tool.parameters)
-    } else {
-        tool.parameters.clone()
-    };
-    function.insert("parameters".into(), parameters);
+    function.insert("parameters".into(), parameters(tool));
     if tool.strict {
         function.insert("strict".into(), json!(true));
     }
     let _ = dialect;
     json!({"type": "function", "function": function})
+}
+
+/// The `parameters` schema a tool is sent with (strict tools get the strict form). The one
+/// lowering both `encode` and [`crate::Provider::encode_parameters`] use.
+pub(crate) fn parameters(tool: &ToolDefinition) -> Value {
+    if tool.strict {
+        schema::to_strict(&tool.parameters)
+    } else {
+        tool.parameters.clone()
+    }
 }
 
 fn message_json(dialect: &Dialect, m: &Message, names: &NameMap) -> Value {

@@ -84,10 +84,6 @@ impl Provider for OpenAi {
 
     fn encode_parameters(&self, tool: &ToolDefinition, _mode: Option<SchemaMode>) -> Result<Value> {
         encode::check_keys(self.dialect, tool)?;
-        Ok(if tool.strict {
-            crate::schema::to_strict(&tool.parameters)
-        } else {
-            tool.parameters.clone()
-        })
+        Ok(encode::parameters(tool))
     }
 }

@@ -180,9 +180,14 @@ fn envelope(shape: &ResponseShape, object: &str) -> Map<String, Value> {
     m
 }
 
-/// The wire `finish_reason` for a canonical one: the wire's own spelling where it has one,
-/// else the canonical name.
-fn finish_wire<'a>(dialect: &'a Dialect, reason: &'a FinishReason) -> &'a str {
+/// The wire `finish_reason` of a response: its `raw_finish_reason` verbatim when set (a
+/// scripted GLM `sensitive`), else the wire's own spelling of the canonical reason where it has
+/// one, else the canonical name.
+fn finish_wire<'a>(dialect: &'a Dialect, response: &'a ChatResponse) -> &'a str {
+    if let Some(raw) = &response.raw_finish_reason {
+        return raw;
+    }
+    let reason = &response.finish_reason;
     dialect
         .response
         .finish_reasons
@@ -271,7 +276,7 @@ pub(crate) fn body(dialect: &Dialect, response: &ChatResponse) -> Vec<u8> {
     choice.insert("message".into(), Value::Object(message));
     choice.insert(
         "finish_reason".into(),
-        json!(finish_wire(dialect, &response.finish_reason)),
+        json!(finish_wire(dialect, response)),
     );
     for field in shape.null_choice_fields {
         choice.insert((*field).into(), Value::Null);
@@ -489,7 +494,7 @@ fn push_data(out: &mut Vec<u8>, data: &str) {
 
 /// A whole SSE stream for `response`.
 pub(crate) fn stream(dialect: &Dialect, response: &ChatResponse) -> Vec<u8> {
-    let reason = finish_wire(dialect, &response.finish_reason);
+    let reason = finish_wire(dialect, response);
     let mut chunks = Chunks::new(dialect);
     chunks.text(response);
     chunks.calls(&response.tool_calls, Some(reason));
@@ -667,11 +672,29 @@ pub(crate) mod testing {
         let kind = p.info().kind;
         for (name, response) in samples() {
             let body = p.encode_response(&response, false).unwrap();
-            assert_eq!(p.decode(&body).unwrap(), response, "{kind} {name}: body");
+            let expected = with_raw_finish(&response, &body);
+            assert_eq!(p.decode(&body).unwrap(), expected, "{kind} {name}: body");
             let sse = p.encode_response(&response, true).unwrap();
             let replayed = replay(p, &sse).unwrap();
-            assert_eq!(replayed.response, response, "{kind} {name}: stream");
+            let expected = with_raw_finish(&response, &sse);
+            assert_eq!(replayed.response, expected, "{kind} {name}: stream");
             assert!(sse.ends_with(b"data: [DONE]\n\n"), "{kind} {name}");
+        }
+    }
+
+    /// `response` as it decodes from `wire`: its `raw_finish_reason` is the one `finish_reason`
+    /// value the mock provider wrote there.
+    pub(crate) fn with_raw_finish(response: &ChatResponse, wire: &[u8]) -> ChatResponse {
+        let text = String::from_utf8_lossy(wire);
+        let values: std::collections::BTreeSet<&str> = text
+            .match_indices("\"finish_reason\":\"")
+            .filter_map(|(at, key)| text[at + key.len()..].split('"').next())
+            .filter(|v| !v.is_empty() && *v != "null")
+            .collect();
+        assert_eq!(values.len(), 1, "one finish value in {text}");
+        ChatResponse {
+            raw_finish_reason: values.first().map(|v| (*v).to_owned()),
+            ..response.clone()
         }
     }
 
@@ -759,7 +782,7 @@ pub(crate) mod testing {
 
 #[cfg(test)]
 mod tests {
-    use super::testing::{assert_round_trips, chunks, sample_chunks, samples};
+    use super::testing::{assert_round_trips, chunks, sample_chunks, samples, with_raw_finish};
     use super::*;
     #[allow(unused_imports)]
     use crate::mock::Respond;
@@ -785,7 +808,20 @@ mod tests {
             &stepfun::STEPFUN,
         ] {
             for (canonical, wire) in d.response.finish_reasons {
-                assert_eq!(finish_wire(d, canonical), *wire);
+                let response = ChatResponse {
+                    finish_reason: canonical.clone(),
+                    ..ChatResponse::default()
+                };
+                assert_eq!(finish_wire(d, &response), *wire);
+                let scripted = ChatResponse {
+                    raw_finish_reason: Some("tw_scripted".into()),
+                    ..response
+                };
+                assert_eq!(
+                    finish_wire(d, &scripted),
+                    "tw_scripted",
+                    "raw goes out verbatim"
+                );
                 assert_eq!(
                     decode::finish_reason(d, Some(wire)).as_ref(),
                     Some(canonical),
@@ -838,7 +874,10 @@ mod tests {
             .unwrap();
         let sse = p.encode_response(&response, true).unwrap();
         assert!(!String::from_utf8_lossy(&sse).contains("call_0"));
-        assert_eq!(replay(&p, &sse).unwrap().response, response);
+        assert_eq!(
+            replay(&p, &sse).unwrap().response,
+            with_raw_finish(&response, &sse)
+        );
     }
 
     #[test]

@@ -9,12 +9,31 @@ use crate::providers::lenient;
 /// A streamed chunk or a whole response (`delta` vs `message`).
 #[derive(Debug, Deserialize)]
 pub(crate) struct Chunk {
+    /// `None` when the payload has no `choices` list (then it is no Chat Completions chunk,
+    /// unless it carries usage).
     #[serde(default, deserialize_with = "lenient::null_default")]
-    pub choices: Vec<Choice>,
+    pub choices: Option<Vec<Choice>>,
     #[serde(default, deserialize_with = "lenient::object")]
     pub usage: Option<Usage>,
     #[serde(default)]
     pub error: Option<Value>,
+}
+
+impl Chunk {
+    /// Whether the payload has the shape of a Chat Completions chunk: a `choices` list, or
+    /// usage with prompt or completion counts (a usage-only last chunk).
+    pub(crate) fn is_chat_chunk(&self) -> bool {
+        self.choices.is_some()
+            || self
+                .usage
+                .as_ref()
+                .is_some_and(|u| u.prompt_tokens.is_some() || u.completion_tokens.is_some())
+    }
+
+    /// The choices, none when the list is absent.
+    pub(crate) fn choices(&self) -> &[Choice] {
+        self.choices.as_deref().unwrap_or_default()
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -27,6 +46,9 @@ pub(crate) struct Choice {
     pub message: Option<Delta>,
     #[serde(default, deserialize_with = "lenient::text")]
     pub finish_reason: Option<String>,
+    /// The upstream model's own finish value beside the normalized one (OpenRouter).
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub native_finish_reason: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,0 +1,91 @@
+//! `toolwire serve`: the tool registration server (see `toolwire::server`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use toolwire::server::{DEFAULT_PORT, ServerConfig};
+
+use super::CliError;
+
+/// Arguments of `toolwire serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Port on 127.0.0.1 (0 picks a free one; the address is printed).
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Roles (TOML: [[role]] name, provider, model, system, ...); without it one offline
+    /// role named "default".
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Keep registrations in this JSON file across restarts.
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+}
+
+pub(crate) fn serve(args: &ServeArgs) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Input(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(run(args))
+}
+
+async fn run(args: &ServeArgs) -> Result<(), CliError> {
+    let mut config = ServerConfig::new().with_port(args.port);
+    if let Some(path) = &args.config {
+        config = config
+            .with_roles_file(path)
+            .map_err(|e| CliError::from_error("", &e))?;
+    }
+    if let Some(path) = &args.state {
+        config = config.with_state_file(path);
+    }
+    let server = toolwire::server::start(config)
+        .await
+        .map_err(|e| CliError::from_error("", &e))?;
+    let roles: Vec<String> = server
+        .roles()
+        .iter()
+        .map(|(name, offline)| {
+            if *offline {
+                format!("{name} (offline)")
+            } else {
+                name.clone()
+            }
+        })
+        .collect();
+    outln!("toolwire serve: listening on {}", server.url());
+    outln!("roles: {}", roles.join(", "));
+    if let Some(path) = &args.state {
+        outln!("state: {}", path.display());
+    }
+    outln!("page: {}/", server.url());
+    stop_signal().await;
+    outln!("toolwire serve: stopping");
+    server.shutdown().await;
+    Ok(())
+}
+
+/// Ctrl-C, or SIGTERM on Unix.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

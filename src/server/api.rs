@@ -1,0 +1,409 @@
+//! The registration API: `POST /api/tools/register`, `/unregister`, `/clear` and
+//! `GET /api/tools`, bodies as N.E.K.O.'s main server has them.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+use super::App;
+use super::body::{Fields, Reject, a_kind, read_object};
+use super::ledger::{Entry, Op, now_ms, rfc3339};
+use crate::error::Error;
+use crate::tools::{DEFAULT_TIMEOUT, EXTERNAL_SOURCE, MAX_TIMEOUT, check_callback_url};
+use crate::types::{NAME_RULE, empty_parameters, is_valid_name};
+
+/// The largest registration request body (a tool's schema and description fit many times).
+pub(crate) const MAX_TOOLS_BODY: usize = 1 << 20;
+
+/// `POST /api/tools/register`.
+pub(crate) async fn register(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let map = match read_object(&headers, body, MAX_TOOLS_BODY).await {
+        Ok(m) => m,
+        Err(r) => return r.into_response(),
+    };
+    let entry = match register_entry(map) {
+        Ok(e) => e,
+        Err(r) => return r.into_response(),
+    };
+    if let Some(role) = &entry.scope
+        && !app.has_role(role)
+    {
+        return unknown_role(role);
+    }
+    let name = entry.name.clone();
+    match app.change(Op::Register(entry)).await {
+        Ok(outcome) if outcome.affected.is_empty() => Json(json!({
+            "ok": false,
+            "registered": name,
+            "affected_roles": [],
+            "failed_roles": [],
+            "error": "no role accepted the registration",
+        }))
+        .into_response(),
+        Ok(outcome) => Json(json!({
+            "ok": true,
+            "registered": name,
+            "affected_roles": outcome.affected,
+            "failed_roles": outcome.failed,
+        }))
+        .into_response(),
+        Err(r) => r.into_response(),
+    }
+}
+
+/// `POST /api/tools/unregister`.
+pub(crate) async fn unregister(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let map = match read_object(&headers, body, MAX_TOOLS_BODY).await {
+        Ok(m) => m,
+        Err(r) => return r.into_response(),
+    };
+    let mut f = Fields::new(map);
+    let name = f.required_string("name");
+    if let Some(n) = &name {
+        check_name(&mut f, n);
+    }
+    let role = role_field(&mut f);
+    if let Err(r) = f.finish() {
+        return r.into_response();
+    }
+    let Some(name) = name else {
+        return Reject::field("name", "missing", "field required").into_response();
+    };
+    if let Some(role) = &role
+        && !app.has_role(role)
+    {
+        return unknown_role(role);
+    }
+    let op = Op::Unregister {
+        name: name.clone(),
+        role,
+    };
+    match app.change(op).await {
+        Ok(outcome) => Json(json!({
+            "ok": outcome.failed.is_empty() || outcome.removed > 0,
+            "removed": outcome.removed > 0,
+            "name": name,
+            "affected_roles": outcome.affected,
+            "failed_roles": outcome.failed,
+        }))
+        .into_response(),
+        Err(r) => r.into_response(),
+    }
+}
+
+/// `POST /api/tools/clear`.
+pub(crate) async fn clear(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    let map = match read_object(&headers, body, MAX_TOOLS_BODY).await {
+        Ok(m) => m,
+        Err(r) => return r.into_response(),
+    };
+    let mut f = Fields::new(map);
+    let source = f.required_string("source");
+    if source.as_deref() == Some("") {
+        f.problem(
+            "source",
+            "string_too_short",
+            "must have at least 1 character",
+        );
+    }
+    let role = role_field(&mut f);
+    if let Err(r) = f.finish() {
+        return r.into_response();
+    }
+    let Some(source) = source else {
+        return Reject::field("source", "missing", "field required").into_response();
+    };
+    if let Some(role) = &role
+        && !app.has_role(role)
+    {
+        return unknown_role(role);
+    }
+    let op = Op::Clear {
+        source: source.clone(),
+        role,
+    };
+    match app.change(op).await {
+        Ok(outcome) => Json(json!({
+            "ok": outcome.failed.is_empty() || outcome.removed > 0,
+            "removed": outcome.removed,
+            "source": source,
+            "affected_roles": outcome.affected,
+            "failed_roles": outcome.failed,
+        }))
+        .into_response(),
+        Err(r) => r.into_response(),
+    }
+}
+
+/// `GET /api/tools[?role=R]`: per role, each tool with N.E.K.O.'s fields (`name`,
+/// `description`, `source`, `callback_url`, `is_remote`) and toolwire's additions (`role`,
+/// `parameters`, `timeout_seconds`, `registered_at` and the call statistics).
+pub(crate) async fn list(State(app): State<Arc<App>>, RawQuery(query): RawQuery) -> Response {
+    let role = match role_query(query.as_deref()) {
+        Ok(r) => r,
+        Err(r) => return r.into_response(),
+    };
+    if let Some(role) = &role
+        && !app.has_role(role)
+    {
+        return unknown_role(role);
+    }
+    Json(tools_json(&app, role.as_deref()).await).into_response()
+}
+
+/// The body of `GET /api/tools` for one role or all.
+pub(crate) async fn tools_json(app: &App, role: Option<&str>) -> Value {
+    let ledger = app.ledger.lock().await;
+    let mut by_role = Map::new();
+    for r in &ledger.roles {
+        if role.is_some_and(|x| x != r.role) {
+            continue;
+        }
+        let tools: Vec<Value> = r
+            .entries
+            .iter()
+            .map(|e| {
+                let mut item = json!({
+                    "name": e.name,
+                    "description": e.description,
+                    "source": e.source,
+                    "callback_url": e.callback_url,
+                    "is_remote": true,
+                    "role": e.scope,
+                    "parameters": e.parameters,
+                    "timeout_seconds": e.timeout_seconds,
+                    "registered_at": rfc3339(e.registered_at_ms),
+                });
+                if let (Value::Object(item), Value::Object(stats)) =
+                    (&mut item, app.live.stats(&r.role, &e.name).to_json())
+                {
+                    item.extend(stats);
+                }
+                item
+            })
+            .collect();
+        by_role.insert(r.role.clone(), Value::Array(tools));
+    }
+    json!({"ok": true, "tools_by_role": by_role})
+}
+
+/// `GET /api/calls`: the recent tool calls, newest first.
+pub(crate) async fn calls(State(app): State<Arc<App>>) -> Response {
+    Json(json!({"ok": true, "calls": app.live.recent()})).into_response()
+}
+
+/// 404 for a role the server does not have, worded as N.E.K.O. words it.
+pub(crate) fn unknown_role(role: &str) -> Response {
+    Reject::new(StatusCode::NOT_FOUND, format!("unknown role: {role}")).into_response()
+}
+
+/// The only query parameter `GET /api/tools` takes is `role`.
+fn role_query(query: Option<&str>) -> Result<Option<String>, Reject> {
+    let mut role = None;
+    for pair in query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let key = percent_decode(key);
+        if key != "role" {
+            return Err(Reject::invalid(vec![super::body::Problem {
+                field: key.clone(),
+                message: "unknown query parameter (only role is accepted)".to_owned(),
+                kind: "extra_forbidden",
+            }]));
+        }
+        let value = percent_decode(value);
+        role = if value.is_empty() { None } else { Some(value) };
+    }
+    Ok(role)
+}
+
+/// `application/x-www-form-urlencoded` decoding: `+` is a space, `%XX` a byte; bad escapes
+/// stay as they are.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 3;
+                        continue;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn check_name(f: &mut Fields, name: &str) {
+    if !is_valid_name(name) {
+        let why = if name.is_empty() {
+            "must have at least 1 character".to_owned()
+        } else if name.len() > 64 {
+            format!("is {} bytes long; at most 64 are allowed", name.len())
+        } else {
+            format!("{name:?} does not match {NAME_RULE}")
+        };
+        f.problem("name", "string_pattern_mismatch", why);
+    }
+}
+
+/// `role`: `null`, absent or `""` mean every role (as in N.E.K.O., where an empty role is
+/// falsy); a string names one role.
+fn role_field(f: &mut Fields) -> Option<String> {
+    f.string("role").filter(|r| !r.is_empty())
+}
+
+/// Checks a registration body, collecting every problem.
+fn register_entry(map: Map<String, Value>) -> Result<Entry, Reject> {
+    let mut f = Fields::new(map);
+    let name = f.required_string("name");
+    if let Some(n) = &name {
+        check_name(&mut f, n);
+    }
+    let description = f.string("description").unwrap_or_default();
+    let parameters = match f.take("parameters") {
+        None => empty_parameters(),
+        Some(Value::Object(schema)) => {
+            let schema = Value::Object(schema);
+            if let Some(problem) = schema_problem(&schema) {
+                f.problem("parameters", "json_schema", problem);
+            }
+            schema
+        }
+        Some(other) => {
+            f.problem(
+                "parameters",
+                "dict_type",
+                format!("must be a JSON Schema object, got {}", a_kind(&other)),
+            );
+            Value::Null
+        }
+    };
+    let callback_url = f.required_string("callback_url");
+    if let Some(url) = &callback_url
+        && let Err(e) = check_callback_url(url)
+    {
+        let message = match e {
+            Error::Input { message, .. } => message,
+            other => other.to_string(),
+        };
+        f.problem("callback_url", "value_error", message);
+    }
+    let role = role_field(&mut f);
+    let source = f
+        .string("source")
+        .unwrap_or_else(|| EXTERNAL_SOURCE.to_owned());
+    if source.is_empty() {
+        f.problem(
+            "source",
+            "string_too_short",
+            "must have at least 1 character",
+        );
+    }
+    let timeout_seconds = f
+        .number("timeout_seconds")
+        .unwrap_or(DEFAULT_TIMEOUT.as_secs_f64());
+    if !(timeout_seconds > 0.0 && timeout_seconds <= MAX_TIMEOUT.as_secs_f64()) {
+        f.problem(
+            "timeout_seconds",
+            "value_error",
+            format!(
+                "{timeout_seconds} is out of range: it must be greater than 0 and at most {}",
+                MAX_TIMEOUT.as_secs()
+            ),
+        );
+    }
+    f.finish()?;
+    let (Some(name), Some(callback_url)) = (name, callback_url) else {
+        return Err(Reject::field("name", "missing", "field required"));
+    };
+    let entry = Entry {
+        name,
+        description,
+        parameters,
+        callback_url,
+        source,
+        timeout_seconds,
+        scope: role,
+        registered_at_ms: now_ms(),
+    };
+    // The registry's own checks, so a registration accepted here is one every role accepts.
+    entry.check().map_err(|e| match e {
+        Error::Input { path, message } => {
+            let field = if path == "timeout" {
+                "timeout_seconds".to_owned()
+            } else {
+                path
+            };
+            Reject::field(&field, "value_error", message)
+        }
+        other => Reject::field("", "value_error", other.to_string()),
+    })?;
+    Ok(entry)
+}
+
+/// Why `schema` cannot be a tool's parameters: it must describe an object and compile.
+fn schema_problem(schema: &Value) -> Option<String> {
+    match schema.get("type") {
+        None => {}
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => {
+            return Some(format!(
+                "the arguments are an object, so \"type\" must be \"object\" (got {other})"
+            ));
+        }
+    }
+    jsonschema::validator_for(schema)
+        .err()
+        .map(|e| format!("not a valid JSON Schema: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries() {
+        assert_eq!(role_query(None).unwrap(), None);
+        assert_eq!(
+            role_query(Some("role=Lan+lan")).unwrap().as_deref(),
+            Some("Lan lan")
+        );
+        assert_eq!(
+            role_query(Some("role=%E5%B0%8F")).unwrap().as_deref(),
+            Some("小")
+        );
+        assert_eq!(role_query(Some("role=")).unwrap(), None);
+        assert_eq!(
+            role_query(Some("role=%zz%")).unwrap().as_deref(),
+            Some("%zz%")
+        );
+        assert!(role_query(Some("rol=x")).is_err());
+    }
+}

@@ -1,0 +1,317 @@
+//! What a server runs: its port, its roles (one model session each) and its state file.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::agent::DEFAULT_MAX_TURNS;
+use crate::error::{Error, Result};
+use crate::provider::ProviderKind;
+
+/// The port N.E.K.O.'s main server listens on, so its plugins find toolwire where they expect.
+pub const DEFAULT_PORT: u16 = 48911;
+
+/// The role a server without a config file has.
+pub const DEFAULT_ROLE: &str = "default";
+
+/// The model name sent to the offline mock provider when a role names none.
+pub const OFFLINE_MODEL: &str = "toolwire-offline";
+
+/// The most turns a role may allow one chat (a guard against a config typo like `10000`).
+const MAX_TURNS_LIMIT: usize = 100;
+
+/// One role: a model session with its own tools, like one character of N.E.K.O.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RoleConfig {
+    /// The role's name (`role` in the API).
+    pub name: String,
+    /// The provider; `None` runs the role offline on the embedded mock provider.
+    pub provider: Option<ProviderKind>,
+    /// The model name sent to the provider.
+    pub model: String,
+    /// Another base URL (an OpenAI-compatible server, a proxy).
+    pub base_url: Option<String>,
+    /// A system prompt put before every conversation that has none.
+    pub system: Option<String>,
+    /// Read the API key from this variable instead of the provider's usual ones.
+    pub api_key_env: Option<String>,
+    /// The most model turns one chat may take.
+    pub max_turns: usize,
+}
+
+impl RoleConfig {
+    /// A role that always runs on the offline mock provider.
+    pub fn offline(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            provider: None,
+            model: OFFLINE_MODEL.to_owned(),
+            base_url: None,
+            system: None,
+            api_key_env: None,
+            max_turns: DEFAULT_MAX_TURNS,
+        }
+    }
+
+    /// A role on a provider; it runs offline when no key is found for it.
+    pub fn live(name: impl Into<String>, provider: ProviderKind, model: impl Into<String>) -> Self {
+        Self {
+            provider: Some(provider),
+            model: model.into(),
+            ..Self::offline(name)
+        }
+    }
+
+    /// Sets the system prompt.
+    pub fn with_system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// Sets the base URL.
+    pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = Some(url.into());
+        self
+    }
+
+    /// Sets the variable the API key is read from.
+    pub fn with_api_key_env(mut self, var: impl Into<String>) -> Self {
+        self.api_key_env = Some(var.into());
+        self
+    }
+
+    /// Sets the turn limit (at least 1).
+    pub fn with_max_turns(mut self, max_turns: usize) -> Self {
+        self.max_turns = max_turns.max(1);
+        self
+    }
+}
+
+/// How to run a server: port, roles, state file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The loopback port (0 picks a free one).
+    pub port: u16,
+    /// The roles, in order; never empty.
+    pub roles: Vec<RoleConfig>,
+    /// Where registrations are kept across restarts, if anywhere.
+    pub state_file: Option<PathBuf>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ServerConfig {
+    /// Port [`DEFAULT_PORT`], one offline role named [`DEFAULT_ROLE`], no state file.
+    pub fn new() -> Self {
+        Self {
+            port: DEFAULT_PORT,
+            roles: vec![RoleConfig::offline(DEFAULT_ROLE)],
+            state_file: None,
+        }
+    }
+
+    /// Sets the port.
+    pub fn with_port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// Replaces the roles (checked when the server starts).
+    pub fn with_roles(mut self, roles: impl IntoIterator<Item = RoleConfig>) -> Self {
+        self.roles = roles.into_iter().collect();
+        self
+    }
+
+    /// Keeps registrations in `path` (see the module docs for the format).
+    pub fn with_state_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.state_file = Some(path.into());
+        self
+    }
+
+    /// Reads the roles from a TOML file (format in the module docs). Errors name the file, the
+    /// line and the reason.
+    pub fn with_roles_file(self, path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::input(path.display().to_string(), format!("cannot read: {e}")))?;
+        let roles = parse_roles(&text).map_err(|(line, message)| {
+            let at = match line {
+                Some(line) => format!("{}:{line}", path.display()),
+                None => path.display().to_string(),
+            };
+            Error::input(at, message)
+        })?;
+        Ok(self.with_roles(roles))
+    }
+
+    /// Checks the roles: at least one, unique non-empty names, a model for each live role,
+    /// a sane turn limit.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.roles.is_empty() {
+            return Err(Error::input("roles", "at least one role is needed"));
+        }
+        for (i, role) in self.roles.iter().enumerate() {
+            let at = format!("roles[{i}]");
+            check_role_name(&role.name).map_err(|m| Error::input(format!("{at}.name"), m))?;
+            if self.roles[..i].iter().any(|r| r.name == role.name) {
+                return Err(Error::input(
+                    format!("{at}.name"),
+                    format!("role {:?} is defined twice", role.name),
+                ));
+            }
+            if role.model.trim().is_empty() {
+                return Err(Error::input(format!("{at}.model"), "the model is empty"));
+            }
+            if role.max_turns == 0 || role.max_turns > MAX_TURNS_LIMIT {
+                return Err(Error::input(
+                    format!("{at}.max_turns"),
+                    format!("max_turns must be 1 to {MAX_TURNS_LIMIT}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_role_name(name: &str) -> std::result::Result<(), String> {
+    if name.trim().is_empty() {
+        return Err("the role name is empty".to_owned());
+    }
+    if name.len() > 64 {
+        return Err(format!("role name {name:?} is longer than 64 bytes"));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(format!("role name {name:?} has control characters"));
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    role: Vec<RoleEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoleEntry {
+    name: String,
+    #[serde(default)]
+    provider: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    base_url: Option<String>,
+    #[serde(default)]
+    system: Option<String>,
+    #[serde(default)]
+    api_key_env: Option<String>,
+    #[serde(default)]
+    max_turns: Option<usize>,
+}
+
+/// The roles of a config file, or the 1-based line (when known) and the reason.
+fn parse_roles(text: &str) -> std::result::Result<Vec<RoleConfig>, (Option<usize>, String)> {
+    let file: File = toml::from_str(text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+        (line, e.message().to_owned())
+    })?;
+    if file.role.is_empty() {
+        return Err((
+            None,
+            "no [[role]] table: define at least one role (name, provider, model)".to_owned(),
+        ));
+    }
+    let mut roles = Vec::new();
+    for (i, entry) in file.role.into_iter().enumerate() {
+        let at = |field: &str| format!("role #{} ({field})", i + 1);
+        let provider = match entry.provider.as_deref() {
+            None | Some("mock") => None,
+            Some(name) => Some(
+                name.parse::<ProviderKind>()
+                    .map_err(|e| (None, format!("{}: {e}", at("provider"))))?,
+            ),
+        };
+        let model = match (entry.model, provider) {
+            (Some(m), _) => m,
+            (None, None) => OFFLINE_MODEL.to_owned(),
+            (None, Some(kind)) => {
+                return Err((
+                    None,
+                    format!("{}: a role on {kind} needs a model", at("model")),
+                ));
+            }
+        };
+        let role = RoleConfig {
+            name: entry.name,
+            provider,
+            model,
+            base_url: entry.base_url,
+            system: entry.system,
+            api_key_env: entry.api_key_env,
+            max_turns: entry.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+        };
+        roles.push(role);
+    }
+    let config = ServerConfig::new().with_roles(roles);
+    if let Err(Error::Input { path, message }) = config.check() {
+        return Err((None, format!("{path}: {message}")));
+    }
+    Ok(config.roles)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_parse_with_defaults() {
+        let roles = parse_roles(
+            r#"
+[[role]]
+name = "Lanlan"
+provider = "openai"
+model = "gpt-4o-mini"
+system = "You are Lanlan."
+
+[[role]]
+name = "offline"
+"#,
+        )
+        .unwrap();
+        assert_eq!(roles.len(), 2);
+        assert_eq!(roles[0].provider, Some(ProviderKind::OpenAi));
+        assert_eq!(roles[0].system.as_deref(), Some("You are Lanlan."));
+        assert_eq!(roles[1].provider, None);
+        assert_eq!(roles[1].model, OFFLINE_MODEL);
+        assert_eq!(roles[1].max_turns, DEFAULT_MAX_TURNS);
+    }
+
+    #[test]
+    fn bad_files_name_the_line_and_reason() {
+        let (line, message) = parse_roles("[[role]]\nname = \"a\"\ncolour = 1\n").unwrap_err();
+        assert_eq!(line, Some(3));
+        assert!(message.contains("colour"), "{message}");
+        let (_, message) =
+            parse_roles("[[role]]\nname = \"a\"\nprovider = \"nope\"\n").unwrap_err();
+        assert!(message.contains("provider"), "{message}");
+        let (_, message) =
+            parse_roles("[[role]]\nname = \"a\"\nprovider = \"openai\"\n").unwrap_err();
+        assert!(message.contains("needs a model"), "{message}");
+        let (_, message) =
+            parse_roles("[[role]]\nname = \"a\"\n[[role]]\nname = \"a\"\n").unwrap_err();
+        assert!(message.contains("twice"), "{message}");
+        let (_, message) = parse_roles("").unwrap_err();
+        assert!(message.contains("no [[role]]"), "{message}");
+        let (_, message) = parse_roles("[[role]]\nname = \"a\"\nmax_turns = 0\n").unwrap_err();
+        assert!(message.contains("max_turns"), "{message}");
+    }
+}

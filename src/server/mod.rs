@@ -1,0 +1,374 @@
+//! The tool server (`toolwire serve`): plugins in other processes register tools over HTTP, the
+//! server calls them back when a model picks them, and runs a model session per role.
+//!
+#![doc = include_str!("../../docs/server.md")]
+
+mod api;
+mod body;
+mod chat;
+mod config;
+mod gate;
+mod ledger;
+mod live;
+mod offline;
+mod plugin;
+
+pub use config::{DEFAULT_PORT, DEFAULT_ROLE, OFFLINE_MODEL, RoleConfig, ServerConfig};
+pub use gate::{is_loopback_host, is_loopback_peer};
+pub use offline::{MAX_CALLS as OFFLINE_MAX_CALLS, example_arguments};
+pub use plugin::{Plugin, PluginHandle};
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures::StreamExt;
+use serde_json::json;
+use tokio::sync::{Mutex, watch};
+use tokio::task::JoinHandle;
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::tools::ToolRegistry;
+use body::Reject;
+use ledger::{Ledger, Op, Outcome};
+use live::{Live, LiveEvent};
+
+/// How long [`ServerHandle::shutdown`] waits for requests in flight before it cuts them off.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// One role as the server runs it.
+pub(crate) struct Role {
+    pub config: RoleConfig,
+    /// The live client; `None` runs the role on the offline mock provider.
+    pub client: Option<Client>,
+    /// The tools registered for this role (including those registered for every role).
+    pub registry: ToolRegistry,
+}
+
+/// What every request shares.
+pub(crate) struct App {
+    pub roles: Vec<Role>,
+    /// The registrations; held while a change is written to the state file, so changes apply
+    /// one at a time, in order, and none is lost.
+    pub ledger: Mutex<Ledger>,
+    pub state_file: Option<PathBuf>,
+    pub live: Live,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl App {
+    pub fn role(&self, name: &str) -> Option<&Role> {
+        self.roles.iter().find(|r| r.config.name == name)
+    }
+
+    pub fn has_role(&self, name: &str) -> bool {
+        self.role(name).is_some()
+    }
+
+    /// Resolves when the server begins shutting down (ends long-lived streams).
+    pub fn shutdown_signal(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut rx = self.shutdown.clone();
+        async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        }
+    }
+
+    /// Applies a change: to a copy of the ledger, then to the state file, and only when that
+    /// is written, to the ledger and the roles' registries. A state file that cannot be
+    /// written leaves everything as it was (500).
+    pub async fn change(&self, op: Op) -> std::result::Result<Outcome, Reject> {
+        let mut ledger = self.ledger.lock().await;
+        let mut next = ledger.clone();
+        let mut outcome = next.apply(&op);
+        if let Some(path) = &self.state_file {
+            let path = path.clone();
+            let snapshot = next.clone();
+            let written = tokio::task::spawn_blocking(move || ledger::save(&path, &snapshot))
+                .await
+                .map_err(|e| std::io::Error::other(e.to_string()))
+                .and_then(|r| r);
+            if let Err(e) = written {
+                let file = self.state_file.as_deref().unwrap_or_else(|| "".as_ref());
+                return Err(Reject::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!(
+                        "the state file {} could not be written ({e}); nothing was changed",
+                        file.display()
+                    ),
+                ));
+            }
+        }
+        *ledger = next;
+        outcome.failed = self.apply_to_registries(&op);
+        drop(ledger);
+        self.live
+            .retain_stats(|role, name| self.role(role).is_some_and(|r| r.registry.contains(name)));
+        self.live.tools_changed();
+        Ok(outcome)
+    }
+
+    /// Mirrors a change in the roles' registries; returns the roles that refused it.
+    fn apply_to_registries(&self, op: &Op) -> Vec<serde_json::Value> {
+        let mut failed = Vec::new();
+        let targets = |role: &Option<String>| -> Vec<&Role> {
+            self.roles
+                .iter()
+                .filter(|r| role.as_ref().is_none_or(|x| *x == r.config.name))
+                .collect()
+        };
+        match op {
+            Op::Register(entry) => {
+                for r in targets(&entry.scope) {
+                    if let Err(e) = entry.tool().and_then(|t| r.registry.register(t)) {
+                        failed.push(json!({"role": r.config.name, "error": e.to_string()}));
+                    }
+                }
+            }
+            Op::Unregister { name, role } => {
+                for r in targets(role) {
+                    r.registry.unregister(name);
+                }
+            }
+            Op::Clear { source, role } => {
+                for r in targets(role) {
+                    r.registry.clear_source(source);
+                }
+            }
+        }
+        failed
+    }
+}
+
+/// A running server. Dropping it stops the server at once; [`ServerHandle::shutdown`] lets
+/// requests in flight finish first.
+#[derive(Debug)]
+pub struct ServerHandle {
+    addr: SocketAddr,
+    roles: Vec<(String, bool)>,
+    stop: watch::Sender<bool>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// The bound address (always 127.0.0.1).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Each role's name and whether it runs offline on the mock provider.
+    pub fn roles(&self) -> &[(String, bool)] {
+        &self.roles
+    }
+
+    /// Stops accepting requests, ends event streams, waits up to a few seconds for requests in
+    /// flight, then stops.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.take() {
+            let abort = task.abort_handle();
+            if tokio::time::timeout(SHUTDOWN_GRACE, task).await.is_err() {
+                abort.abort();
+            }
+        }
+    }
+
+    /// Runs until the server stops (it does not stop on its own).
+    pub async fn wait(mut self) {
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Starts a server on 127.0.0.1: checks the config, builds each role's client (a role without
+/// a key runs offline), loads the state file, binds, and serves in the background.
+///
+/// Errors ([`Error::Input`]) name what is wrong: a role, the state file, or the port.
+pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
+    config.check()?;
+    let mut roles = Vec::new();
+    for role in &config.roles {
+        roles.push(Role {
+            client: client_for(role)?,
+            config: role.clone(),
+            registry: ToolRegistry::new(),
+        });
+    }
+    let names: Vec<String> = config.roles.iter().map(|r| r.name.clone()).collect();
+    let ledger = match &config.state_file {
+        Some(path) => ledger::load(path, &names)?,
+        None => Ledger::new(&names),
+    };
+    for r in &ledger.roles {
+        if let Some(role) = roles.iter().find(|x| x.config.name == r.role) {
+            for entry in &r.entries {
+                role.registry.register(entry.tool()?)?;
+            }
+        }
+    }
+    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, config.port))
+        .await
+        .map_err(|e| {
+            Error::input(
+                "port",
+                format!("cannot listen on 127.0.0.1:{}: {e}", config.port),
+            )
+        })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::input("port", format!("cannot read the bound address: {e}")))?;
+    let (stop, shutdown) = watch::channel(false);
+    let handle_roles = roles
+        .iter()
+        .map(|r| (r.config.name.clone(), r.client.is_none()))
+        .collect();
+    let app = Arc::new(App {
+        roles,
+        ledger: Mutex::new(ledger),
+        state_file: config.state_file.clone(),
+        live: Live::new(),
+        shutdown,
+    });
+    let signal = app.shutdown_signal();
+    let router = router(app);
+    let task = tokio::spawn(async move {
+        let service = router.into_make_service_with_connect_info::<SocketAddr>();
+        let _ = axum::serve(listener, service)
+            .with_graceful_shutdown(signal)
+            .await;
+    });
+    Ok(ServerHandle {
+        addr,
+        roles: handle_roles,
+        stop,
+        task: Some(task),
+    })
+}
+
+/// The role's client, or `None` (offline) when the provider is the mock or no key is found.
+fn client_for(role: &RoleConfig) -> Result<Option<Client>> {
+    let Some(kind) = role.provider else {
+        return Ok(None);
+    };
+    let mut builder = Client::builder(kind);
+    if let Some(url) = &role.base_url {
+        builder = builder.base_url(url.as_str());
+    }
+    if let Some(var) = &role.api_key_env {
+        match std::env::var(var) {
+            Ok(key) if !key.trim().is_empty() => builder = builder.api_key(key),
+            _ => return Ok(None),
+        }
+    }
+    match builder.build() {
+        Ok(client) => Ok(Some(client)),
+        Err(Error::Input { path, .. }) if path == "api_key" => Ok(None),
+        Err(Error::Input { path, message }) => Err(Error::input(
+            format!("role {:?}: {path}", role.name),
+            message,
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/", get(page))
+        .route("/api/tools", get(api::list))
+        .route("/api/tools/register", post(api::register))
+        .route("/api/tools/unregister", post(api::unregister))
+        .route("/api/tools/clear", post(api::clear))
+        .route("/api/calls", get(api::calls))
+        .route("/api/events", get(events))
+        .route("/api/chat", post(chat::chat))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(app)
+        .layer(axum::middleware::from_fn(gate::loopback_only))
+}
+
+async fn not_found() -> Response {
+    Reject::new(
+        StatusCode::NOT_FOUND,
+        "no such route; see GET / for the API",
+    )
+    .into_response()
+}
+
+async fn method_not_allowed() -> Response {
+    Reject::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "this route does not take that method",
+    )
+    .into_response()
+}
+
+/// `GET /`: the live page (tools by role, recent calls). The state at the time of the request
+/// is in the page itself, so it shows everything as soon as it has loaded; later changes come
+/// from `/api/events`.
+async fn page(axum::extract::State(app): axum::extract::State<Arc<App>>) -> Response {
+    let initial = json!({
+        "tools": api::tools_json(&app, None).await,
+        "calls": {"ok": true, "calls": app.live.recent()},
+    });
+    let html = live::PAGE.replace(live::INITIAL_STATE, &live::script_json(&initial));
+    let mut response = html.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+             connect-src 'self'; frame-ancestors 'none'",
+        ),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// `GET /api/events`: `tools` when registrations change, `call` (a call's log record) when a
+/// call starts or finishes, `lagged` when events were dropped for a slow reader (read
+/// everything again).
+async fn events(axum::extract::State(app): axum::extract::State<Arc<App>>) -> Response {
+    let rx = app.live.subscribe();
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        let event = match rx.recv().await {
+            Ok(LiveEvent::Tools) => Event::default().event("tools").data("{}"),
+            Ok(LiveEvent::Call(record)) => Event::default()
+                .event("call")
+                .data(serde_json::to_string(&record).unwrap_or_default()),
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                Event::default().event("lagged").data(n.to_string())
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+        };
+        Some((Ok::<Event, std::convert::Infallible>(event), rx))
+    })
+    .take_until(app.shutdown_signal());
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
