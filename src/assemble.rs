@@ -17,7 +17,10 @@
 //! - argument text is appended (O(n) in total) and parsed once, at the end;
 //! - `length` (or a broken stream) leaves unfinished calls `truncated`, invalid JSON is
 //!   `malformed`, and `raw_arguments` is kept byte for byte either way;
-//! - calls without an id get `call_<n>`, unique in the response and marked synthetic.
+//! - calls without an id get `call_<n>`, unique in the response and marked synthetic;
+//! - with [`Turn::with_explicit_call_ends`] (realtime wires, where only a call's own end event
+//!   completes it), a call that never got its end is `truncated` when the turn ends, whatever
+//!   its text parses to.
 
 use std::collections::{HashMap, HashSet};
 
@@ -82,6 +85,8 @@ pub struct Turn {
     scanned: usize,
     /// The next number an early call's minted id may take (minted numbers only grow).
     early_next: usize,
+    /// Only [`Turn::complete_call`] completes a call (see [`Turn::with_explicit_call_ends`]).
+    explicit_ends: bool,
 }
 
 impl Turn {
@@ -103,7 +108,16 @@ impl Turn {
             seen_ids: HashSet::new(),
             scanned: 0,
             early_next: 0,
+            explicit_ends: false,
         }
+    }
+
+    /// A turn whose wire marks each call's end (realtime `.done`): only
+    /// [`Turn::complete_call`] completes a call, and calls still open when the turn ends are
+    /// `truncated` even when their text parses.
+    pub fn with_explicit_call_ends(mut self) -> Self {
+        self.explicit_ends = true;
+        self
     }
 
     /// Whether the turn has ended (a finish reason arrived).
@@ -262,9 +276,9 @@ impl Turn {
     /// gave it; however the turn ends later (even `length` or a broken stream) this call stays
     /// as it is, and argument text a misbehaving wire still sends for it is kept in its `extra`
     /// as `late_arguments`, never lost. A call without an id gets its `call_<n>` now, unique
-    /// among the ids seen so far. Calls already final, unknown positions and calls without a
-    /// name (never complete: they are settled at the end of the turn) are left alone; the
-    /// result says whether the call was completed now.
+    /// among the ids seen so far; a call without a name is final too, but never complete
+    /// (`malformed`: nothing can run it). Calls already final, and unknown positions, are left
+    /// alone; the result says whether the call was completed now.
     pub fn complete_call(&mut self, position: usize, out: &mut Vec<StreamEvent>) -> bool {
         if self.finalized.is_some() || self.early.contains_key(&position) {
             return false;
@@ -272,9 +286,6 @@ impl Turn {
         let Some(slot) = self.slots.get_mut(position) else {
             return false;
         };
-        if slot.name.is_empty() {
-            return false;
-        }
         let args = std::mem::take(&mut slot.args);
         let (id, synthetic) = match slot.id.clone() {
             Some(id) => (id, false),
@@ -311,6 +322,19 @@ impl Turn {
         });
         self.early.insert(position, call);
         true
+    }
+
+    /// The call at `position` as [`Turn::complete_call`] made it final, if it did.
+    pub fn completed_call(&self, position: usize) -> Option<&ToolCall> {
+        self.early.get(&position)
+    }
+
+    /// The name and argument text the call at `position` has accumulated so far (empty
+    /// arguments once it is complete).
+    pub fn call_so_far(&self, position: usize) -> Option<(&str, &str)> {
+        self.slots
+            .get(position)
+            .map(|s| (s.name.as_str(), s.args.as_str()))
     }
 
     /// Completes every call before `position` (a dialect whose calls are final once a later
@@ -398,11 +422,25 @@ impl Turn {
                     (id, true)
                 }
             };
-            let mut call = if cut_short {
+            let mut call = if cut_short || self.explicit_ends {
                 ToolCall::new_cut_short(id, std::mem::take(&mut slot.name), args)
             } else {
                 ToolCall::new(id, std::mem::take(&mut slot.name), args)
             };
+            if self.explicit_ends {
+                // Whatever its text parses to, the wire never said the call was done.
+                call.arguments = None;
+                let kind = crate::types::ArgumentsErrorKind::Truncated;
+                match &mut call.error {
+                    Some(e) => e.kind = kind,
+                    None => {
+                        call.error = Some(crate::types::ArgumentsError {
+                            kind,
+                            message: "the turn ended before the call's end event".into(),
+                        });
+                    }
+                }
+            }
             call.extra = std::mem::take(&mut slot.extra);
             if synthetic {
                 call.extra
@@ -669,6 +707,25 @@ mod tests {
     }
 
     #[test]
+    fn explicit_ends_truncate_calls_that_never_ended() {
+        let mut t = Turn::new(ProviderKind::OpenAi).with_explicit_call_ends();
+        let mut out = Vec::new();
+        t.fragment(0, frag(None, Some("a"), Some("f"), "{\"x\":1}"), &mut out);
+        t.fragment(0, frag(None, Some("b"), Some("g"), "{}"), &mut out);
+        assert_eq!(t.call_so_far(1), Some(("g", "{}")));
+        t.complete_call(0, &mut out);
+        let done = t.completed_call(0).cloned().unwrap();
+        assert!(done.is_complete());
+        t.finish(FinishReason::Stop, None, &mut out);
+        let r = t.end(&mut out).unwrap();
+        assert_eq!(r.tool_calls[0], done);
+        // `{}` parses, but call b never got its end event.
+        let err = r.tool_calls[1].error.as_ref().unwrap();
+        assert_eq!(err.kind, ArgumentsErrorKind::Truncated);
+        assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+    }
+
+    #[test]
     fn length_truncates_and_eof_is_broken() {
         let mut t = Turn::new(ProviderKind::OpenAi);
         let mut out = Vec::new();
@@ -754,7 +811,7 @@ mod tests {
         assert!(!t.complete_call(0, &mut out), "completed twice");
         assert!(t.complete_call(1, &mut out), "an id is minted for it now");
         t.fragment(0, frag(Some(3), None, None, ""), &mut out);
-        assert!(!t.complete_call(3, &mut out), "a call without a name is never complete");
+        assert!(t.complete_call(3, &mut out), "the wire ended it");
         assert!(t.is_call_completed(0));
         assert_eq!(t.call_arguments(0), Some("{\"x\":1}"));
         t.finish(FinishReason::Length, Some("length"), &mut out);

@@ -42,6 +42,8 @@ pub struct Check {
 pub struct CaseReport {
     /// The provider the case ran against, when it could be determined.
     pub provider: Option<ProviderKind>,
+    /// The realtime dialect, for a realtime case (`provider` is then `None`).
+    pub realtime: Option<crate::realtime::RealtimeKind>,
     /// The folder name.
     pub case: String,
     /// The folder.
@@ -76,7 +78,10 @@ impl CaseReport {
 
 impl fmt::Display for CaseReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let provider = self.provider.map_or("?", ProviderKind::name);
+        let provider = match self.realtime {
+            Some(kind) => kind.name(),
+            None => self.provider.map_or("?", ProviderKind::name),
+        };
         write!(f, "{provider}/{}", self.case)
     }
 }
@@ -98,6 +103,7 @@ pub fn run_case(dir: &Path, mode: Mode) -> CaseReport {
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let mut report = CaseReport {
         provider: None,
+        realtime: None,
         case,
         path: dir.to_owned(),
         checks: Vec::new(),
@@ -118,6 +124,9 @@ pub fn run_case(dir: &Path, mode: Mode) -> CaseReport {
             Meta::default()
         }
     };
+    if let Some(kind) = crate::realtime::fixture::case_kind(dir, Some(&meta)) {
+        return crate::realtime::fixture::run_case(dir, kind, mode, report);
+    }
     report.provider = case_provider(dir, Some(&meta));
     let Some(kind) = report.provider else {
         report.checks.push(Check {
@@ -354,7 +363,7 @@ pub fn canonical_text(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
 }
 
-fn check_golden(golden: &Path, actual: Result<Value>, mode: Mode) -> Outcome {
+pub(crate) fn check_golden(golden: &Path, actual: Result<Value>, mode: Mode) -> Outcome {
     let actual = match actual {
         Ok(v) => v,
         Err(e) => return Outcome::Fail(e.to_string()),

@@ -11,6 +11,7 @@ pub mod mock;
 pub mod partial_json;
 pub mod provider;
 pub mod providers;
+pub mod realtime;
 pub mod replay;
 pub mod schema;
 #[cfg(feature = "server")]

@@ -49,9 +49,10 @@ fn write_inline(args: std::fmt::Arguments<'_>) {
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
     /// Provider whose wire the demo speaks (default openai). With its API key set in the
-    /// environment the demo calls the real API; without it, the offline mock provider.
+    /// environment the demo calls the real API; without it, the offline mock provider. A
+    /// realtime name runs the loop over the realtime mock (offline).
     #[arg(long, short)]
-    provider: Option<ProviderKind>,
+    provider: Option<super::realtime::ProviderArg>,
     /// Model for a live run (default: a small model of the provider).
     #[arg(long)]
     model: Option<String>,
@@ -67,11 +68,18 @@ pub(crate) fn demo(args: &DemoArgs) -> Result<(), CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::Input(format!("cannot start the async runtime: {e}")))?;
+    if let Some(super::realtime::ProviderArg::Realtime(kind)) = args.provider {
+        let tools = demo_tools().map_err(|e| CliError::from_error("demo tools", &e))?;
+        return runtime.block_on(super::realtime::demo(kind, tools, PROMPT));
+    }
     runtime.block_on(run(args))
 }
 
 async fn run(args: &DemoArgs) -> Result<(), CliError> {
-    let kind = args.provider.unwrap_or(ProviderKind::OpenAi);
+    let kind = args
+        .provider
+        .and_then(super::realtime::ProviderArg::http)
+        .unwrap_or(ProviderKind::OpenAi);
     let info = provider_for(kind)
         .map_err(|e| CliError::from_error("", &e))?
         .info()
@@ -604,7 +612,7 @@ fn distance(from: &str, to: &str, unit: &str) -> Result<Value, ToolError> {
 }
 
 /// The registry the demo offers: a typed tool and one built with the parameter builder.
-fn demo_tools() -> toolwire::Result<ToolRegistry> {
+pub(super) fn demo_tools() -> toolwire::Result<ToolRegistry> {
     let registry = ToolRegistry::new();
     registry.register_typed(GetWeather)?;
     let params = Params::new()

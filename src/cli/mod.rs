@@ -13,6 +13,7 @@ macro_rules! outln {
 mod chat;
 mod demo;
 mod offline;
+mod realtime;
 #[cfg(feature = "server")]
 mod serve;
 mod view;

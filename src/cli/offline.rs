@@ -9,13 +9,14 @@ use toolwire::partial_json::{ArgumentEvent, CallArguments};
 use toolwire::{ChatRequest, ProviderKind, SchemaMode, ToolDefinition, provider_for};
 
 use super::CliError;
+use super::realtime::ProviderArg;
 
 /// `toolwire replay`.
 #[derive(Debug, Args)]
 pub(crate) struct ReplayArgs {
-    /// Provider whose wire format the file is in.
+    /// Provider whose wire format the file is in (a realtime name reads a recorded session).
     #[arg(long, short)]
-    provider: ProviderKind,
+    provider: ProviderArg,
     /// HTTP status the body came with; 4xx/5xx bodies are decoded as error bodies.
     #[arg(long)]
     status: Option<u16>,
@@ -70,7 +71,7 @@ pub(crate) struct SchemaArgs {
 pub(crate) struct ConformanceArgs {
     /// Only this provider's cases.
     #[arg(long, short)]
-    provider: Option<ProviderKind>,
+    provider: Option<ProviderArg>,
     /// Rewrite goldens that differ with the current output (review the diff before committing).
     #[arg(long)]
     bless: bool,
@@ -126,7 +127,13 @@ struct ArgumentsLine<'a> {
 }
 
 pub(crate) fn replay(args: &ReplayArgs) -> Result<(), CliError> {
-    let provider = provider(args.provider)?;
+    let kind = match args.provider {
+        ProviderArg::Realtime(k) => {
+            return super::realtime::replay(k, &args.file, &read(&args.file)?);
+        }
+        ProviderArg::Http(k) => k,
+    };
+    let provider = provider(kind)?;
     let request = match &args.request {
         Some(path) => {
             let req: ChatRequest = read_json(path)?;
@@ -242,6 +249,7 @@ pub(crate) fn providers() -> Result<(), CliError> {
             Err(e) => outln!("{:<10} ({e})", kind.name()),
         }
     }
+    super::realtime::providers();
     Ok(())
 }
 
@@ -252,8 +260,11 @@ pub(crate) fn conformance(args: &ConformanceArgs) -> Result<(), CliError> {
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
     };
     let mode = if args.bless { Mode::Bless } else { Mode::Check };
-    let reports = conformance::run_dir(&dir, args.provider, mode)
+    let mut reports = conformance::run_dir(&dir, args.provider.and_then(ProviderArg::http), mode)
         .map_err(|e| CliError::Input(e.to_string()))?;
+    if let Some(ProviderArg::Realtime(k)) = args.provider {
+        reports.retain(|r| r.realtime == Some(k));
+    }
     if reports.is_empty() {
         return Err(CliError::Input(format!(
             "{}: no case folders (a case folder holds meta.toml)",
@@ -279,7 +290,10 @@ pub(crate) fn conformance(args: &ConformanceArgs) -> Result<(), CliError> {
     );
     let mut failed = 0;
     for r in &reports {
-        let provider = r.provider.map_or("?", ProviderKind::name);
+        let provider = match r.realtime {
+            Some(k) => k.name(),
+            None => r.provider.map_or("?", ProviderKind::name),
+        };
         let result = if r.passed() { "ok" } else { "FAILED" };
         outln!(
             "{:<10} {:<40} {:<6} {:<6} {:<6} {result}",

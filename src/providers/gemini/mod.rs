@@ -6,7 +6,7 @@
 #![doc = include_str!("../../../providers/gemini.md")]
 
 mod decode;
-mod encode;
+pub(crate) mod encode;
 mod partial;
 #[cfg(feature = "mock")]
 mod respond;
