@@ -121,10 +121,10 @@ impl Recorder {
                 Err(e) => return Err(io_error(&path, e)),
             }
         };
-        let forms = inner.key().map(super::secret_forms).unwrap_or_default();
-        let scrub = |text: String| super::redact_text(text, &forms);
+        let forms = inner.secrets();
+        let scrub = |text: String| super::redact_text(text, forms);
         let mut bytes = rec.bytes.clone();
-        for form in &forms {
+        for form in forms {
             bytes = replace_bytes(&bytes, form.as_bytes(), b"<redacted>");
         }
         let response_file = if rec.stream && provider.framing() == Framing::Ndjson {
