@@ -12,6 +12,9 @@
 //! ([`Limits::max_event_bytes`]), and is pure, so the client, `toolwire replay`, the
 //! conformance runner and the property tests all parse streams with the same code.
 //!
+//! Each request runs in a `tracing` span (see [`Client::stream`]) named after the OpenTelemetry
+//! GenAI semantic conventions; nothing secret (key, header values) is ever a field.
+//!
 //! Recording ([`ClientBuilder::record_to`]) is best effort: the folder is checked when the
 //! client is built, and a write that fails later never replaces the answer or the error of the
 //! exchange it records; it is kept for [`Client::take_record_errors`].
@@ -42,6 +45,7 @@ pub(crate) mod time;
 pub use crate::turn::Limits;
 pub use retry::RetryPolicy;
 pub use stream::ChatStream;
+pub(crate) use stream::record_response;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -534,19 +538,57 @@ impl Client {
     }
 
     /// One non-streamed turn. The body is read through the same [`crate::turn::TurnReader`]
-    /// as a stream's, so limits, names and partial responses behave the same.
+    /// as a stream's, so limits, names and partial responses behave the same. Traced like
+    /// [`Client::stream`].
     pub async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse> {
         self.start(req, false).await?.finish().await
     }
 
     /// One streamed turn: returns once the response head arrived; events follow as their bytes
     /// do. Retries happen only before that point.
+    ///
+    /// The request runs in an `info` span `gen_ai.chat` that lasts until the stream ends or is
+    /// dropped, with the fields of the OpenTelemetry GenAI semantic conventions
+    /// (<https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/>):
+    /// `gen_ai.operation.name` (`chat`), `gen_ai.provider.name` (the provider's name, `openai`),
+    /// `gen_ai.request.model`, and once known `gen_ai.response.finish_reasons` (the canonical
+    /// finish reason), `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens` and
+    /// `error.type` (the failure's kind). `gen_ai.response.model` is declared for subscribers
+    /// and recorded only when a response carries a `model` field.
     pub async fn stream(&self, req: &ChatRequest) -> Result<ChatStream> {
         self.start(req, true).await
     }
 
     /// Sends the request and wraps the answer's body in a reader.
     async fn start(&self, req: &ChatRequest, stream: bool) -> Result<ChatStream> {
+        use tracing::Instrument;
+        let span = tracing::info_span!(
+            "gen_ai.chat",
+            "gen_ai.operation.name" = "chat",
+            "gen_ai.provider.name" = self.inner.kind().name(),
+            "gen_ai.request.model" = req.model.as_str(),
+            "gen_ai.response.model" = tracing::field::Empty,
+            "gen_ai.response.finish_reasons" = tracing::field::Empty,
+            "gen_ai.usage.input_tokens" = tracing::field::Empty,
+            "gen_ai.usage.output_tokens" = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
+        );
+        let started = self
+            .start_in(req, stream, span.clone())
+            .instrument(span.clone())
+            .await;
+        if let Err(e) = &started {
+            span.record("error.type", e.kind_name());
+        }
+        started
+    }
+
+    async fn start_in(
+        &self,
+        req: &ChatRequest,
+        stream: bool,
+        span: tracing::Span,
+    ) -> Result<ChatStream> {
         let inner = &self.inner;
         let total = after(inner.timeouts.total);
         let wire = inner.provider.encode(req, stream)?;
@@ -568,6 +610,7 @@ impl Client {
             body,
             reader,
             recording,
+            span,
         ))
     }
 
