@@ -213,3 +213,91 @@ fn azure_builds_the_resource_url_and_needs_a_key() {
         assert!(err.to_string().contains("AZURE_OPENAI_API_KEY"), "{err}");
     }
 }
+
+#[tokio::test]
+async fn recordings_drive_the_mock_in_order() {
+    let dir = temp_dir("replay");
+    let mut replies = Script::new();
+    for i in 0..11 {
+        replies = replies.then(ChatResponse {
+            text: Some(format!("answer {i}")),
+            finish_reason: FinishReason::Stop,
+            ..ChatResponse::default()
+        });
+    }
+    let mut failure = toolwire::ApiError::new(ProviderKind::OpenAi, Some(429), "slow down");
+    failure.code = Some("rate_limit_exceeded".into());
+    replies = replies.then(failure);
+    let server = MockServer::start(ProviderKind::OpenAi, replies)
+        .await
+        .unwrap();
+    let recording = Client::builder(ProviderKind::OpenAi)
+        .base_url(server.url())
+        .api_key("k")
+        .retry(RetryPolicy::none())
+        .record_to(&dir)
+        .build()
+        .unwrap();
+    let mut live = Vec::new();
+    for i in 0..11 {
+        // Streamed and not, alternately: `.sse` and `.json` cases.
+        let response = if i % 2 == 0 {
+            recording.chat(&request()).await.unwrap()
+        } else {
+            recording
+                .stream(&request())
+                .await
+                .unwrap()
+                .finish()
+                .await
+                .unwrap()
+        };
+        live.push(response);
+    }
+    recording.chat(&request()).await.unwrap_err();
+
+    // Padded numbers: the eleventh case sorts after the second.
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("openai"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(
+        names[1].ends_with("_0002") && names[10].ends_with("_0011"),
+        "{names:?}"
+    );
+
+    let script = Script::from_recordings(&dir).unwrap();
+    assert_eq!(script.len(), 12);
+    let replay = MockServer::start(ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let client = Client::builder(ProviderKind::OpenAi)
+        .base_url(replay.url())
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    for (i, expected) in live.iter().enumerate() {
+        let response = client.chat(&request()).await.unwrap();
+        assert_eq!(&response, expected, "case {i}");
+    }
+    let err = client.chat(&request()).await.unwrap_err();
+    assert_eq!(err.status(), Some(429));
+    assert_eq!(
+        err.api().unwrap().code.as_deref(),
+        Some("rate_limit_exceeded")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn from_recordings_names_what_is_missing() {
+    let dir = temp_dir("empty-recordings");
+    std::fs::create_dir_all(&dir).unwrap();
+    let err = Script::from_recordings(&dir).unwrap_err();
+    assert!(matches!(err, toolwire::Error::Input { .. }), "{err:?}");
+    assert!(err.to_string().contains("response.sse"), "{err}");
+    let missing = Script::from_recordings(dir.join("nope")).unwrap_err();
+    assert!(missing.to_string().contains("nope"), "{missing}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
