@@ -103,6 +103,7 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, Stream, StreamExt};
 use serde_json::{Value, json};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
@@ -463,7 +464,28 @@ async fn drive(
         request.tool_choice = choice.take().filter(|_| !request.tools.is_empty());
         request.messages = lock(&shared.messages).clone();
 
-        let (response, results) = run_turn(&agent, &request, &shared, turn).await?;
+        let span = tracing::info_span!(
+            "toolwire.agent.turn",
+            "gen_ai.provider.name" = provider.name(),
+            "gen_ai.request.model" = request.model.as_str(),
+            "toolwire.agent.turn" = turn,
+            "gen_ai.response.model" = tracing::field::Empty,
+            "gen_ai.response.finish_reasons" = tracing::field::Empty,
+            "gen_ai.usage.input_tokens" = tracing::field::Empty,
+            "gen_ai.usage.output_tokens" = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
+        );
+        let ran = run_turn(&agent, &request, &shared, turn)
+            .instrument(span.clone())
+            .await;
+        let (response, results) = match ran {
+            Ok(ran) => ran,
+            Err(e) => {
+                span.record("error.type", e.kind_name());
+                return Err(e);
+            }
+        };
+        crate::client::record_response(&span, &response);
         if let Some(u) = response.usage {
             usage.input_tokens = usage.input_tokens.saturating_add(u.input_tokens);
             usage.output_tokens = usage.output_tokens.saturating_add(u.output_tokens);

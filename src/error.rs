@@ -127,6 +127,21 @@ impl Error {
         )
     }
 
+    /// A short name of the error's kind (`api`, `timeout`, ...), for the `error.type` field of
+    /// tracing spans: never any text a server sent.
+    pub(crate) fn kind_name(&self) -> &'static str {
+        match self {
+            Self::Api(_) => "api",
+            Self::Stream { .. } => "stream",
+            Self::Decode { .. } => "decode",
+            Self::Unsupported { .. } => "unsupported",
+            Self::Input { .. } => "input",
+            Self::Transport { .. } => "transport",
+            Self::Timeout { .. } => "timeout",
+            _ => "other",
+        }
+    }
+
     pub(crate) fn unsupported(provider: ProviderKind, feature: impl Into<String>) -> Self {
         Self::Unsupported {
             provider,

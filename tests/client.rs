@@ -1010,7 +1010,7 @@ async fn recording_writes_fixture_cases_without_the_key() {
             .map(|(_, c)| (*c).clone())
             .unwrap()
     };
-    let (first, second, third) = (find("_1"), find("_2"), find("_3"));
+    let (first, second, third) = (find("_0001"), find("_0002"), find("_0003"));
 
     assert!(first.join("response.sse").exists());
     assert_eq!(

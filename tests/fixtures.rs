@@ -70,6 +70,7 @@ cases!(
     quirk_parsable_prefix,
     quirk_reasoning_content,
     quirk_repeated_id_name,
+    quirk_schema_strict_keywords,
     quirk_several_entries_one_chunk,
     quirk_sse_framing,
     quirk_tool_choice_named,

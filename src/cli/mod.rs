@@ -26,6 +26,11 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "toolwire", version, about)]
 struct Cli {
+    /// Print the request, agent-turn and tool spans (OpenTelemetry GenAI field names) on
+    /// standard error; -vv adds debug events. `RUST_LOG` (e.g. `toolwire=debug`), when set,
+    /// chooses instead.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -125,6 +130,7 @@ pub(crate) fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    init_tracing(cli.verbose);
     let result = match cli.command {
         Command::Replay(args) => offline::replay(&args),
         Command::Encode(args) => offline::encode(&args),
@@ -148,6 +154,30 @@ pub(crate) fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Prints spans on standard error when asked (`-v` or `RUST_LOG`), each when it closes, with
+/// the fields it recorded. Nothing is set up otherwise, so tracing costs nothing.
+fn init_tracing(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::fmt::format::FmtSpan;
+    let from_env = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let filter = match (from_env, verbose) {
+        (Some(spec), _) => EnvFilter::try_new(&spec).unwrap_or_else(|e| {
+            eprintln!("toolwire: RUST_LOG={spec:?} is not a filter ({e}); using toolwire=info");
+            EnvFilter::new("toolwire=info")
+        }),
+        (None, 0) => return,
+        (None, 1) => EnvFilter::new("toolwire=info"),
+        (None, _) => EnvFilter::new("toolwire=debug"),
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_span_events(FmtSpan::CLOSE)
+        .try_init();
 }
 
 /// `text` safe for a terminal: control characters (an error body's `ESC [2J`, a BEL, C1

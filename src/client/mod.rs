@@ -12,6 +12,9 @@
 //! ([`Limits::max_event_bytes`]), and is pure, so the client, `toolwire replay`, the
 //! conformance runner and the property tests all parse streams with the same code.
 //!
+//! Each request runs in a `tracing` span (see [`Client::stream`]) named after the OpenTelemetry
+//! GenAI semantic conventions; nothing secret (key, header values) is ever a field.
+//!
 //! Recording ([`ClientBuilder::record_to`]) is best effort: the folder is checked when the
 //! client is built, and a write that fails later never replaces the answer or the error of the
 //! exchange it records; it is kept for [`Client::take_record_errors`].
@@ -42,6 +45,7 @@ pub(crate) mod time;
 pub use crate::turn::Limits;
 pub use retry::RetryPolicy;
 pub use stream::ChatStream;
+pub(crate) use stream::record_response;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -49,7 +53,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
 
 use crate::error::{ApiError, Error, Result, TimeoutPhase};
@@ -143,6 +147,11 @@ pub struct ClientBuilder {
     retry: RetryPolicy,
     limits: Limits,
     record_to: Option<PathBuf>,
+    headers: Vec<(String, Secret)>,
+    query: Vec<(String, String)>,
+    http: Option<reqwest::Client>,
+    auth: Option<Auth>,
+    key_required: bool,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -155,6 +164,9 @@ impl fmt::Debug for ClientBuilder {
             .field("retry", &self.retry)
             .field("limits", &self.limits)
             .field("record_to", &self.record_to)
+            .field("headers", &self.headers)
+            .field("query", &self.query)
+            .field("http_client", &self.http.as_ref().map(|_| "<user's>"))
             .finish_non_exhaustive()
     }
 }
@@ -205,9 +217,47 @@ impl ClientBuilder {
         self
     }
 
+    /// An extra header sent with every request, after the provider's own and the auth header,
+    /// so it replaces one of the same name: a gateway's auth (`Helicone-Auth`, a company
+    /// proxy's token), a beta flag. Its value is treated like the key: `Debug` shows
+    /// `<redacted>`, and it is taken out of errors and recordings wherever a server echoed it.
+    /// [`ClientBuilder::build`] fails when the name or value cannot be an HTTP header.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), Secret(value.into())));
+        self
+    }
+
+    /// A query parameter appended to every request URL (`api-version` on Azure, a gateway's
+    /// routing flag), after any the provider's path has. Query values are not secret: they
+    /// show in `Debug` and may show in transport errors, so credentials belong in
+    /// [`ClientBuilder::header`].
+    pub fn query(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.query.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sends through the caller's own `reqwest::Client`: mTLS, a proxy, custom DNS or
+    /// certificates, a shared pool. Then its settings are the caller's: the connect timeout
+    /// ([`Timeouts::connect`] is not applied), the redirect policy (toolwire's own client
+    /// follows none, so the key never goes to another host) and the user agent. The other
+    /// [`Timeouts`] still apply: toolwire enforces them itself.
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.http = Some(client);
+        self
+    }
+
+    /// Azure OpenAI with a Microsoft Entra ID token instead of the `api-key` header: sends
+    /// `Authorization: Bearer <token>` (redacted like a key). See [`Client::azure`].
+    pub fn azure_bearer(mut self, token: impl Into<String>) -> Self {
+        self.api_key = Some(Secret(token.into()));
+        self.auth = Some(Auth::Bearer);
+        self
+    }
+
     /// The client. Fails with [`Error::Input`] when no key is found (naming the variables to
     /// set), the base URL is not an http(s) URL, the provider's auth header name is not a
-    /// valid header name, or the recording folder cannot be written.
+    /// valid header name, an extra header cannot be sent, or the recording folder cannot be
+    /// written.
     pub fn build(self) -> Result<Client> {
         let provider: Arc<dyn Provider> = match self.provider {
             Some(p) => Arc::from(p),
@@ -228,7 +278,10 @@ impl ClientBuilder {
                         .map(Secret)
                 })
             });
-        if key.is_none() && self.base_url.is_none() && !info.key_vars.is_empty() {
+        if key.is_none()
+            && (self.base_url.is_none() || self.key_required)
+            && !info.key_vars.is_empty()
+        {
             return Err(Error::input(
                 "api_key",
                 format!(
@@ -255,7 +308,7 @@ impl ClientBuilder {
         let auth = match &key {
             None => None,
             Some(Secret(k)) => {
-                let (name, value) = match info.auth {
+                let (name, value) = match self.auth.unwrap_or(info.auth) {
                     Auth::Bearer => (AUTHORIZATION, format!("Bearer {}", k.trim())),
                     Auth::Header(name) => (header_name(name)?, k.trim().to_owned()),
                 };
@@ -269,19 +322,43 @@ impl ClientBuilder {
                 Some((name, value))
             }
         };
-        let http = reqwest::Client::builder()
-            .connect_timeout(self.timeouts.connect)
-            // A redirect would turn the POST into a GET or carry the key to another host; a 3xx
-            // is reported as the answer instead.
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("toolwire/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| Error::Transport {
-                provider: info.kind,
-                message: format!("cannot set up the HTTP client: {}", chain(&e)),
-                connect: false,
-                source: None,
+        let mut headers = HeaderMap::new();
+        let mut secrets = key
+            .as_ref()
+            .map(|Secret(k)| secret_forms(k.trim()))
+            .unwrap_or_default();
+        for (name, Secret(value)) in &self.headers {
+            let header = header_name(name)?;
+            let mut value_ok = HeaderValue::from_str(value).map_err(|_| {
+                Error::input(
+                    format!("header {name}"),
+                    "the value holds characters an HTTP header cannot carry",
+                )
             })?;
+            value_ok.set_sensitive(true);
+            headers.append(header, value_ok);
+            let value = value.trim();
+            if !value.is_empty() {
+                secrets.extend(secret_forms(value));
+            }
+        }
+        secrets.dedup();
+        let http = match self.http {
+            Some(http) => http,
+            None => reqwest::Client::builder()
+                .connect_timeout(self.timeouts.connect)
+                // A redirect would turn the POST into a GET or carry the key to another host; a
+                // 3xx is reported as the answer instead.
+                .redirect(reqwest::redirect::Policy::none())
+                .user_agent(concat!("toolwire/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| Error::Transport {
+                    provider: info.kind,
+                    message: format!("cannot set up the HTTP client: {}", chain(&e)),
+                    connect: false,
+                    source: None,
+                })?,
+        };
         let recorder = match self.record_to {
             Some(dir) => Some(Recorder::open(dir, info.kind)?),
             None => None,
@@ -293,6 +370,9 @@ impl ClientBuilder {
                 base_url,
                 auth,
                 key,
+                headers,
+                query: self.query,
+                secrets,
                 timeouts: self.timeouts,
                 retry: self.retry,
                 limits: self.limits,
@@ -302,13 +382,13 @@ impl ClientBuilder {
     }
 }
 
-/// A custom provider's auth header name, lowercased (HTTP/2 requires it, and
-/// `X-Api-Key` is as good as `x-api-key` on HTTP/1.1).
+/// A custom provider's auth header name or an extra header's, lowercased (HTTP/2 requires it,
+/// and `X-Api-Key` is as good as `x-api-key` on HTTP/1.1).
 fn header_name(name: &str) -> Result<HeaderName> {
     HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()).map_err(|_| {
         Error::input(
-            "auth header",
-            format!("{name:?} (the provider's Auth::Header) is not a valid HTTP header name"),
+            "header",
+            format!("{name:?} is not a valid HTTP header name"),
         )
     })
 }
@@ -327,6 +407,12 @@ pub(crate) struct Inner {
     base_url: String,
     auth: Option<(HeaderName, HeaderValue)>,
     key: Option<Secret>,
+    /// The caller's extra headers, sent last.
+    headers: HeaderMap,
+    /// The caller's query parameters, appended to every URL.
+    query: Vec<(String, String)>,
+    /// Every form of the key and of the extra header values, for redaction.
+    secrets: Vec<String>,
     timeouts: Timeouts,
     retry: RetryPolicy,
     limits: Limits,
@@ -340,6 +426,14 @@ impl fmt::Debug for Client {
             .field("provider", &i.provider.info().kind)
             .field("base_url", &i.base_url)
             .field("api_key", &i.key.as_ref().map(|_| "<redacted>"))
+            .field(
+                "headers",
+                &i.headers
+                    .keys()
+                    .map(|name| (name.as_str(), "<redacted>"))
+                    .collect::<Vec<_>>(),
+            )
+            .field("query", &i.query)
             .field("timeouts", &i.timeouts)
             .field("retry", &i.retry)
             .field("limits", &i.limits)
@@ -380,7 +474,50 @@ impl Client {
             retry: RetryPolicy::default(),
             limits: Limits::default(),
             record_to: None,
+            headers: Vec::new(),
+            query: Vec::new(),
+            http: None,
+            auth: None,
+            key_required: false,
         }
+    }
+
+    /// A builder for an Azure OpenAI deployment, on the `openai` Chat Completions wire:
+    /// requests go to `{endpoint}/openai/deployments/{deployment}/chat/completions?api-version=…`
+    /// with the key in the `api-key` header, read from `AZURE_OPENAI_API_KEY` unless given with
+    /// [`ClientBuilder::api_key`]; [`ClientBuilder::azure_bearer`] sends a Microsoft Entra ID
+    /// token instead (`Authorization: Bearer`). `resource_or_endpoint` is a resource name
+    /// (`my-resource` → `https://my-resource.openai.azure.com`) or a whole endpoint URL
+    /// (anything with `://`). The shapes are those of the Azure OpenAI REST reference
+    /// (<https://learn.microsoft.com/en-us/azure/ai-services/openai/reference>: "Authentication",
+    /// "REST API versioning", "Chat completions"). The body keeps the canonical model name;
+    /// Azure answers with the deployment's model.
+    ///
+    /// ```no_run
+    /// # fn demo() -> toolwire::Result<()> {
+    /// use toolwire::Client;
+    /// let client = Client::azure("my-resource", "gpt-4o-mini", "2024-10-21").build()?;
+    /// # let _ = client; Ok(()) }
+    /// ```
+    pub fn azure(resource_or_endpoint: &str, deployment: &str, api_version: &str) -> ClientBuilder {
+        let endpoint = if resource_or_endpoint.contains("://") {
+            resource_or_endpoint.trim_end_matches('/').to_owned()
+        } else {
+            format!(
+                "https://{}.openai.azure.com",
+                path_segment(resource_or_endpoint)
+            )
+        };
+        let mut b = Self::builder_with(Box::new(crate::providers::openai::OpenAi::with_dialect(
+            &crate::providers::openai::AZURE_OPENAI,
+        )))
+        .base_url(format!(
+            "{endpoint}/openai/deployments/{}",
+            path_segment(deployment)
+        ))
+        .query("api-version", api_version);
+        b.key_required = true;
+        b
     }
 
     /// A builder for any provider value (a custom [`crate::providers::openai::Dialect`], say).
@@ -401,19 +538,57 @@ impl Client {
     }
 
     /// One non-streamed turn. The body is read through the same [`crate::turn::TurnReader`]
-    /// as a stream's, so limits, names and partial responses behave the same.
+    /// as a stream's, so limits, names and partial responses behave the same. Traced like
+    /// [`Client::stream`].
     pub async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse> {
         self.start(req, false).await?.finish().await
     }
 
     /// One streamed turn: returns once the response head arrived; events follow as their bytes
     /// do. Retries happen only before that point.
+    ///
+    /// The request runs in an `info` span `gen_ai.chat` that lasts until the stream ends or is
+    /// dropped, with the fields of the OpenTelemetry GenAI semantic conventions
+    /// (<https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/>):
+    /// `gen_ai.operation.name` (`chat`), `gen_ai.provider.name` (the provider's name, `openai`),
+    /// `gen_ai.request.model`, and once known `gen_ai.response.finish_reasons` (the canonical
+    /// finish reason), `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens` and
+    /// `error.type` (the failure's kind). `gen_ai.response.model` is declared for subscribers
+    /// and recorded only when a response carries a `model` field.
     pub async fn stream(&self, req: &ChatRequest) -> Result<ChatStream> {
         self.start(req, true).await
     }
 
     /// Sends the request and wraps the answer's body in a reader.
     async fn start(&self, req: &ChatRequest, stream: bool) -> Result<ChatStream> {
+        use tracing::Instrument;
+        let span = tracing::info_span!(
+            "gen_ai.chat",
+            "gen_ai.operation.name" = "chat",
+            "gen_ai.provider.name" = self.inner.kind().name(),
+            "gen_ai.request.model" = req.model.as_str(),
+            "gen_ai.response.model" = tracing::field::Empty,
+            "gen_ai.response.finish_reasons" = tracing::field::Empty,
+            "gen_ai.usage.input_tokens" = tracing::field::Empty,
+            "gen_ai.usage.output_tokens" = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
+        );
+        let started = self
+            .start_in(req, stream, span.clone())
+            .instrument(span.clone())
+            .await;
+        if let Err(e) = &started {
+            span.record("error.type", e.kind_name());
+        }
+        started
+    }
+
+    async fn start_in(
+        &self,
+        req: &ChatRequest,
+        stream: bool,
+        span: tracing::Span,
+    ) -> Result<ChatStream> {
         let inner = &self.inner;
         let total = after(inner.timeouts.total);
         let wire = inner.provider.encode(req, stream)?;
@@ -435,6 +610,7 @@ impl Client {
             body,
             reader,
             recording,
+            span,
         ))
     }
 
@@ -460,10 +636,22 @@ impl Inner {
     }
 
     fn url(&self, wire: &HttpRequest) -> String {
-        if wire.path.is_empty() || wire.path.starts_with('/') || wire.path.starts_with('?') {
-            format!("{}{}", self.base_url, wire.path)
-        } else {
-            format!("{}/{}", self.base_url, wire.path)
+        let url =
+            if wire.path.is_empty() || wire.path.starts_with('/') || wire.path.starts_with('?') {
+                format!("{}{}", self.base_url, wire.path)
+            } else {
+                format!("{}/{}", self.base_url, wire.path)
+            };
+        if self.query.is_empty() {
+            return url;
+        }
+        match reqwest::Url::parse(&url) {
+            Ok(mut parsed) => {
+                parsed.query_pairs_mut().extend_pairs(&self.query);
+                parsed.into()
+            }
+            // Sending fails on it anyway, with reqwest's own error.
+            Err(_) => url,
         }
     }
 
@@ -527,6 +715,10 @@ impl Inner {
         }
         if let Some((name, value)) = &self.auth {
             request = request.header(name.clone(), value.clone());
+        }
+        if !self.headers.is_empty() {
+            // Replaces same-named headers set above.
+            request = request.headers(self.headers.clone());
         }
         let sent = tokio::time::timeout_at(first_byte, request.body(body.clone()).send()).await;
         let deadlines = Deadlines {
@@ -649,17 +841,13 @@ impl Inner {
 
     /// Takes the key out of every text an error carries (a server may echo it back).
     fn redact(&self, e: Error) -> Error {
-        let Some(Secret(key)) = &self.key else {
-            return e;
-        };
-        let key = key.trim();
         // Any key is replaced, however short: a short one may garble unrelated text (a key
         // `EMPTY` replaces that word), which is better than ever printing a secret.
-        if key.is_empty() {
+        let forms = &self.secrets;
+        if forms.is_empty() {
             return e;
         }
-        let forms = secret_forms(key);
-        let clean = |s: String| redact_text(s, &forms);
+        let clean = |s: String| redact_text(s, forms);
         match e {
             Error::Transport {
                 provider,
@@ -717,12 +905,9 @@ impl Inner {
         }
     }
 
-    /// The key, for scrubbing recordings.
-    fn key(&self) -> Option<&str> {
-        self.key
-            .as_ref()
-            .map(|Secret(k)| k.trim())
-            .filter(|k| !k.is_empty())
+    /// Every form of the key and the extra header values, for scrubbing recordings.
+    fn secrets(&self) -> &[String] {
+        &self.secrets
     }
 }
 
@@ -763,6 +948,19 @@ pub(crate) fn redact_text(text: String, forms: &[String]) -> String {
         }
     }
     text
+}
+
+/// `text` percent-encoded as one URL path segment (or host label): unreserved characters kept.
+fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// An error and its sources on one line.

@@ -10,6 +10,10 @@
 //! ([`crate::providers::provider_for_base_url`]). The auth header is never written, and the key
 //! is replaced wherever a server echoed it.
 //!
+//! Case folders are named `recorded_<time>_<n>` with `n` counted per client and padded to four
+//! digits, so they sort in the order they were recorded
+//! (`toolwire::mock::Script::from_recordings` replays them in that order).
+//!
 //! Recording is best effort: the folder is checked once, when the client is built
 //! ([`Recorder::open`]); later failures are kept (bounded) for
 //! [`super::Client::take_record_errors`] instead of replacing an exchange's outcome.
@@ -114,17 +118,17 @@ impl Recorder {
         let now = SystemTime::now();
         let case = loop {
             let n = self.seq.fetch_add(1, Ordering::Relaxed);
-            let path = parent.join(format!("recorded_{}_{n}", super::time::stamp(now)));
+            let path = parent.join(format!("recorded_{}_{n:04}", super::time::stamp(now)));
             match fs::create_dir(&path) {
                 Ok(()) => break path,
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(io_error(&path, e)),
             }
         };
-        let forms = inner.key().map(super::secret_forms).unwrap_or_default();
-        let scrub = |text: String| super::redact_text(text, &forms);
+        let forms = inner.secrets();
+        let scrub = |text: String| super::redact_text(text, forms);
         let mut bytes = rec.bytes.clone();
-        for form in &forms {
+        for form in forms {
             bytes = replace_bytes(&bytes, form.as_bytes(), b"<redacted>");
         }
         let response_file = if rec.stream && provider.framing() == Framing::Ndjson {

@@ -44,6 +44,8 @@ struct State {
     recording: Option<Recording>,
     outcome: Outcome,
     response: Option<ChatResponse>,
+    /// The request's `gen_ai.chat` span, open until the stream ends or is dropped.
+    span: tracing::Span,
 }
 
 impl fmt::Debug for ChatStream {
@@ -64,6 +66,7 @@ impl ChatStream {
         body: Body,
         reader: TurnReader<'static>,
         recording: Option<Recording>,
+        span: tracing::Span,
     ) -> Self {
         Self {
             state: Box::new(State {
@@ -76,6 +79,7 @@ impl ChatStream {
                 recording,
                 outcome: Outcome::Running,
                 response: None,
+                span,
             }),
         }
     }
@@ -112,6 +116,8 @@ impl Stream for ChatStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let s = &mut *self.state;
+        let span = s.span.clone();
+        let _entered = span.enter();
         loop {
             if let Some(event) = s.pending.pop_front() {
                 return Poll::Ready(Some(Ok(event)));
@@ -155,6 +161,7 @@ impl Stream for ChatStream {
 
 impl State {
     fn succeed(&mut self, response: ChatResponse) {
+        record_response(&self.span, &response);
         self.outcome = Outcome::Ended;
         self.record(false);
         self.response = Some(response);
@@ -162,6 +169,10 @@ impl State {
 
     fn fail(&mut self, e: Error) {
         let e = self.inner.redact(e);
+        self.span.record("error.type", e.kind_name());
+        if let Some(partial) = e.partial() {
+            record_response(&self.span, partial);
+        }
         self.outcome = Outcome::Failed(e.to_string(), e.partial().cloned().map(Box::new));
         self.record(false);
         self.error = Some(e);
@@ -174,6 +185,21 @@ impl State {
             rec.incomplete = incomplete;
             self.inner.record(&rec);
         }
+    }
+}
+
+/// Records what a response tells a `gen_ai.*` span: finish reason, token counts, model.
+pub(crate) fn record_response(span: &tracing::Span, response: &ChatResponse) {
+    span.record(
+        "gen_ai.response.finish_reasons",
+        response.finish_reason.as_str(),
+    );
+    if let Some(usage) = &response.usage {
+        span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+        span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+    }
+    if let Some(serde_json::Value::String(model)) = response.extra.get("model") {
+        span.record("gen_ai.response.model", model.as_str());
     }
 }
 

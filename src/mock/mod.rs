@@ -310,6 +310,51 @@ impl Script {
         self
     }
 
+    /// A script replaying recorded fixture cases (the folders [`crate::client::ClientBuilder::record_to`]
+    /// writes, or any in the layout of `docs/fixtures.md`): each case folder's
+    /// `response.sse`, `response.ndjson` or `response.json` is served as exact bytes
+    /// ([`MockReply::Raw`]) with the `status` its `meta.toml` gives (200 when none), one case
+    /// per request. Case folders are found below `dir` (itself a case, a provider's folder, or
+    /// the recording root with one folder per provider, at most [`Script::MAX_RECORDING_DEPTH`]
+    /// levels down) and served in the order of their paths; the recorder pads its case numbers
+    /// so that order is the order they were recorded in.
+    ///
+    /// Fails with [`Error::Input`] naming the path when a folder or file cannot be read, or
+    /// when no case is found.
+    pub fn from_recordings(dir: impl AsRef<std::path::Path>) -> Result<Self> {
+        let dir = dir.as_ref();
+        let mut cases = Vec::new();
+        find_cases(dir, Self::MAX_RECORDING_DEPTH, &mut cases)?;
+        if cases.is_empty() {
+            return Err(Error::input(
+                dir.display().to_string(),
+                "no recorded case here (a folder with response.sse, response.ndjson or \
+                 response.json)",
+            ));
+        }
+        cases.sort();
+        let mut script = Self::new();
+        for (case, file, content_type) in cases {
+            let path = case.join(file);
+            let body = std::fs::read(&path).map_err(|e| read_error(&path, &e))?;
+            let meta = case.join("meta.toml");
+            let status = match std::fs::read_to_string(&meta) {
+                Ok(text) => meta_status(&text).unwrap_or(200),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => 200,
+                Err(e) => return Err(read_error(&meta, &e)),
+            };
+            script = script.then(MockReply::Raw {
+                status,
+                content_type: content_type.to_owned(),
+                body,
+            });
+        }
+        Ok(script)
+    }
+
+    /// How deep below its folder [`Script::from_recordings`] looks for cases.
+    pub const MAX_RECORDING_DEPTH: usize = 3;
+
     /// Replies not served yet.
     pub fn len(&self) -> usize {
         self.replies.len()
@@ -336,6 +381,50 @@ impl FromIterator<MockReply> for Script {
             responder: None,
         }
     }
+}
+
+/// The response files of a case folder, with the content type each is served as.
+const RESPONSE_FILES: [(&str, &str); 3] = [
+    ("response.sse", "text/event-stream"),
+    ("response.ndjson", "application/x-ndjson"),
+    ("response.json", "application/json"),
+];
+
+/// A case folder found by [`Script::from_recordings`]: its path, response file, content type.
+type Case = (std::path::PathBuf, &'static str, &'static str);
+
+/// Collects the case folders at or below `dir`, `depth` levels down at most.
+fn find_cases(dir: &std::path::Path, depth: usize, out: &mut Vec<Case>) -> Result<()> {
+    if let Some((file, content_type)) = RESPONSE_FILES
+        .iter()
+        .find(|(file, _)| dir.join(file).is_file())
+    {
+        out.push((dir.to_path_buf(), file, content_type));
+        return Ok(());
+    }
+    if depth == 0 {
+        return Ok(());
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| read_error(dir, &e))?;
+    for entry in entries {
+        let path = entry.map_err(|e| read_error(dir, &e))?.path();
+        if path.is_dir() {
+            find_cases(&path, depth - 1, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The `status = N` line of a case's `meta.toml` (the recorder writes it on a line of its own).
+fn meta_status(meta: &str) -> Option<u16> {
+    meta.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix("status")?.trim_start();
+        rest.strip_prefix('=')?.trim().parse().ok()
+    })
+}
+
+fn read_error(path: &std::path::Path, e: &std::io::Error) -> Error {
+    Error::input(path.display().to_string(), format!("cannot read: {e}"))
 }
 
 /// A request the server received.

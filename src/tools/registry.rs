@@ -407,7 +407,30 @@ impl ToolRegistry {
 
     /// Runs one call among the tools `selection` offers. Never fails: every problem is an
     /// error result for the model, and results are cut to the registry's size limit.
+    ///
+    /// Runs in an `info` span `gen_ai.execute_tool` with the OpenTelemetry GenAI fields
+    /// `gen_ai.operation.name` (`execute_tool`), `gen_ai.tool.name`, `gen_ai.tool.call.id`,
+    /// and `error.type` (`tool_error`) when the result is an error.
     pub async fn dispatch(&self, call: &ToolCall, selection: &ToolSelection) -> ToolResult {
+        use tracing::Instrument;
+        let span = tracing::info_span!(
+            "gen_ai.execute_tool",
+            "gen_ai.operation.name" = "execute_tool",
+            "gen_ai.tool.name" = call.name.as_str(),
+            "gen_ai.tool.call.id" = call.id.as_str(),
+            "error.type" = tracing::field::Empty,
+        );
+        let result = self
+            .dispatch_in(call, selection)
+            .instrument(span.clone())
+            .await;
+        if result.is_error {
+            span.record("error.type", "tool_error");
+        }
+        result
+    }
+
+    async fn dispatch_in(&self, call: &ToolCall, selection: &ToolSelection) -> ToolResult {
         let offered = self.offered(selection);
         let max = self.max_result_bytes();
         let mut result = match offered.iter().find(|e| e.tool.definition.name == call.name) {

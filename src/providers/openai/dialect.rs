@@ -194,3 +194,19 @@ pub const OPENAI_COMPATIBLE: Dialect = Dialect {
     calls_end_at_next_index: false,
     ..OPENAI
 };
+
+/// Azure OpenAI (a deployment below `https://{resource}.openai.azure.com/openai/deployments/`):
+/// OpenAI's own wire with the key in the `api-key` header, read from `AZURE_OPENAI_API_KEY`
+/// (<https://learn.microsoft.com/en-us/azure/ai-services/openai/reference>, "Authentication").
+/// The base URL names a deployment, so it is always given:
+/// [`crate::client::Client::azure`] builds it and adds the `api-version` query parameter.
+pub const AZURE_OPENAI: Dialect = Dialect {
+    info: ProviderInfo {
+        kind: ProviderKind::OpenAi,
+        base_url: "https://{resource}.openai.azure.com/openai/deployments/{deployment}",
+        key_vars: &["AZURE_OPENAI_API_KEY"],
+        auth: Auth::Header("api-key"),
+        capabilities: "OpenAI's wire on an Azure deployment: api-key or Entra ID bearer auth",
+    },
+    ..OPENAI
+};

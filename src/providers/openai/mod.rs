@@ -12,8 +12,8 @@ mod respond;
 mod wire;
 
 pub use dialect::{
-    Dialect, OPENAI, OPENAI_COMPATIBLE, ParallelCalls, ReasoningField, ThinkingSwitch,
-    ToolChoiceSupport, openai_name,
+    AZURE_OPENAI, Dialect, OPENAI, OPENAI_COMPATIBLE, ParallelCalls, ReasoningField,
+    ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
 #[cfg(feature = "mock")]
 pub use respond::{
