@@ -269,7 +269,7 @@ impl ClientBuilder {
                 Some((name, value))
             }
         };
-        let http = reqwest::Client::builder()
+        let http = crate::tls::http_client_builder()
             .connect_timeout(self.timeouts.connect)
             // A redirect would turn the POST into a GET or carry the key to another host; a 3xx
             // is reported as the answer instead.
