@@ -55,8 +55,7 @@ impl std::error::Error for SseError {}
 /// [`SseParser::finish`] at end of stream.
 #[derive(Debug)]
 pub struct SseParser {
-    line_buf: Vec<u8>,
-    skip_lf: bool,
+    lines: Lines,
     line: usize,
     data: String,
     has_data: bool,
@@ -83,8 +82,7 @@ impl SseParser {
     /// A parser that refuses events larger than `max_event_bytes`.
     pub fn new(max_event_bytes: usize) -> Self {
         Self {
-            line_buf: Vec::new(),
-            skip_lf: false,
+            lines: Lines::default(),
             line: 0,
             data: String::new(),
             has_data: false,
@@ -114,52 +112,27 @@ impl SseParser {
     }
 
     /// Feeds bytes; complete events are appended to `out`.
-    pub fn push(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
-        while !bytes.is_empty() {
-            if self.skip_lf {
-                self.skip_lf = false;
-                if bytes[0] == b'\n' {
-                    bytes = &bytes[1..];
-                    continue;
-                }
-            }
-            match memchr::memchr2(b'\n', b'\r', bytes) {
-                Some(pos) => {
-                    self.skip_lf = bytes[pos] == b'\r';
-                    if self.line_buf.is_empty() {
-                        self.line(&bytes[..pos], out)?;
-                    } else {
-                        self.line_buf.extend_from_slice(&bytes[..pos]);
-                        let buf = std::mem::take(&mut self.line_buf);
-                        self.line(&buf, out)?;
-                        self.line_buf = buf;
-                        self.line_buf.clear();
-                    }
-                    bytes = &bytes[pos + 1..];
-                }
-                None => {
-                    // The same limit `line` applies to a complete line, checked early so a
-                    // line without an end cannot grow without bound.
-                    if self.line_buf.len() + bytes.len() > self.max_event_bytes {
-                        return Err(SseError::TooLarge {
-                            line: self.line + 1,
-                            limit: self.max_event_bytes,
-                        });
-                    }
-                    self.line_buf.extend_from_slice(bytes);
-                    break;
-                }
-            }
+    pub fn push(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        let mut lines = std::mem::take(&mut self.lines);
+        let pushed = lines.push(bytes, self.max_event_bytes, |raw| {
+            self.line(raw, out).map(|()| true)
+        });
+        self.lines = lines;
+        match pushed? {
+            // The same limit `line` applies to a complete line, checked as the open line grows.
+            Pushed::Overflow => Err(SseError::TooLarge {
+                line: self.line + 1,
+                limit: self.max_event_bytes,
+            }),
+            Pushed::Done | Pushed::Stopped => Ok(()),
         }
-        Ok(())
     }
 
     /// End of stream: delivers a last line without its line end and a last event without its
     /// blank line.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
-        if !self.line_buf.is_empty() {
-            let buf = std::mem::take(&mut self.line_buf);
-            self.line(&buf, out)?;
+        if let Some(last) = self.lines.finish() {
+            self.line(&last, out)?;
         }
         self.dispatch(out);
         Ok(())
@@ -237,6 +210,72 @@ impl SseParser {
         } else {
             self.event = None;
         }
+    }
+}
+
+/// What [`Lines::push`] did with the bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pushed {
+    /// Every complete line was delivered; an open line is kept for the next bytes.
+    Done,
+    /// The callback asked to stop; the rest of the bytes were not looked at.
+    Stopped,
+    /// The open line grew past the limit.
+    Overflow,
+}
+
+/// Splits bytes into lines (LF, CRLF or CR) however they are chunked: one splitter for the
+/// SSE parser and the NDJSON framing. A line still open when the bytes run out is kept (and
+/// bounded); `memchr` finds the line ends, so each byte is looked at once.
+#[derive(Debug, Default)]
+pub(crate) struct Lines {
+    open: Vec<u8>,
+    skip_lf: bool,
+}
+
+impl Lines {
+    /// Calls `line` with each complete line, without its end, until it returns `Ok(false)`.
+    pub(crate) fn push<E>(
+        &mut self,
+        mut bytes: &[u8],
+        max: usize,
+        mut line: impl FnMut(&[u8]) -> Result<bool, E>,
+    ) -> Result<Pushed, E> {
+        while !bytes.is_empty() {
+            if self.skip_lf {
+                self.skip_lf = false;
+                if bytes[0] == b'\n' {
+                    bytes = &bytes[1..];
+                    continue;
+                }
+            }
+            let Some(pos) = memchr::memchr2(b'\n', b'\r', bytes) else {
+                if self.open.len() + bytes.len() > max {
+                    return Ok(Pushed::Overflow);
+                }
+                self.open.extend_from_slice(bytes);
+                break;
+            };
+            self.skip_lf = bytes[pos] == b'\r';
+            let go_on = if self.open.is_empty() {
+                line(&bytes[..pos])?
+            } else {
+                self.open.extend_from_slice(&bytes[..pos]);
+                let r = line(&self.open);
+                self.open.clear();
+                r?
+            };
+            bytes = &bytes[pos + 1..];
+            if !go_on {
+                return Ok(Pushed::Stopped);
+            }
+        }
+        Ok(Pushed::Done)
+    }
+
+    /// The end of the bytes: the last line, if it had no line end.
+    pub(crate) fn finish(&mut self) -> Option<Vec<u8>> {
+        (!self.open.is_empty()).then(|| std::mem::take(&mut self.open))
     }
 }
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::provider::{Framing, HttpRequest, NameMap, Provider, ProviderKind, StreamDecoder};
-use crate::sse::{SseError, SseEvent, SseParser};
+use crate::sse::{Lines, Pushed, SseError, SseEvent, SseParser};
 use crate::types::{ChatResponse, StreamEvent};
 
 /// Size limits that keep memory bounded whatever a server (or a file) sends.
@@ -658,11 +658,10 @@ fn events_of(response: &ChatResponse) -> Vec<StreamEvent> {
     out
 }
 
-/// Splits bytes into lines (LF, CRLF or CR) for newline-delimited JSON, bounded per line.
+/// Newline-delimited JSON: each non-blank line is one payload, bounded in size.
 #[derive(Debug)]
 struct LineSplitter {
-    buf: Vec<u8>,
-    skip_lf: bool,
+    lines: Lines,
     line: usize,
     max: usize,
 }
@@ -670,8 +669,7 @@ struct LineSplitter {
 impl LineSplitter {
     fn new(max: usize, skipped_lines: usize) -> Self {
         Self {
-            buf: Vec::new(),
-            skip_lf: false,
+            lines: Lines::default(),
             line: skipped_lines,
             max,
         }
@@ -681,69 +679,37 @@ impl LineSplitter {
     /// line without its end); stops when `each` returns false.
     fn push(
         &mut self,
-        mut bytes: &[u8],
+        bytes: &[u8],
         end: bool,
         mut each: impl FnMut(usize, &str) -> bool,
     ) -> Result<(), SseError> {
-        while !bytes.is_empty() {
-            if self.skip_lf {
-                self.skip_lf = false;
-                if bytes[0] == b'\n' {
-                    bytes = &bytes[1..];
-                    continue;
-                }
+        let (max, line) = (self.max, &mut self.line);
+        let mut one = |raw: &[u8]| -> Result<bool, SseError> {
+            *line += 1;
+            if raw.len() > max {
+                return Err(SseError::TooLarge {
+                    line: *line,
+                    limit: max,
+                });
             }
-            let Some(pos) = memchr::memchr2(b'\n', b'\r', bytes) else {
-                if self.buf.len() + bytes.len() > self.max {
-                    return Err(SseError::TooLarge {
-                        line: self.line + 1,
-                        limit: self.max,
-                    });
-                }
-                self.buf.extend_from_slice(bytes);
-                break;
-            };
-            self.skip_lf = bytes[pos] == b'\r';
-            let keep_going = if self.buf.is_empty() {
-                self.line(&bytes[..pos], &mut each)?
-            } else {
-                let mut buf = std::mem::take(&mut self.buf);
-                buf.extend_from_slice(&bytes[..pos]);
-                let r = self.line(&buf, &mut each);
-                buf.clear();
-                self.buf = buf;
-                r?
-            };
-            if !keep_going {
-                return Ok(());
-            }
-            bytes = &bytes[pos + 1..];
-        }
-        if end && !self.buf.is_empty() {
-            let buf = std::mem::take(&mut self.buf);
-            self.line(&buf, &mut each)?;
-        }
-        Ok(())
-    }
-
-    fn line(
-        &mut self,
-        raw: &[u8],
-        each: &mut impl FnMut(usize, &str) -> bool,
-    ) -> Result<bool, SseError> {
-        self.line += 1;
-        if raw.len() > self.max {
+            let text =
+                std::str::from_utf8(raw).map_err(|_| SseError::InvalidUtf8 { line: *line })?;
+            Ok(text.trim().is_empty() || each(*line, text))
+        };
+        let pushed = self.lines.push(bytes, max, &mut one)?;
+        if pushed == Pushed::Overflow {
             return Err(SseError::TooLarge {
-                line: self.line,
-                limit: self.max,
+                line: self.line + 1,
+                limit: max,
             });
         }
-        let text =
-            std::str::from_utf8(raw).map_err(|_| SseError::InvalidUtf8 { line: self.line })?;
-        if text.trim().is_empty() {
-            return Ok(true);
+        if end
+            && pushed == Pushed::Done
+            && let Some(last) = self.lines.finish()
+        {
+            one(&last)?;
         }
-        Ok(each(self.line, text))
+        Ok(())
     }
 }
 

@@ -181,6 +181,7 @@ async fn outcome_holds_the_conversation_in_order() {
             Message::Assistant(a) => format!("assistant:{}", a.tool_calls.len()),
             Message::Tool(r) => format!("tool:{}", r.call_id),
             Message::System { .. } => "system".to_owned(),
+            other => format!("{other:?}"),
         })
         .collect();
     assert_eq!(

@@ -57,6 +57,9 @@ pub(crate) fn default_model(kind: ProviderKind) -> &'static str {
         ProviderKind::OpenAiResponses => "gpt-5-mini",
         ProviderKind::Anthropic => "claude-haiku-4-5",
         ProviderKind::Ollama => "qwen3:4b",
+        // `ProviderKind` may grow (it is non-exhaustive); a provider this list does not name
+        // yet needs `--model`.
+        _ => "",
     }
 }
 
@@ -69,7 +72,15 @@ pub(crate) fn chat(args: ChatArgs) -> Result<(), CliError> {
                 "--model is required with --base-url (the server decides what models exist)".into(),
             ));
         }
-        (None, None) => default_model(args.provider).to_owned(),
+        (None, None) => match default_model(args.provider) {
+            "" => {
+                return Err(CliError::Input(format!(
+                    "no default model for {}: pass --model",
+                    args.provider
+                )));
+            }
+            m => m.to_owned(),
+        },
     };
     if args.max_turns == 0 {
         return Err(CliError::Input("--max-turns must be at least 1".into()));

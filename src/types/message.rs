@@ -8,6 +8,7 @@ use super::ToolCall;
 /// One message of a conversation. JSON: `{"role": "system" | "user" | "assistant" | "tool", ...}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Message {
     /// Instructions for the model.
     System {

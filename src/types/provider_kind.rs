@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 /// The built-in providers. One spelling everywhere: module, `fixtures/`, `providers/*.md`, CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ProviderKind {
     /// OpenAI Chat Completions, and any OpenAI-compatible server given a base URL.
     OpenAi,

@@ -9,6 +9,7 @@ use super::ToolCall;
 
 /// Why the model stopped.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum FinishReason {
     /// A natural end.
     #[default]
