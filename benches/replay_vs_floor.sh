@@ -4,7 +4,7 @@
 # Run: bash benches/replay_vs_floor.sh   (needs GNU time at /usr/bin/time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet --bin toolwire --example floor
+cargo build --release --quiet --features cli --bin toolwire --example floor
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 target/release/examples/floor --generate "$dir"

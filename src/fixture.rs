@@ -82,7 +82,8 @@ pub struct Meta {
     pub incomplete: Option<bool>,
 }
 
-/// Reads a case's `meta.toml`.
+/// Reads a case's `meta.toml` (needs the `conformance` feature, which brings the TOML parser).
+#[cfg(feature = "conformance")]
 pub fn load_meta(dir: &Path) -> Result<Meta> {
     let path = dir.join("meta.toml");
     let text = std::fs::read_to_string(&path)

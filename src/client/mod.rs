@@ -45,6 +45,7 @@ pub(crate) mod time;
 pub use crate::turn::Limits;
 pub use retry::RetryPolicy;
 pub use stream::ChatStream;
+#[cfg(feature = "agent")]
 pub(crate) use stream::record_response;
 
 use std::fmt;
@@ -345,7 +346,7 @@ impl ClientBuilder {
         secrets.dedup();
         let http = match self.http {
             Some(http) => http,
-            None => reqwest::Client::builder()
+            None => crate::tls::http_client_builder()
                 .connect_timeout(self.timeouts.connect)
                 // A redirect would turn the POST into a GET or carry the key to another host; a
                 // 3xx is reported as the answer instead.

@@ -49,6 +49,7 @@
 
 mod codec;
 mod dialect;
+#[cfg(feature = "conformance")]
 pub mod fixture;
 mod gemini_live;
 pub mod replay;

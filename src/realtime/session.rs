@@ -29,7 +29,7 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{self, Message};
-use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::replay::{Direction, SessionLine};
 use super::{RealtimeCodec, RealtimeEvent, RealtimeKind, SessionConfig, SessionStats};
@@ -304,7 +304,10 @@ pub fn endpoint(kind: RealtimeKind, base: Option<&str>, model: &str) -> String {
     format!("{url}{sep}model={}", percent_encode(model))
 }
 
-fn tls_connector(provider: ProviderKind) -> Result<Connector> {
+/// TLS over rustls with ring and the system's root certificates. Without the `rustls` feature
+/// tokio-tungstenite's own TLS (`native-tls`) is used, or none.
+#[cfg(feature = "rustls")]
+fn tls_connector(provider: ProviderKind) -> Result<tokio_tungstenite::Connector> {
     let loaded = rustls_native_certs::load_native_certs();
     let mut roots = rustls::RootCertStore::empty();
     let (added, _) = roots.add_parsable_certificates(loaded.certs);
@@ -316,7 +319,7 @@ fn tls_connector(provider: ProviderKind) -> Result<Connector> {
             source: None,
         });
     }
-    let crypto = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let crypto = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(crypto)
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::Transport {
@@ -327,7 +330,7 @@ fn tls_connector(provider: ProviderKind) -> Result<Connector> {
         })?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    Ok(Connector::Rustls(Arc::new(config)))
+    Ok(tokio_tungstenite::Connector::Rustls(Arc::new(config)))
 }
 
 impl RealtimeSession {
@@ -375,13 +378,20 @@ impl RealtimeSession {
             value.set_sensitive(true);
             request.headers_mut().insert(name, value);
         }
+        #[cfg(feature = "rustls")]
         let connector = if url.starts_with("wss:") {
             Some(tls_connector(provider)?)
         } else {
             None
         };
+        #[cfg(all(not(feature = "rustls"), feature = "native-tls"))]
+        let connector = None;
+        #[cfg(any(feature = "rustls", feature = "native-tls"))]
         let connecting =
             tokio_tungstenite::connect_async_tls_with_config(request, None, true, connector);
+        // Without a TLS feature only `ws:` URLs connect; `wss:` fails with a transport error.
+        #[cfg(not(any(feature = "rustls", feature = "native-tls")))]
+        let connecting = tokio_tungstenite::connect_async_with_config(request, None, true);
         let (socket, _) = match tokio::time::timeout(b.connect_timeout, connecting).await {
             Err(_) => {
                 return Err(Error::Timeout {

@@ -120,7 +120,7 @@ impl Plugin {
         if self.source.is_empty() {
             return Err(Error::input("source", "the source is empty"));
         }
-        let http = reqwest::Client::builder()
+        let http = crate::tls::http_client_builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(2))

@@ -150,7 +150,7 @@ fn http_client() -> std::result::Result<&'static reqwest::Client, String> {
     static CLIENT: OnceLock<std::result::Result<reqwest::Client, String>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
-            reqwest::Client::builder()
+            crate::tls::http_client_builder()
                 .no_proxy()
                 .redirect(Policy::none())
                 .resolve_to_addrs(

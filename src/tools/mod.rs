@@ -40,12 +40,14 @@
 //! # }
 //! ```
 
+#[cfg(feature = "client")]
 mod callback;
 mod dispatch;
 mod params;
 mod registry;
 mod typed;
 
+#[cfg(feature = "client")]
 pub use callback::{Callback, DEFAULT_CALLBACK_RESPONSE_BYTES, check_callback_url};
 pub use params::{Param, Params, parameter_list};
 pub use registry::{
@@ -149,6 +151,7 @@ pub(crate) enum Handler {
     /// An in-process async function.
     Local(Arc<LocalFn>),
     /// An HTTP callback on this machine.
+    #[cfg(feature = "client")]
     Callback(Arc<Callback>),
 }
 
@@ -156,6 +159,7 @@ impl Handler {
     pub(crate) fn call(&self, input: ToolInput) -> BoxFuture<'static, ToolOutput> {
         match self {
             Self::Local(f) => f(input),
+            #[cfg(feature = "client")]
             Self::Callback(cb) => {
                 let cb = Arc::clone(cb);
                 Box::pin(async move { cb.invoke(&input).await })
@@ -241,7 +245,9 @@ impl Tool {
         typed::into_tool(tool)
     }
 
-    /// A tool answered by POSTing the call to a loopback URL (see [`Callback`]).
+    /// A tool answered by POSTing the call to a loopback URL (see [`Callback`]). Needs the
+    /// `client` feature.
+    #[cfg(feature = "client")]
     pub fn callback(definition: ToolDefinition, callback: Callback) -> Self {
         Self::with_handler(
             definition,
@@ -307,6 +313,7 @@ impl Tool {
     /// The callback URL, for callback tools.
     pub fn callback_url(&self) -> Option<&str> {
         match &self.handler {
+            #[cfg(feature = "client")]
             Handler::Callback(cb) => Some(cb.url().as_str()),
             Handler::Local(_) => None,
         }
