@@ -143,7 +143,7 @@ async fn a_user_supplied_http_client_is_used() {
     let server = MockServer::start(ProviderKind::OpenAi, Script::new().then(text_reply()))
         .await
         .unwrap();
-    let http = reqwest::Client::builder()
+    let http = toolwire::client::http_client_builder()
         .user_agent("my-agent/1")
         .build()
         .unwrap();

@@ -42,6 +42,7 @@ mod retry;
 mod stream;
 pub(crate) mod time;
 
+pub use crate::tls::http_client_builder;
 pub use crate::turn::Limits;
 pub use retry::RetryPolicy;
 pub use stream::ChatStream;
@@ -241,7 +242,10 @@ impl ClientBuilder {
     /// certificates, a shared pool. Then its settings are the caller's: the connect timeout
     /// ([`Timeouts::connect`] is not applied), the redirect policy (toolwire's own client
     /// follows none, so the key never goes to another host) and the user agent. The other
-    /// [`Timeouts`] still apply: toolwire enforces them itself.
+    /// [`Timeouts`] still apply: toolwire enforces them itself. Build it from
+    /// [`http_client_builder`]: with the default `rustls` feature reqwest has no crypto provider
+    /// of its own, and that builder installs ring first (`reqwest::Client::builder()` would
+    /// panic when built unless the program installed a rustls provider itself).
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http = Some(client);
         self
