@@ -127,9 +127,8 @@ impl Error {
         )
     }
 
-    /// A short name of the error's kind (`api`, `timeout`, ...), for the `error.type` field of
-    /// tracing spans: never any text a server sent.
-    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    /// A short name of the error's kind (`api`, `timeout`, ...): the `kind` of a golden error
+    /// and the `error.type` field of tracing spans; never any text a server sent.
     pub(crate) fn kind_name(&self) -> &'static str {
         match self {
             Self::Api(_) => "api",

@@ -131,16 +131,7 @@ pub fn golden_json(result: &Result<crate::types::ChatResponse>) -> Value {
 
 /// The golden JSON of an error.
 pub fn error_json(e: &Error) -> Value {
-    let kind = match e {
-        Error::Api(_) => "api",
-        Error::Stream { .. } => "stream",
-        Error::Decode { .. } => "decode",
-        Error::Unsupported { .. } => "unsupported",
-        Error::Input { .. } => "input",
-        Error::Transport { .. } => "transport",
-        Error::Timeout { .. } => "timeout",
-        _ => "other",
-    };
+    let kind = e.kind_name();
     let (code, message) = match e.api() {
         Some(api) => (api.code.clone(), api.message.clone()),
         None => (None, e.to_string()),
