@@ -360,11 +360,6 @@ impl Turn {
         }
     }
 
-    /// Whether the call at `position` was completed early ([`Turn::complete_call`]).
-    pub fn is_call_completed(&self, position: usize) -> bool {
-        self.early.contains_key(&position)
-    }
-
     /// The turn ended with `reason`: finalizes every call (once; a repeated finish is ignored)
     /// and emits their `ToolCallComplete` events and `Finish`. `raw` is the provider's own
     /// finish value, verbatim, kept as the response's `raw_finish_reason` (`None` when the wire
@@ -812,7 +807,7 @@ mod tests {
         assert!(t.complete_call(1, &mut out), "an id is minted for it now");
         t.fragment(0, frag(Some(3), None, None, ""), &mut out);
         assert!(t.complete_call(3, &mut out), "the wire ended it");
-        assert!(t.is_call_completed(0));
+        assert!(t.completed_call(0).is_some());
         assert_eq!(t.call_arguments(0), Some("{\"x\":1}"));
         t.finish(FinishReason::Length, Some("length"), &mut out);
         let r = t.end(&mut out).unwrap();

@@ -196,6 +196,27 @@ pub(crate) fn history_call(
     serde_json::Value::Object(m)
 }
 
+/// Merges a request's `extra_body` into the wire body one level deep: an object given for a
+/// field toolwire already set as an object adds to it (`{"generationConfig": {"topK": 3}}`
+/// keeps toolwire's other settings); anything else replaces the field or adds it.
+pub(crate) fn merge_extra_body(
+    body: &mut serde_json::Map<String, Value>,
+    extra: &serde_json::Map<String, Value>,
+) {
+    for (key, value) in extra {
+        match (body.get_mut(key), value) {
+            (Some(Value::Object(existing)), Value::Object(added)) => {
+                for (k, v) in added {
+                    existing.insert(k.clone(), v.clone());
+                }
+            }
+            _ => {
+                body.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -418,19 +418,7 @@ pub(crate) fn encode(
     if stream {
         body.insert("stream".into(), Value::Bool(true));
     }
-    for (key, value) in &req.extra_body {
-        match (body.get_mut(key), value) {
-            // One level deep, so `{"thinking": {"budget_tokens": 8000}}` adjusts toolwire's.
-            (Some(Value::Object(existing)), Value::Object(added)) => {
-                for (k, v) in added {
-                    existing.insert(k.clone(), v.clone());
-                }
-            }
-            _ => {
-                body.insert(key.clone(), value.clone());
-            }
-        }
-    }
+    crate::providers::shared::merge_extra_body(&mut body, &req.extra_body);
     Ok(HttpRequest {
         path: "/v1/messages".into(),
         headers: vec![("anthropic-version".into(), API_VERSION.into())],

@@ -443,19 +443,7 @@ pub(crate) fn encode(
     if !generation.is_empty() {
         body.insert("generationConfig".into(), Value::Object(generation));
     }
-    for (key, value) in &req.extra_body {
-        match (body.get_mut(key), value) {
-            // One level deep, so `{"generationConfig": {"topK": 3}}` adds to what toolwire set.
-            (Some(Value::Object(existing)), Value::Object(added)) => {
-                for (k, v) in added {
-                    existing.insert(k.clone(), v.clone());
-                }
-            }
-            _ => {
-                body.insert(key.clone(), value.clone());
-            }
-        }
-    }
+    crate::providers::shared::merge_extra_body(&mut body, &req.extra_body);
     Ok(HttpRequest {
         path,
         headers: Vec::new(),

@@ -137,19 +137,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     if !options.is_empty() {
         body.insert("options".into(), Value::Object(options));
     }
-    for (key, value) in &req.extra_body {
-        match (body.get_mut(key), value) {
-            // One level deep, so `{"options": {"num_ctx": 8192}}` adds to what toolwire set.
-            (Some(Value::Object(existing)), Value::Object(added)) => {
-                for (k, v) in added {
-                    existing.insert(k.clone(), v.clone());
-                }
-            }
-            _ => {
-                body.insert(key.clone(), value.clone());
-            }
-        }
-    }
+    crate::providers::shared::merge_extra_body(&mut body, &req.extra_body);
     Ok(HttpRequest {
         path: "/api/chat".into(),
         headers: Vec::new(),
