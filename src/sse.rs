@@ -60,7 +60,9 @@ pub struct SseParser {
     data: String,
     has_data: bool,
     data_line: usize,
-    event: Option<String>,
+    /// The pending `event:` name, meaningful only when `named`: kept as a buffer.
+    event: String,
+    named: bool,
     max_event_bytes: usize,
     /// The pending data, trimmed of trailing whitespace, ends a JSON value (`}`) or is exactly
     /// `[DONE]`: kept as lines arrive so no line re-scans the pending event.
@@ -87,7 +89,8 @@ impl SseParser {
             data: String::new(),
             has_data: false,
             data_line: 0,
-            event: None,
+            event: String::new(),
+            named: false,
             max_event_bytes,
             closed: false,
             fields: 0,
@@ -113,10 +116,18 @@ impl SseParser {
 
     /// Feeds bytes; complete events are appended to `out`.
     pub fn push(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        self.push_to(bytes, out)
+    }
+
+    /// Feeds bytes; each complete event goes to `sink` as it completes, borrowed from the
+    /// parser (no copy, no allocation per event). Stops early when the sink says so.
+    pub(crate) fn push_to(
+        &mut self,
+        bytes: &[u8],
+        sink: &mut impl EventSink,
+    ) -> Result<(), SseError> {
         let mut lines = std::mem::take(&mut self.lines);
-        let pushed = lines.push(bytes, self.max_event_bytes, |raw| {
-            self.line(raw, out).map(|()| true)
-        });
+        let pushed = lines.push(bytes, self.max_event_bytes, |raw| self.line(raw, sink));
         self.lines = lines;
         match pushed? {
             // The same limit `line` applies to a complete line, checked as the open line grows.
@@ -131,14 +142,22 @@ impl SseParser {
     /// End of stream: delivers a last line without its line end and a last event without its
     /// blank line.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
-        if let Some(last) = self.lines.finish() {
-            self.line(&last, out)?;
+        self.finish_to(out)
+    }
+
+    /// [`SseParser::finish`] into a sink.
+    pub(crate) fn finish_to(&mut self, sink: &mut impl EventSink) -> Result<(), SseError> {
+        if let Some(last) = self.lines.finish()
+            && !self.line(&last, sink)?
+        {
+            return Ok(());
         }
-        self.dispatch(out);
+        self.dispatch(sink);
         Ok(())
     }
 
-    fn line(&mut self, raw: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    /// One complete line; `Ok(false)` when the sink asked to stop.
+    fn line(&mut self, raw: &[u8], sink: &mut impl EventSink) -> Result<bool, SseError> {
         self.line += 1;
         if raw.len() > self.max_event_bytes {
             return Err(SseError::TooLarge {
@@ -149,12 +168,11 @@ impl SseParser {
         let line =
             std::str::from_utf8(raw).map_err(|_| SseError::InvalidUtf8 { line: self.line })?;
         if line.is_empty() {
-            self.dispatch(out);
-            return Ok(());
+            return Ok(self.dispatch(sink));
         }
         if line.starts_with(':') {
             self.fields += 1;
-            return Ok(());
+            return Ok(true);
         }
         let (field, value) = match line.find(':') {
             Some(i) => {
@@ -168,8 +186,8 @@ impl SseParser {
         }
         match field {
             "data" => {
-                if self.has_data && self.closed && opens_payload(value) {
-                    self.dispatch(out);
+                if self.has_data && self.closed && opens_payload(value) && !self.dispatch(sink) {
+                    return Ok(false);
                 }
                 if self.data.len() + value.len() > self.max_event_bytes {
                     return Err(SseError::TooLarge {
@@ -192,24 +210,44 @@ impl SseParser {
                     self.closed = tail.ends_with('}') || (was_empty && tail == "[DONE]");
                 }
             }
-            "event" => self.event = Some(value.to_owned()),
+            "event" => {
+                self.event.clear();
+                self.event.push_str(value);
+                self.named = true;
+            }
             _ => {}
         }
-        Ok(())
+        Ok(true)
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
-        if self.has_data {
-            out.push(SseEvent {
-                event: self.event.take(),
-                data: std::mem::take(&mut self.data),
-                line: self.data_line,
-            });
-            self.has_data = false;
-            self.closed = false;
-        } else {
-            self.event = None;
-        }
+    /// Ends the pending event: hands it to the sink (if it has data) and clears it, keeping
+    /// the buffers. Returns whether the sink wants more.
+    fn dispatch(&mut self, sink: &mut impl EventSink) -> bool {
+        let name = self.named.then_some(self.event.as_str());
+        let go_on = !self.has_data || sink.event(name, &self.data, self.data_line);
+        self.data.clear();
+        self.named = false;
+        self.has_data = false;
+        self.closed = false;
+        go_on
+    }
+}
+
+/// Where the parser delivers complete events.
+pub(crate) trait EventSink {
+    /// One event: its `event:` name, its data, the line of its first `data:` line. Returns
+    /// whether to go on.
+    fn event(&mut self, name: Option<&str>, data: &str, line: usize) -> bool;
+}
+
+impl EventSink for Vec<SseEvent> {
+    fn event(&mut self, name: Option<&str>, data: &str, line: usize) -> bool {
+        self.push(SseEvent {
+            event: name.map(str::to_owned),
+            data: data.to_owned(),
+            line,
+        });
+        true
     }
 }
 

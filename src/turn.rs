@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::provider::{Framing, HttpRequest, NameMap, Provider, ProviderKind, StreamDecoder};
-use crate::sse::{Lines, Pushed, SseError, SseEvent, SseParser};
+use crate::sse::{EventSink, Lines, Pushed, SseError, SseParser};
 use crate::types::{ChatResponse, StreamEvent};
 
 /// Size limits that keep memory bounded whatever a server (or a file) sends.
@@ -149,7 +149,6 @@ pub struct TurnReader<'p> {
     received: usize,
     payloads: usize,
     argument_bytes: Vec<usize>,
-    sse: Vec<SseEvent>,
     scratch: Vec<StreamEvent>,
     /// Set once an error ended the reader: the error's text.
     failed: Option<String>,
@@ -194,7 +193,6 @@ impl<'p> TurnReader<'p> {
             received: 0,
             payloads: 0,
             argument_bytes: Vec::new(),
-            sse: Vec::new(),
             scratch: Vec::new(),
             failed: None,
             done: false,
@@ -384,10 +382,18 @@ impl<'p> TurnReader<'p> {
         let Mode::Sse(parser) = &mut self.mode else {
             return Ok(());
         };
-        let pushed = parser.push(bytes, &mut self.sse);
+        let mut feed = Feed::new(
+            self.decoder.as_mut(),
+            &mut self.scratch,
+            &mut self.payloads,
+            false,
+        );
+        let pushed = parser.push_to(bytes, &mut feed);
+        let fed = feed.result();
         // Events completed before a bad line are still delivered, so an error the decoder finds
         // earlier in the byte stream wins however the body was chunked.
-        self.feed_sse(out, false)?;
+        self.take_events(out)?;
+        fed?;
         pushed.map_err(|e| self.sse_error(e))
     }
 
@@ -409,28 +415,6 @@ impl<'p> TurnReader<'p> {
         self.take_events(out)?;
         fed?;
         split.map_err(|e| self.sse_error(e))
-    }
-
-    fn feed_sse(&mut self, out: &mut Vec<StreamEvent>, at_end: bool) -> Result<()> {
-        let mut result = Ok(());
-        let last = self.sse.len().saturating_sub(1);
-        for (i, ev) in self.sse.drain(..).enumerate() {
-            self.payloads += 1;
-            if let Err(e) = self
-                .decoder
-                .feed(ev.event.as_deref(), &ev.data, &mut self.scratch)
-            {
-                result = Err(if at_end && i == last {
-                    cut_inside(e, ev.line)
-                } else {
-                    at_line(e, ev.line)
-                });
-                break;
-            }
-        }
-        self.sse.clear();
-        self.take_events(out)?;
-        result
     }
 
     fn sse_error(&self, e: SseError) -> Error {
@@ -514,10 +498,18 @@ impl<'p> TurnReader<'p> {
                 self.finish_inner(out)
             }
             Mode::Sse(mut parser) => {
-                let finished = parser.finish(&mut self.sse);
+                let mut feed = Feed::new(
+                    self.decoder.as_mut(),
+                    &mut self.scratch,
+                    &mut self.payloads,
+                    true,
+                );
+                let finished = parser.finish_to(&mut feed);
+                let fed = feed.result();
                 let fields = parser.fields();
                 self.mode = Mode::Sse(parser);
-                self.feed_sse(out, true)?;
+                self.take_events(out)?;
+                fed?;
                 finished.map_err(|e| self.sse_error(e))?;
                 if self.payloads == 0 && fields == 0 {
                     return Err(Error::decode(
@@ -575,6 +567,67 @@ impl TurnReader<'static> {
             None => (provider.decoder(), NameMap::default()),
         };
         Self::build(Handle::Shared(provider), decoder, names)
+    }
+}
+
+/// Feeds the events the SSE parser completes to the decoder, as they complete: the first
+/// error stops the push; at the end of the body every event is still counted, so an error in
+/// the very last one (the body ended inside it) can be told apart.
+struct Feed<'r> {
+    decoder: &'r mut dyn StreamDecoder,
+    scratch: &'r mut Vec<StreamEvent>,
+    payloads: &'r mut usize,
+    /// The first error, with the line of the event that caused it.
+    error: Option<(Error, usize)>,
+    /// Events that completed after the error.
+    later: usize,
+    /// The body has ended: after an error the parser goes on so later events are counted.
+    at_end: bool,
+}
+
+impl<'r> Feed<'r> {
+    /// A feed for events mid-body, or at its end (`at_end`).
+    fn new(
+        decoder: &'r mut dyn StreamDecoder,
+        scratch: &'r mut Vec<StreamEvent>,
+        payloads: &'r mut usize,
+        at_end: bool,
+    ) -> Self {
+        Self {
+            decoder,
+            scratch,
+            payloads,
+            error: None,
+            later: 0,
+            at_end,
+        }
+    }
+
+    /// The decoder's verdict.
+    fn result(self) -> Result<()> {
+        match self.error {
+            None => Ok(()),
+            Some((e, line)) if self.at_end && self.later == 0 => Err(cut_inside(e, line)),
+            Some((e, line)) => Err(at_line(e, line)),
+        }
+    }
+}
+
+impl EventSink for Feed<'_> {
+    fn event(&mut self, name: Option<&str>, data: &str, line: usize) -> bool {
+        if self.error.is_some() {
+            self.later += 1;
+            return true;
+        }
+        *self.payloads += 1;
+        match self.decoder.feed(name, data, self.scratch) {
+            Ok(()) => true,
+            Err(e) => {
+                self.error = Some((e, line));
+                // Mid-body the push stops here; at the end the rest is only counted.
+                self.at_end
+            }
+        }
     }
 }
 

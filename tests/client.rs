@@ -1524,7 +1524,9 @@ async fn qwen_stream_errors_come_sse_framed_with_their_status() {
     .await
     .unwrap();
     // On the wire: the status, an event-stream, a `data:` frame.
-    let raw = reqwest::Client::new()
+    let raw = toolwire::client::http_client_builder()
+        .build()
+        .unwrap()
         .post(format!("{}/chat/completions", server.url()))
         .header("accept", "text/event-stream")
         .body(r#"{"model":"qwen-plus","messages":[],"stream":true}"#)

@@ -29,7 +29,7 @@ use toolwire::tools::ToolRegistry;
 // Helpers
 
 fn http() -> reqwest::Client {
-    reqwest::Client::builder()
+    toolwire::client::http_client_builder()
         .no_proxy()
         .timeout(Duration::from_secs(60))
         .build()

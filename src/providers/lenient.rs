@@ -1,11 +1,17 @@
 //! Lenient field readers for wire types: a field of an unexpected type is read as absent (or
 //! converted when the meaning is unambiguous) instead of failing the whole payload, so an odd
 //! server costs one field, never the turn.
+//!
+//! The readers are visitors: a field is read straight from the payload, never through a
+//! `serde_json::Value`, so a chunk costs no allocation for the fields it reads (strings are
+//! borrowed when the wire type borrows).
 
 use std::borrow::Cow;
+use std::fmt;
 
-use serde::{Deserialize, Deserializer};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// `null` (or absent) as the type's default: `"tool_calls": null` is no calls.
 pub(crate) fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
@@ -16,36 +22,220 @@ where
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
+/// A scalar read leniently: what each reader makes of a string, a number or anything else.
+trait Lenient<'de>: Sized {
+    fn string(s: Cow<'de, str>) -> Option<Self>;
+    fn unsigned(n: u64) -> Option<Self>;
+    fn signed(n: i64) -> Option<Self>;
+    fn float(f: f64) -> Option<Self>;
+}
+
+/// Reads any JSON value as `T` leniently; containers and booleans are skipped as absent.
+struct Reader<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Lenient<'de>> Visitor<'de> for Reader<T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(T::string(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(T::string(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(T::string(Cow::Owned(v)))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(T::unsigned(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(T::signed(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(T::float(v))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+fn read<'de, D: Deserializer<'de>, T: Lenient<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    d.deserialize_any(Reader(std::marker::PhantomData))
+}
+
+/// A JSON number's text as `serde_json` writes it.
+fn float_text(f: f64) -> Option<String> {
+    serde_json::Number::from_f64(f).map(|n| n.to_string())
+}
+
+impl<'de> Lenient<'de> for Cow<'de, str> {
+    fn string(s: Cow<'de, str>) -> Option<Self> {
+        Some(s)
+    }
+    fn unsigned(n: u64) -> Option<Self> {
+        Some(Cow::Owned(n.to_string()))
+    }
+    fn signed(n: i64) -> Option<Self> {
+        Some(Cow::Owned(n.to_string()))
+    }
+    fn float(f: f64) -> Option<Self> {
+        float_text(f).map(Cow::Owned)
+    }
+}
+
 /// A string; a number as its text (`"id": 7`); anything else absent.
 pub(crate) fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) => Some(s),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    })
+    Ok(read::<D, Cow<'de, str>>(d)?.map(Cow::into_owned))
+}
+
+/// [`text`], borrowed from the payload when the string has no escapes.
+pub(crate) fn text_ref<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    read(d)
+}
+
+/// An integer, or a string holding one (`"1"`); anything else absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Int(i64);
+
+impl Lenient<'_> for Int {
+    fn string(s: Cow<'_, str>) -> Option<Self> {
+        s.trim().parse().ok().map(Int)
+    }
+    fn unsigned(n: u64) -> Option<Self> {
+        // Past i64, as the float it is closest to (saturating), like `serde_json::Number`.
+        Some(Int(i64::try_from(n).unwrap_or(n as f64 as i64)))
+    }
+    fn signed(n: i64) -> Option<Self> {
+        Some(Int(n))
+    }
+    fn float(f: f64) -> Option<Self> {
+        (f.fract() == 0.0).then_some(Int(f as i64))
+    }
 }
 
 /// An integer, or a string holding one; anything else absent.
 pub(crate) fn int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::Number(n) => n
-            .as_i64()
-            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    })
+    Ok(read::<D, Int>(d)?.map(|Int(n)| n))
+}
+
+/// A token count: a non-negative integer (`12`, `12.0` or `"12"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Count(u64);
+
+impl Lenient<'_> for Count {
+    fn string(s: Cow<'_, str>) -> Option<Self> {
+        s.trim().parse().ok().map(Count)
+    }
+    fn unsigned(n: u64) -> Option<Self> {
+        Some(Count(n))
+    }
+    fn signed(n: i64) -> Option<Self> {
+        u64::try_from(n).ok().map(Count)
+    }
+    fn float(f: f64) -> Option<Self> {
+        (f.fract() == 0.0 && f >= 0.0 && f <= u64::MAX as f64).then_some(Count(f as u64))
+    }
 }
 
 /// A token count: a non-negative integer (`12`, `12.0` or `"12"`); anything else absent.
 pub(crate) fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::Number(n) => n.as_u64().or_else(|| {
-            n.as_f64()
-                .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= u64::MAX as f64)
-                .map(|f| f as u64)
-        }),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
+    Ok(read::<D, Count>(d)?.map(|Count(n)| n))
+}
+
+/// [`content_text`] of a raw field: a string is read in place (escapes into `buf`); only an
+/// array of parts is parsed.
+pub(crate) fn raw_content_text<'r>(raw: &'r RawValue, buf: &'r mut String) -> Cow<'r, str> {
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'"') => match string_token(text, buf) {
+            Some(s) => Cow::Borrowed(s),
+            None => serde_json::from_str::<String>(text)
+                .map(Cow::Owned)
+                .unwrap_or_default(),
+        },
+        Some(b'[') => match serde_json::from_str::<Value>(text) {
+            Ok(parts) => Cow::Owned(content_text(&parts).into_owned()),
+            Err(_) => Cow::Borrowed(""),
+        },
+        _ => Cow::Borrowed(""),
+    }
+}
+
+/// The text of a JSON string token (`"…"`, quotes included, as a `RawValue` holds it): the
+/// inside itself when it has no escapes, else unescaped into `buf`, which the caller reuses so
+/// a stream of fragments costs no allocation. `None` when the token is not a well-formed JSON
+/// string; callers then ask `serde_json`, so the result never differs from its own.
+pub(crate) fn string_token<'r>(raw: &'r str, buf: &'r mut String) -> Option<&'r str> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    if memchr::memchr(b'\\', inner.as_bytes()).is_none() {
+        return Some(inner);
+    }
+    buf.clear();
+    let mut rest = inner;
+    while let Some(at) = memchr::memchr(b'\\', rest.as_bytes()) {
+        buf.push_str(&rest[..at]);
+        let escape = *rest.as_bytes().get(at + 1)?;
+        // Both bytes are ASCII, so the slice starts on a character boundary.
+        rest = &rest[at + 2..];
+        let c = match escape {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let high = hex4(rest)?;
+                rest = &rest[4..];
+                if (0xD800..0xDC00).contains(&high) {
+                    let after = rest.strip_prefix("\\u")?;
+                    let low = hex4(after)?;
+                    if !(0xDC00..0xE000).contains(&low) {
+                        return None;
+                    }
+                    rest = &after[4..];
+                    char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))?
+                } else {
+                    // A lone low surrogate is no character: `None`.
+                    char::from_u32(high)?
+                }
+            }
+            _ => return None,
+        };
+        buf.push(c);
+    }
+    buf.push_str(rest);
+    Some(buf)
+}
+
+/// Four hex digits at the start of `s`.
+fn hex4(s: &str) -> Option<u32> {
+    let digits = s.as_bytes().get(..4)?;
+    digits.iter().try_fold(0u32, |n, &b| {
+        let d = (b as char).to_digit(16)?;
+        Some(n << 4 | d)
     })
 }
 
@@ -88,7 +278,7 @@ pub(crate) fn content_text(v: &Value) -> Cow<'_, str> {
 mod tests {
     use super::*;
 
-    #[derive(Deserialize)]
+    #[derive(serde::Deserialize)]
     struct Probe {
         #[serde(default, deserialize_with = "text")]
         id: Option<String>,
@@ -107,5 +297,139 @@ mod tests {
         );
         let p: Probe = serde_json::from_str(r#"{"id":{},"index":[],"tokens":-3}"#).unwrap();
         assert_eq!((p.id, p.index, p.tokens), (None, None, None));
+    }
+
+    /// `s` as a JSON string token with every character outside printable ASCII escaped, and
+    /// with `/` escaped too.
+    fn escaped(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '/' => out.push_str("\\/"),
+                ' '..='~' => out.push(c),
+                _ => {
+                    let mut units = [0u16; 2];
+                    for unit in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{unit:04X}"));
+                    }
+                }
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn string_tokens_read_like_serde_json(s in "\\PC*") {
+            let mut buf = String::new();
+            for token in [serde_json::to_string(&s).unwrap(), escaped(&s)] {
+                proptest::prop_assert_eq!(string_token(&token, &mut buf), Some(s.as_str()));
+            }
+        }
+
+        #[test]
+        fn a_string_token_is_never_read_otherwise_than_serde_json(token in r#""([^"\\\x00-\x1f]|\\["\\/bfnrtxu]|\\u[0-9a-fA-FdD]{0,4}){0,8}""#) {
+            let mut buf = String::new();
+            if let Some(text) = string_token(&token, &mut buf) {
+                let serde: String = serde_json::from_str(&token).unwrap();
+                proptest::prop_assert_eq!(text, serde);
+            }
+        }
+    }
+
+    #[test]
+    fn string_tokens_with_surrogates_and_bad_escapes() {
+        let mut buf = String::new();
+        assert_eq!(
+            string_token(r#""\ud83d\ude00x""#, &mut buf),
+            Some("\u{1F600}x")
+        );
+        assert_eq!(string_token(r#""\u00e9\n""#, &mut buf), Some("é\n"));
+        for bad in [
+            r#""\ud83d""#,
+            r#""\ude00""#,
+            r#""\ud83dx""#,
+            r#""\u12""#,
+            r#""\x""#,
+            r#""\u+abc""#,
+            "x",
+            r#""\""#,
+        ] {
+            assert_eq!(string_token(bad, &mut buf), None, "{bad}");
+        }
+    }
+
+    /// The readers as they were written over `Value`: the visitors must agree with them.
+    fn by_value(v: &Value) -> (Option<String>, Option<i64>, Option<u64>) {
+        let text = match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        };
+        let int = match v {
+            Value::Number(n) => n
+                .as_i64()
+                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        };
+        let count = match v {
+            Value::Number(n) => n.as_u64().or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= u64::MAX as f64)
+                    .map(|f| f as u64)
+            }),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        };
+        (text, int, count)
+    }
+
+    #[test]
+    fn visitors_agree_with_the_value_readers() {
+        let cases = [
+            "0",
+            "7",
+            "-3",
+            "12.0",
+            "12.5",
+            "-0.0",
+            "1e20",
+            "1.5e300",
+            "-9223372036854775808",
+            "9223372036854775807",
+            "9223372036854775808",
+            "18446744073709551615",
+            "18446744073709551616",
+            "\"12\"",
+            "\" 12 \"",
+            "\"-1\"",
+            "\"x\"",
+            "\"a\\\"b\"",
+            "\"\"",
+            "null",
+            "true",
+            "false",
+            "[]",
+            "[1,{\"a\":[2]}]",
+            "{}",
+            "{\"id\":7}",
+        ];
+        for case in cases {
+            let json = format!(r#"{{"id":{case},"index":{case},"tokens":{case}}}"#);
+            let p: Probe = serde_json::from_str(&json).unwrap();
+            let v: Value = serde_json::from_str(case).unwrap();
+            assert_eq!((p.id, p.index, p.tokens), by_value(&v), "{case}");
+            // Through a `Value` deserializer too (`object` reads nested types that way).
+            let p: Probe = serde_json::from_value(serde_json::from_str(&json).unwrap()).unwrap();
+            assert_eq!(
+                (p.id, p.index, p.tokens),
+                by_value(&v),
+                "{case} (from a Value)"
+            );
+        }
     }
 }

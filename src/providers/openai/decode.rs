@@ -9,7 +9,7 @@ use super::{Dialect, ReasoningField};
 use crate::assemble::{Fragment, Turn};
 use crate::error::{Error, Result};
 use crate::provider::{StreamDecoder, generic_error};
-use crate::providers::lenient::content_text;
+use crate::providers::lenient::{raw_content_text, string_token};
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 /// A decoded finish reason: `None` while the turn is still running.
@@ -38,7 +38,7 @@ pub(crate) const NATIVE_FINISH_REASON: &str = "native_finish_reason";
 /// rewrites `length` to `tool_calls` leaves the cut call `truncated`, never runnable.
 fn choice_finish<'c>(
     dialect: &Dialect,
-    choice: &'c Choice,
+    choice: &'c Choice<'_>,
 ) -> Option<(FinishReason, Option<&'c str>)> {
     let raw = choice.finish_reason.as_deref();
     let reason = finish_reason(dialect, raw)?;
@@ -50,7 +50,7 @@ fn choice_finish<'c>(
 }
 
 /// Keeps a choice's `native_finish_reason` on the response.
-fn keep_native(turn: &mut Turn, choice: &Choice) {
+fn keep_native(turn: &mut Turn, choice: &Choice<'_>) {
     if let Some(native) = choice
         .native_finish_reason
         .as_deref()
@@ -72,10 +72,16 @@ fn usage(u: &super::wire::Usage) -> Usage {
 }
 
 /// Applies one choice's delta (or message) to the turn: text, reasoning, every tool-call entry,
-/// and only then its finish reason.
-fn apply_choice(dialect: &Dialect, turn: &mut Turn, choice: &Choice, out: &mut Vec<StreamEvent>) {
+/// and only then its finish reason. `buf` is reused for unescaped argument text.
+fn apply_choice(
+    dialect: &Dialect,
+    turn: &mut Turn,
+    choice: &Choice<'_>,
+    buf: &mut String,
+    out: &mut Vec<StreamEvent>,
+) {
     if let Some(delta) = choice.delta.as_ref().or(choice.message.as_ref()) {
-        apply_delta(dialect, turn, delta, out);
+        apply_delta(dialect, turn, delta, buf, out);
     }
     if !turn.is_finished() {
         keep_native(turn, choice);
@@ -85,30 +91,37 @@ fn apply_choice(dialect: &Dialect, turn: &mut Turn, choice: &Choice, out: &mut V
     }
 }
 
-fn apply_delta(dialect: &Dialect, turn: &mut Turn, delta: &Delta, out: &mut Vec<StreamEvent>) {
+fn apply_delta(
+    dialect: &Dialect,
+    turn: &mut Turn,
+    delta: &Delta<'_>,
+    buf: &mut String,
+    out: &mut Vec<StreamEvent>,
+) {
     for field in dialect.reasoning_fields {
         let value = match field {
-            ReasoningField::ReasoningContent => delta.reasoning_content.as_ref(),
-            ReasoningField::Reasoning => delta.reasoning.as_ref(),
+            ReasoningField::ReasoningContent => delta.reasoning_content,
+            ReasoningField::Reasoning => delta.reasoning,
         };
         // The first field that carries text wins: servers that send both repeat the same text.
-        let text = value.map(content_text).unwrap_or_default();
+        let text = value.map(|v| raw_content_text(v, buf)).unwrap_or_default();
         if !text.is_empty() {
             turn.reasoning(&text, out);
             break;
         }
     }
-    if let Some(content) = &delta.content {
-        turn.text(&content_text(content), out);
+    if let Some(content) = delta.content {
+        turn.text(&raw_content_text(content, buf), out);
     }
     for (position, call) in delta.tool_calls.iter().enumerate() {
         let function = call.function.as_ref();
-        let raw = function
-            .and_then(|f| f.arguments.as_deref())
-            .map(|r| r.get());
+        let raw = function.and_then(|f| f.arguments).map(|r| r.get());
         let arguments: Option<Cow<'_, str>> = match raw {
             None | Some("null") => None,
-            Some(text) if text.starts_with('"') => serde_json::from_str::<Cow<'_, str>>(text).ok(),
+            Some(text) if text.starts_with('"') => match string_token(text, buf) {
+                Some(text) => Some(Cow::Borrowed(text)),
+                None => serde_json::from_str::<String>(text).ok().map(Cow::Owned),
+            },
             Some(object) => Some(Cow::Borrowed(object)),
         };
         let calls = turn.call_count();
@@ -130,8 +143,8 @@ fn apply_delta(dialect: &Dialect, turn: &mut Turn, delta: &Delta, out: &mut Vec<
 }
 
 /// Parses one payload, turning an `{"error": …}` payload into [`Error::Api`].
-fn parse_chunk(dialect: &Dialect, data: &str, what: &str) -> Result<Chunk> {
-    let chunk: Chunk =
+fn parse_chunk<'a>(dialect: &Dialect, data: &'a str, what: &str) -> Result<Chunk<'a>> {
+    let chunk: Chunk<'a> =
         serde_json::from_str(data).map_err(|e| Error::decode(dialect.info.kind, what, e))?;
     if chunk.error.as_ref().is_some_and(|e| !e.is_null()) {
         return Err(generic_error(dialect.info.kind, None, data.as_bytes()).into());
@@ -161,7 +174,7 @@ pub(crate) fn decode_body(dialect: &Dialect, body: &[u8]) -> Result<ChatResponse
         turn.usage(usage(u), &mut sink);
     }
     if let Some(delta) = choice.delta.as_ref().or(choice.message.as_ref()) {
-        apply_delta(dialect, &mut turn, delta, &mut sink);
+        apply_delta(dialect, &mut turn, delta, &mut String::new(), &mut sink);
     }
     keep_native(&mut turn, choice);
     match choice_finish(dialect, choice) {
@@ -180,6 +193,8 @@ pub(crate) struct Decoder {
     /// Payloads seen (`[DONE]` aside), and whether any had the shape of a chunk.
     payloads: usize,
     shaped: bool,
+    /// Reused for argument text that arrives escaped.
+    buf: String,
 }
 
 impl Decoder {
@@ -190,6 +205,7 @@ impl Decoder {
             done: false,
             payloads: 0,
             shaped: false,
+            buf: String::new(),
         }
     }
 }
@@ -214,7 +230,7 @@ impl StreamDecoder for Decoder {
         self.payloads += 1;
         self.shaped |= chunk.is_chat_chunk();
         for choice in chunk.choices().iter().filter(|c| c.index.unwrap_or(0) == 0) {
-            apply_choice(self.dialect, &mut self.turn, choice, out);
+            apply_choice(self.dialect, &mut self.turn, choice, &mut self.buf, out);
         }
         if let Some(u) = &chunk.usage {
             self.turn.usage(usage(u), out);

@@ -1,25 +1,29 @@
 //! Lenient serde types of the Chat Completions wire: everything optional, unknown fields
-//! ignored, `""` treated like absent by the caller.
+//! ignored, `""` treated like absent by the caller. Strings and argument text borrow from the
+//! payload, so a streamed chunk is read without copying what it carries.
+
+use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::providers::lenient;
 
 /// A streamed chunk or a whole response (`delta` vs `message`).
 #[derive(Debug, Deserialize)]
-pub(crate) struct Chunk {
+pub(crate) struct Chunk<'a> {
     /// `None` when the payload has no `choices` list (then it is no Chat Completions chunk,
     /// unless it carries usage).
-    #[serde(default, deserialize_with = "lenient::null_default")]
-    pub choices: Option<Vec<Choice>>,
+    #[serde(borrow, default, deserialize_with = "lenient::null_default")]
+    pub choices: Option<Vec<Choice<'a>>>,
     #[serde(default, deserialize_with = "lenient::object")]
     pub usage: Option<Usage>,
     #[serde(default)]
     pub error: Option<Value>,
 }
 
-impl Chunk {
+impl<'a> Chunk<'a> {
     /// Whether the payload has the shape of a Chat Completions chunk: a `choices` list, or
     /// usage with prompt or completion counts (a usage-only last chunk).
     pub(crate) fn is_chat_chunk(&self) -> bool {
@@ -31,55 +35,57 @@ impl Chunk {
     }
 
     /// The choices, none when the list is absent.
-    pub(crate) fn choices(&self) -> &[Choice] {
+    pub(crate) fn choices(&self) -> &[Choice<'a>] {
         self.choices.as_deref().unwrap_or_default()
     }
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct Choice {
+pub(crate) struct Choice<'a> {
     #[serde(default, deserialize_with = "lenient::int")]
     pub index: Option<i64>,
-    #[serde(default)]
-    pub delta: Option<Delta>,
-    #[serde(default)]
-    pub message: Option<Delta>,
-    #[serde(default, deserialize_with = "lenient::text")]
-    pub finish_reason: Option<String>,
+    #[serde(borrow, default)]
+    pub delta: Option<Delta<'a>>,
+    #[serde(borrow, default)]
+    pub message: Option<Delta<'a>>,
+    #[serde(borrow, default, deserialize_with = "lenient::text_ref")]
+    pub finish_reason: Option<Cow<'a, str>>,
     /// The upstream model's own finish value beside the normalized one (OpenRouter).
-    #[serde(default, deserialize_with = "lenient::text")]
-    pub native_finish_reason: Option<String>,
+    #[serde(borrow, default, deserialize_with = "lenient::text_ref")]
+    pub native_finish_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct Delta {
-    #[serde(default)]
-    pub content: Option<Value>,
-    #[serde(default)]
-    pub reasoning_content: Option<Value>,
-    #[serde(default)]
-    pub reasoning: Option<Value>,
-    #[serde(default, deserialize_with = "lenient::null_default")]
-    pub tool_calls: Vec<ToolCallDelta>,
+pub(crate) struct Delta<'a> {
+    /// Raw, read by `lenient::raw_content_text`: a string borrows, parts are parsed only when
+    /// they come.
+    #[serde(borrow, default)]
+    pub content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub reasoning_content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub reasoning: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "lenient::null_default")]
+    pub tool_calls: Vec<ToolCallDelta<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct ToolCallDelta {
+pub(crate) struct ToolCallDelta<'a> {
     #[serde(default, deserialize_with = "lenient::int")]
     pub index: Option<i64>,
-    #[serde(default, deserialize_with = "lenient::text")]
-    pub id: Option<String>,
-    #[serde(default)]
-    pub function: Option<FunctionDelta>,
+    #[serde(borrow, default, deserialize_with = "lenient::text_ref")]
+    pub id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub function: Option<FunctionDelta<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct FunctionDelta {
-    #[serde(default, deserialize_with = "lenient::text")]
-    pub name: Option<String>,
+pub(crate) struct FunctionDelta<'a> {
+    #[serde(borrow, default, deserialize_with = "lenient::text_ref")]
+    pub name: Option<Cow<'a, str>>,
     /// A string on OpenAI; a JSON object on some GLM docs. Raw so an object keeps its bytes.
-    #[serde(default)]
-    pub arguments: Option<Box<serde_json::value::RawValue>>,
+    #[serde(borrow, default)]
+    pub arguments: Option<&'a RawValue>,
 }
 
 #[derive(Debug, Deserialize)]
