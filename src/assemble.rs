@@ -63,6 +63,43 @@ enum Key {
     Position(usize),
 }
 
+/// Slots by key. Small wire indexes, the key of nearly every fragment, sit in a vector, so the
+/// common lookup is one bounds check; other keys are hashed.
+#[derive(Debug, Default)]
+struct Keys {
+    small: Vec<Option<usize>>,
+    other: HashMap<Key, usize>,
+}
+
+impl Keys {
+    /// Indexes below this live in `small` (at most this many entries).
+    const SMALL: i64 = 64;
+
+    fn get(&self, key: &Key) -> Option<usize> {
+        match key {
+            Key::Index(i) if (0..Self::SMALL).contains(i) => {
+                self.small.get(*i as usize).copied().flatten()
+            }
+            key => self.other.get(key).copied(),
+        }
+    }
+
+    fn insert(&mut self, key: Key, slot: usize) {
+        match key {
+            Key::Index(i) if (0..Self::SMALL).contains(&i) => {
+                let i = i as usize;
+                if self.small.len() <= i {
+                    self.small.resize(i + 1, None);
+                }
+                self.small[i] = Some(slot);
+            }
+            key => {
+                self.other.insert(key, slot);
+            }
+        }
+    }
+}
+
 /// The state of one turn: text, reasoning, tool calls, usage and finish reason.
 #[derive(Debug)]
 pub struct Turn {
@@ -70,7 +107,7 @@ pub struct Turn {
     text: String,
     reasoning: String,
     slots: Vec<Slot>,
-    keys: HashMap<Key, usize>,
+    keys: Keys,
     usage: Option<Usage>,
     finish: Option<FinishReason>,
     raw_finish: Option<String>,
@@ -97,7 +134,7 @@ impl Turn {
             text: String::new(),
             reasoning: String::new(),
             slots: Vec::new(),
-            keys: HashMap::new(),
+            keys: Keys::default(),
             usage: None,
             finish: None,
             raw_finish: None,
@@ -169,11 +206,11 @@ impl Turn {
             },
         };
         let indexed = matches!(key, Key::Index(_));
-        let mut existing = self.keys.get(&key).copied();
+        let mut existing = self.keys.get(&key);
         if existing.is_none() && !indexed && id.is_some() && name.is_none() {
             // An unknown id without a name and without a usable index: a continuation carrying a
             // fresh id, like the indexed case below; it continues the call last seen here.
-            existing = self.keys.get(&Key::Position(position)).copied();
+            existing = self.keys.get(&Key::Position(position));
         }
         let existing = existing.filter(|&slot| {
             let s = &self.slots[slot];
