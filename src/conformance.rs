@@ -30,6 +30,7 @@ pub enum Outcome {
 
 /// One check of a case.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Check {
     /// `meta`, `encode`, `decode` or `schema`.
     pub name: &'static str,
@@ -39,6 +40,7 @@ pub struct Check {
 
 /// The checks of one case folder.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct CaseReport {
     /// The provider the case ran against, when it could be determined.
     pub provider: Option<ProviderKind>,

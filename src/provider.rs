@@ -24,7 +24,12 @@ pub enum Auth {
 }
 
 /// Static facts about a provider, for the client and `toolwire providers`.
+///
+/// Non-exhaustive: build it with the `const` [`ProviderInfo::new`] and `with_*` setters, so a
+/// custom provider's facts (or a variant of a built-in's, `OPENAI.info.with_auth(..)`) are still
+/// a constant.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ProviderInfo {
     /// Which provider.
     pub kind: ProviderKind,
@@ -38,9 +43,56 @@ pub struct ProviderInfo {
     pub capabilities: &'static str,
 }
 
+impl ProviderInfo {
+    /// Facts for `kind` at `base_url`: no key variables, bearer auth, no capabilities line.
+    pub const fn new(kind: ProviderKind, base_url: &'static str) -> Self {
+        Self {
+            kind,
+            base_url,
+            key_vars: &[],
+            auth: Auth::Bearer,
+            capabilities: "",
+        }
+    }
+
+    /// Sets which provider.
+    pub const fn with_kind(mut self, kind: ProviderKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Sets the default base URL.
+    pub const fn with_base_url(mut self, base_url: &'static str) -> Self {
+        self.base_url = base_url;
+        self
+    }
+
+    /// Sets the environment variables holding the key.
+    pub const fn with_key_vars(mut self, key_vars: &'static [&'static str]) -> Self {
+        self.key_vars = key_vars;
+        self
+    }
+
+    /// Sets how the key is sent.
+    pub const fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// Sets the capabilities line.
+    pub const fn with_capabilities(mut self, capabilities: &'static str) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+}
+
 /// A request ready to send: path (appended to the base URL), extra headers (never auth) and
 /// the JSON body, plus the tool-name map needed to read the answer.
+///
+/// Non-exhaustive: a custom provider builds it with [`HttpRequest::new`] and the `with_*`
+/// setters.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct HttpRequest {
     /// Path and query, appended to the base URL.
     pub path: String,
@@ -50,6 +102,30 @@ pub struct HttpRequest {
     pub body: Value,
     /// Wire names that differ from canonical ones; apply to what comes back.
     pub names: NameMap,
+}
+
+impl HttpRequest {
+    /// A request for `path` with this body, no extra headers and no renamed tools.
+    pub fn new(path: impl Into<String>, body: Value) -> Self {
+        Self {
+            path: path.into(),
+            headers: Vec::new(),
+            body,
+            names: NameMap::default(),
+        }
+    }
+
+    /// Adds a header (never auth: the client adds the key).
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sets the tool-name map to apply to the answer.
+    pub fn with_names(mut self, names: NameMap) -> Self {
+        self.names = names;
+        self
+    }
 }
 
 /// How a wire frames the payloads of a streamed answer; the turn reader splits bytes into

@@ -9,6 +9,7 @@ use crate::types::{ChatResponse, StreamEvent};
 
 /// What a captured body decoded to.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Replay {
     /// The events, in order (empty for a JSON body).
     pub events: Vec<StreamEvent>,

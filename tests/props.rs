@@ -107,7 +107,9 @@ fn tricky_cuts(body: &[u8]) -> Vec<usize> {
 
 /// Checks that the events tell the same story as the response.
 fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
-    let Replay { events, response } = replay;
+    let Replay {
+        events, response, ..
+    } = replay;
     let calls = &response.tool_calls;
     let mut raw: Vec<String> = vec![String::new(); calls.len()];
     let mut late: Vec<String> = vec![String::new(); calls.len()];

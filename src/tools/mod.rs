@@ -80,7 +80,10 @@ pub const LOCAL_SOURCE: &str = "local";
 pub const EXTERNAL_SOURCE: &str = "external";
 
 /// What a handler receives: the validated arguments and the call they came from.
+///
+/// Non-exhaustive: to call a handler directly (in a test), build one with [`ToolInput::new`].
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ToolInput {
     /// The call's id.
     pub call_id: String,
@@ -90,6 +93,18 @@ pub struct ToolInput {
     pub arguments: Value,
     /// The argument text exactly as the model produced it.
     pub raw_arguments: String,
+}
+
+impl ToolInput {
+    /// The input of call `call_id` to tool `name`; the raw text is `arguments` serialized.
+    pub fn new(call_id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            call_id: call_id.into(),
+            name: name.into(),
+            raw_arguments: arguments.to_string(),
+            arguments,
+        }
+    }
 }
 
 /// A handler's failure: a message for the model and, optionally, output with detail.

@@ -77,6 +77,7 @@ impl ToolSelection {
 
 /// One registered tool as [`ToolRegistry::list`] shows it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ToolInfo {
     /// The tool's name.
     pub name: String,
@@ -100,6 +101,7 @@ pub struct ToolInfo {
 
 /// A tool that is registered but not offered, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Unavailable {
     /// The tool's name.
     pub name: String,

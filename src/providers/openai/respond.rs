@@ -32,7 +32,10 @@ impl crate::mock::Respond for OpenAi {
 /// [`crate::mock::Respond::encode_response`] and [`crate::mock::Respond::encode_error`] produce for the
 /// mock provider. Decoding accepts far more than this; these fields only make the mock speak
 /// the provider's documented shape, so a client tested against it meets the real quirks.
+///
+/// Non-exhaustive: derive one from a built-in shape with the `const` `with_*` setters.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ResponseShape {
     /// Where `role` goes in stream deltas.
     pub role: DeltaRole,
@@ -62,6 +65,80 @@ pub struct ResponseShape {
     /// Qwen (fixture `qwen/quirk_sse_error_body`); otherwise it is a plain JSON
     /// body.
     pub sse_errors: bool,
+}
+
+impl ResponseShape {
+    /// Sets [`ResponseShape::role`].
+    pub const fn with_role(mut self, role: DeltaRole) -> Self {
+        self.role = role;
+        self
+    }
+
+    /// Sets [`ResponseShape::idle_content`].
+    pub const fn with_idle_content(mut self, idle_content: IdleContent) -> Self {
+        self.idle_content = idle_content;
+        self
+    }
+
+    /// Sets [`ResponseShape::running_finish`].
+    pub const fn with_running_finish(mut self, running_finish: RunningFinish) -> Self {
+        self.running_finish = running_finish;
+        self
+    }
+
+    /// Sets [`ResponseShape::calls`].
+    pub const fn with_calls(mut self, calls: StreamedCalls) -> Self {
+        self.calls = calls;
+        self
+    }
+
+    /// Sets [`ResponseShape::usage`].
+    pub const fn with_usage(mut self, usage: StreamUsage) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// Sets [`ResponseShape::null_fields`].
+    pub const fn with_null_fields(mut self, null_fields: &'static [&'static str]) -> Self {
+        self.null_fields = null_fields;
+        self
+    }
+
+    /// Sets [`ResponseShape::null_choice_fields`].
+    pub const fn with_null_choice_fields(
+        mut self,
+        null_choice_fields: &'static [&'static str],
+    ) -> Self {
+        self.null_choice_fields = null_choice_fields;
+        self
+    }
+
+    /// Sets [`ResponseShape::body_call_index`].
+    pub const fn with_body_call_index(mut self, body_call_index: bool) -> Self {
+        self.body_call_index = body_call_index;
+        self
+    }
+
+    /// Sets [`ResponseShape::finish_reasons`].
+    pub const fn with_finish_reasons(
+        mut self,
+        finish_reasons: &'static [(FinishReason, &'static str)],
+    ) -> Self {
+        self.finish_reasons = finish_reasons;
+        self
+    }
+
+    /// Sets [`ResponseShape::error_fields`].
+    pub const fn with_error_fields(mut self, error_fields: ErrorFields) -> Self {
+        self.error_fields = error_fields;
+        self
+    }
+
+    /// Sets [`ResponseShape::sse_errors`].
+    pub const fn with_sse_errors(mut self, sse_errors: bool) -> Self {
+        self.sse_errors = sse_errors;
+        self
+    }
 }
 
 /// Where `role` goes in stream deltas.
