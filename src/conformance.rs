@@ -21,6 +21,7 @@ pub const STREAM_FILES: [&str; 2] = ["response.sse", "response.ndjson"];
 
 /// One comparison's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The output matches the golden.
     Pass,
@@ -400,7 +401,7 @@ pub(crate) fn check_golden(golden: &Path, actual: Result<Value>, mode: Mode) -> 
 }
 
 /// The first place two JSON values differ, as a path and both values; key order counts.
-pub fn first_difference(expected: &Value, actual: &Value, path: &str) -> String {
+pub(crate) fn first_difference(expected: &Value, actual: &Value, path: &str) -> String {
     match (expected, actual) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, va) in a {

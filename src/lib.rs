@@ -27,7 +27,7 @@
 
 #[cfg(feature = "agent")]
 pub mod agent;
-pub mod assemble;
+pub(crate) mod assemble;
 #[cfg(feature = "client")]
 pub mod client;
 #[cfg(feature = "conformance")]
@@ -44,7 +44,10 @@ pub mod replay;
 pub mod schema;
 #[cfg(feature = "server")]
 pub mod server;
-pub mod sse;
+// `parse_all` and `SseParser::lines` serve only the module's own tests now that the parser is
+// internal.
+#[allow(dead_code)]
+pub(crate) mod sse;
 #[cfg(feature = "client")]
 mod tls;
 #[cfg(feature = "tools")]

@@ -16,6 +16,7 @@ use crate::types::{ChatRequest, ChatResponse, SchemaMode, StreamEvent, ToolDefin
 
 /// How the API key goes on the request. Never in the URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Auth {
     /// `Authorization: Bearer <key>`.
     Bearer,
@@ -193,7 +194,7 @@ pub trait StreamDecoder: Send {
 
 /// Reads the common error body shapes: `{"error": {"code", "message", "type"}}`,
 /// `{"error": "text"}`, `{"code", "message"}`, `[{"error": ...}]`, or plain text.
-pub fn generic_error(provider: ProviderKind, status: Option<u16>, body: &[u8]) -> ApiError {
+pub(crate) fn generic_error(provider: ProviderKind, status: Option<u16>, body: &[u8]) -> ApiError {
     let text = String::from_utf8_lossy(body).into_owned();
     let mut err = ApiError::new(provider, status, "");
     let parsed: Option<Value> = serde_json::from_slice(body).ok().or_else(|| {
@@ -344,7 +345,7 @@ impl NameMap {
     }
 
     /// Restores canonical names in a decoded response.
-    pub fn restore_response(&self, response: &mut ChatResponse) {
+    pub(crate) fn restore_response(&self, response: &mut ChatResponse) {
         if self.is_empty() {
             return;
         }
@@ -354,14 +355,14 @@ impl NameMap {
     }
 
     /// Restores canonical names in the partial response an error carries.
-    pub fn restore_error(&self, error: &mut Error) {
+    pub(crate) fn restore_error(&self, error: &mut Error) {
         if let Some(Some(p)) = error.partial_mut() {
             self.restore_response(p);
         }
     }
 
     /// Restores canonical names in a stream event.
-    pub fn restore_event(&self, event: &mut StreamEvent) {
+    pub(crate) fn restore_event(&self, event: &mut StreamEvent) {
         if self.is_empty() {
             return;
         }

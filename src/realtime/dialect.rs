@@ -13,6 +13,7 @@ use crate::types::{FinishReason, ToolCall, ToolChoice, ToolDefinition, ToolResul
 
 /// How a dialect takes `tool_choice`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RealtimeToolChoice {
     /// OpenAI's session field: `"auto" | "none" | "required" | {"type":"function","name":…}`.
     Flat,
@@ -23,6 +24,7 @@ pub enum RealtimeToolChoice {
 
 /// How a user's text reaches the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TextInput {
     /// A `conversation.item.create` user message with `input_text`, then `response.create`.
     Item,

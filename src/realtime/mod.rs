@@ -81,6 +81,7 @@ use crate::types::{ChatResponse, ProviderKind, StreamEvent, ToolCall, ToolChoice
 
 /// The realtime dialects. One spelling everywhere: module, `fixtures/`, CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum RealtimeKind {
     /// OpenAI Realtime (`wss://api.openai.com/v1/realtime`); xAI's realtime API speaks it too,
     /// given its URL.

@@ -48,11 +48,11 @@ mod registry;
 mod typed;
 
 #[cfg(feature = "client")]
-pub use callback::{Callback, DEFAULT_CALLBACK_RESPONSE_BYTES, check_callback_url};
+pub(crate) use callback::check_callback_url;
+#[cfg(feature = "client")]
+pub use callback::{Callback, DEFAULT_CALLBACK_RESPONSE_BYTES};
 pub use params::{Param, Params, parameter_list};
-pub use registry::{
-    DEFAULT_MAX_RESULT_BYTES, ToolInfo, ToolRegistry, ToolSelection, Unavailable, truncate_result,
-};
+pub use registry::{DEFAULT_MAX_RESULT_BYTES, ToolInfo, ToolRegistry, ToolSelection, Unavailable};
 pub use typed::{TypedTool, parameters_for};
 
 use std::fmt;

@@ -10,6 +10,7 @@ const NO_NAME: &str = "the call has no name, so it cannot be run";
 /// Why a call's arguments could not be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ArgumentsErrorKind {
     /// The turn ended (e.g. `length`) before the arguments were complete.
     Truncated,

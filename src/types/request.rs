@@ -8,6 +8,7 @@ use super::{Message, ToolChoice, ToolDefinition};
 /// How tool parameter schemas go on the wire, for providers that offer a choice (Gemini).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SchemaMode {
     /// Lowered to the provider's own schema subset.
     Lowered,

@@ -128,6 +128,7 @@ impl<'de> Deserialize<'de> for ToolDefinition {
 
 /// Which tools the model may or must call.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ToolChoice {
     /// The model decides (the default).
     #[default]

@@ -241,6 +241,7 @@ impl Dialect {
 
 /// A delta or message field that carries reasoning text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReasoningField {
     /// `reasoning_content` (DeepSeek, GLM, Qwen, vLLM).
     ReasoningContent,
@@ -260,6 +261,7 @@ impl ReasoningField {
 
 /// Which `tool_choice` values a wire honours.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ToolChoiceSupport {
     /// `auto`, `none`, `required` and a named tool, in OpenAI's shapes.
     All,
@@ -283,6 +285,7 @@ impl ToolChoiceSupport {
 
 /// How `parallel_tool_calls` goes on the wire (only ever with tools).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ParallelCalls {
     /// Sent when the request sets it.
     AsAsked,
@@ -295,6 +298,7 @@ pub enum ParallelCalls {
 
 /// How the request's `thinking` switch is spelled on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ThinkingSwitch {
     /// No switch: `thinking` is not sent.
     NotSent,

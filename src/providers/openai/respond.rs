@@ -143,6 +143,7 @@ impl ResponseShape {
 
 /// Where `role` goes in stream deltas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DeltaRole {
     /// A chunk of its own opens the stream: `{"role": "assistant", "content": ""}` (OpenAI,
     /// OpenAI's recorded streams).
@@ -156,6 +157,7 @@ pub enum DeltaRole {
 
 /// `content` in a stream delta that carries no text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum IdleContent {
     /// Left out (OpenAI, GLM).
     Absent,
@@ -167,6 +169,7 @@ pub enum IdleContent {
 
 /// `finish_reason` on the chunks of a turn still running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RunningFinish {
     /// `null` (OpenAI, Qwen).
     Null,
@@ -178,6 +181,7 @@ pub enum RunningFinish {
 
 /// How tool calls travel in a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StreamedCalls {
     /// Each call opened by a fragment with `index`, `id`, `type` and `name`, its arguments
     /// following in fragments keyed by `index`; the finish comes on a chunk of its own (OpenAI,
@@ -201,6 +205,7 @@ pub enum StreamedCalls {
 
 /// Where usage goes in a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StreamUsage {
     /// A last chunk with empty `choices` (OpenAI and Qwen with `include_usage`).
     LastChunk,
@@ -212,6 +217,7 @@ pub enum StreamUsage {
 
 /// The fields of an error body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorFields {
     /// `{"error": {"message", "type", "param", "code"}}` (OpenAI, OpenAI; Qwen).
     OpenAi,
