@@ -23,7 +23,8 @@
 //! With `rustls`, ring is installed as the process's default rustls crypto provider before
 //! toolwire builds an HTTP client, unless a provider is installed already.
 //!
-//! The minimum supported Rust version is 1.88.
+//! The minimum supported Rust version (MSRV) is 1.95: the oldest toolchain CI builds with. It is
+//! raised only in a minor release.
 
 #[cfg(feature = "agent")]
 pub mod agent;
