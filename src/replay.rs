@@ -18,7 +18,8 @@ pub struct Replay {
 }
 
 /// Whether `body` is a JSON document rather than an SSE stream: its first non-blank byte opens
-/// an object or array.
+/// an object or array. (The client's recorder and the mock provider tell bodies apart with it.)
+#[cfg(feature = "client")]
 pub(crate) fn is_json_body(body: &[u8]) -> bool {
     matches!(
         body.iter().find(|b| !b.is_ascii_whitespace()),

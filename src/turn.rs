@@ -569,7 +569,7 @@ impl<'p> TurnReader<'p> {
 impl TurnReader<'static> {
     /// A reader that owns a share of its provider, for a stream that outlives any borrow (the
     /// client's). `request`, when given, chooses the decoder and the names to restore.
-    pub(crate) fn shared(provider: Arc<dyn Provider>, request: Option<&HttpRequest>) -> Self {
+    pub fn shared(provider: Arc<dyn Provider>, request: Option<&HttpRequest>) -> Self {
         let (decoder, names) = match request {
             Some(r) => (provider.decoder_for(r), r.names.clone()),
             None => (provider.decoder(), NameMap::default()),

@@ -47,7 +47,7 @@ mod params;
 mod registry;
 mod typed;
 
-#[cfg(feature = "client")]
+#[cfg(feature = "server")]
 pub(crate) use callback::check_callback_url;
 #[cfg(feature = "client")]
 pub use callback::{Callback, DEFAULT_CALLBACK_RESPONSE_BYTES};
