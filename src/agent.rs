@@ -272,6 +272,7 @@ impl fmt::Display for StopReason {
 
 /// The end of a successful run.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct AgentOutcome {
     /// The model's final answer (a turn without tool calls), or its last turn when the run
     /// was stopped.

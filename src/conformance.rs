@@ -21,6 +21,7 @@ pub const STREAM_FILES: [&str; 2] = ["response.sse", "response.ndjson"];
 
 /// One comparison's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The output matches the golden.
     Pass,
@@ -30,6 +31,7 @@ pub enum Outcome {
 
 /// One check of a case.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Check {
     /// `meta`, `encode`, `decode` or `schema`.
     pub name: &'static str,
@@ -39,6 +41,7 @@ pub struct Check {
 
 /// The checks of one case folder.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct CaseReport {
     /// The provider the case ran against, when it could be determined.
     pub provider: Option<ProviderKind>,
@@ -398,7 +401,7 @@ pub(crate) fn check_golden(golden: &Path, actual: Result<Value>, mode: Mode) -> 
 }
 
 /// The first place two JSON values differ, as a path and both values; key order counts.
-pub fn first_difference(expected: &Value, actual: &Value, path: &str) -> String {
+pub(crate) fn first_difference(expected: &Value, actual: &Value, path: &str) -> String {
     match (expected, actual) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, va) in a {

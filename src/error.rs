@@ -260,7 +260,11 @@ impl fmt::Display for TimeoutPhase {
 }
 
 /// An error answer from a provider, its own code and message kept verbatim.
+///
+/// Non-exhaustive: build it (for the mock provider, a custom provider's `decode_error`) with
+/// [`ApiError::new`] and the `with_*` setters.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ApiError {
     /// Who answered.
     pub provider: ProviderKind,
@@ -290,6 +294,30 @@ impl ApiError {
             body: String::new(),
             partial: None,
         }
+    }
+
+    /// Sets the provider's error code.
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+
+    /// Sets how long the provider asked to wait.
+    pub fn with_retry_after(mut self, wait: Duration) -> Self {
+        self.retry_after = Some(wait);
+        self
+    }
+
+    /// Sets the raw error body.
+    pub fn with_body(mut self, body: impl Into<String>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    /// Sets what the stream delivered before the error.
+    pub fn with_partial(mut self, partial: ChatResponse) -> Self {
+        self.partial = Some(Box::new(partial));
+        self
     }
 
     /// Whether the same request may succeed later.

@@ -43,6 +43,7 @@ pub const CANONICAL_CASES: [&str; 10] = [
 /// A case's `meta.toml`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Meta {
     /// What the case shows.
     pub description: String,

@@ -769,6 +769,7 @@ impl PartialValue {
 
 /// One [`PartialEvent`] of the call at `index` (its position in the response).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ArgumentEvent {
     /// The call's position in the response.
     pub index: usize,

@@ -16,6 +16,7 @@ use crate::types::{ChatRequest, ChatResponse, SchemaMode, StreamEvent, ToolDefin
 
 /// How the API key goes on the request. Never in the URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Auth {
     /// `Authorization: Bearer <key>`.
     Bearer,
@@ -24,7 +25,12 @@ pub enum Auth {
 }
 
 /// Static facts about a provider, for the client and `toolwire providers`.
+///
+/// Non-exhaustive: build it with the `const` [`ProviderInfo::new`] and `with_*` setters, so a
+/// custom provider's facts (or a variant of a built-in's, `OPENAI.info.with_auth(..)`) are still
+/// a constant.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ProviderInfo {
     /// Which provider.
     pub kind: ProviderKind,
@@ -38,9 +44,56 @@ pub struct ProviderInfo {
     pub capabilities: &'static str,
 }
 
+impl ProviderInfo {
+    /// Facts for `kind` at `base_url`: no key variables, bearer auth, no capabilities line.
+    pub const fn new(kind: ProviderKind, base_url: &'static str) -> Self {
+        Self {
+            kind,
+            base_url,
+            key_vars: &[],
+            auth: Auth::Bearer,
+            capabilities: "",
+        }
+    }
+
+    /// Sets which provider.
+    pub const fn with_kind(mut self, kind: ProviderKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Sets the default base URL.
+    pub const fn with_base_url(mut self, base_url: &'static str) -> Self {
+        self.base_url = base_url;
+        self
+    }
+
+    /// Sets the environment variables holding the key.
+    pub const fn with_key_vars(mut self, key_vars: &'static [&'static str]) -> Self {
+        self.key_vars = key_vars;
+        self
+    }
+
+    /// Sets how the key is sent.
+    pub const fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// Sets the capabilities line.
+    pub const fn with_capabilities(mut self, capabilities: &'static str) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+}
+
 /// A request ready to send: path (appended to the base URL), extra headers (never auth) and
 /// the JSON body, plus the tool-name map needed to read the answer.
+///
+/// Non-exhaustive: a custom provider builds it with [`HttpRequest::new`] and the `with_*`
+/// setters.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct HttpRequest {
     /// Path and query, appended to the base URL.
     pub path: String,
@@ -50,6 +103,30 @@ pub struct HttpRequest {
     pub body: Value,
     /// Wire names that differ from canonical ones; apply to what comes back.
     pub names: NameMap,
+}
+
+impl HttpRequest {
+    /// A request for `path` with this body, no extra headers and no renamed tools.
+    pub fn new(path: impl Into<String>, body: Value) -> Self {
+        Self {
+            path: path.into(),
+            headers: Vec::new(),
+            body,
+            names: NameMap::default(),
+        }
+    }
+
+    /// Adds a header (never auth: the client adds the key).
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sets the tool-name map to apply to the answer.
+    pub fn with_names(mut self, names: NameMap) -> Self {
+        self.names = names;
+        self
+    }
 }
 
 /// How a wire frames the payloads of a streamed answer; the turn reader splits bytes into
@@ -117,7 +194,7 @@ pub trait StreamDecoder: Send {
 
 /// Reads the common error body shapes: `{"error": {"code", "message", "type"}}`,
 /// `{"error": "text"}`, `{"code", "message"}`, `[{"error": ...}]`, or plain text.
-pub fn generic_error(provider: ProviderKind, status: Option<u16>, body: &[u8]) -> ApiError {
+pub(crate) fn generic_error(provider: ProviderKind, status: Option<u16>, body: &[u8]) -> ApiError {
     let text = String::from_utf8_lossy(body).into_owned();
     let mut err = ApiError::new(provider, status, "");
     let parsed: Option<Value> = serde_json::from_slice(body).ok().or_else(|| {
@@ -268,7 +345,7 @@ impl NameMap {
     }
 
     /// Restores canonical names in a decoded response.
-    pub fn restore_response(&self, response: &mut ChatResponse) {
+    pub(crate) fn restore_response(&self, response: &mut ChatResponse) {
         if self.is_empty() {
             return;
         }
@@ -278,14 +355,14 @@ impl NameMap {
     }
 
     /// Restores canonical names in the partial response an error carries.
-    pub fn restore_error(&self, error: &mut Error) {
+    pub(crate) fn restore_error(&self, error: &mut Error) {
         if let Some(Some(p)) = error.partial_mut() {
             self.restore_response(p);
         }
     }
 
     /// Restores canonical names in a stream event.
-    pub fn restore_event(&self, event: &mut StreamEvent) {
+    pub(crate) fn restore_event(&self, event: &mut StreamEvent) {
         if self.is_empty() {
             return;
         }

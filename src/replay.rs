@@ -9,6 +9,7 @@ use crate::types::{ChatResponse, StreamEvent};
 
 /// What a captured body decoded to.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Replay {
     /// The events, in order (empty for a JSON body).
     pub events: Vec<StreamEvent>,
@@ -17,8 +18,9 @@ pub struct Replay {
 }
 
 /// Whether `body` is a JSON document rather than an SSE stream: its first non-blank byte opens
-/// an object or array.
-pub fn is_json_body(body: &[u8]) -> bool {
+/// an object or array. (The client's recorder and the mock provider tell bodies apart with it.)
+#[cfg(feature = "client")]
+pub(crate) fn is_json_body(body: &[u8]) -> bool {
     matches!(
         body.iter().find(|b| !b.is_ascii_whitespace()),
         Some(b'{') | Some(b'[')
@@ -129,6 +131,7 @@ mod partial_tests {
 mod tests {
     use super::*;
     use crate::providers::openai::OpenAi;
+    use crate::sse::{SseError, SseEvent, SseParser, parse_all};
 
     #[test]
     fn an_error_before_bad_bytes_wins_however_chunked() {
@@ -140,5 +143,59 @@ mod tests {
         let split = replay_chunks(&provider, [&body[..cut], &body[cut..]]).unwrap_err();
         assert!(matches!(whole, Error::Api(_)), "{whole}");
         assert_eq!(whole.to_string(), split.to_string());
+    }
+
+    /// Every `response.sse` and `response.ndjson` below `dir`, recursively.
+    fn stream_bodies(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stream_bodies(&path, out);
+            } else if path
+                .file_name()
+                .is_some_and(|n| n == "response.sse" || n == "response.ndjson")
+            {
+                out.push(path);
+            }
+        }
+    }
+
+    /// The SSE events of `pieces`, or the parser's error.
+    fn sse_events(pieces: &[&[u8]]) -> std::result::Result<Vec<SseEvent>, SseError> {
+        let mut parser = SseParser::default();
+        let mut out = Vec::new();
+        for piece in pieces {
+            parser.push(piece, &mut out)?;
+        }
+        parser.finish(&mut out)?;
+        Ok(out)
+    }
+
+    /// Every two-piece cut of every stream fixture, exhaustively. A decoder sees only the SSE
+    /// events (never chunk boundaries), so identical events at every cut mean an identical
+    /// decode at every cut; `tests/props.rs` checks the full decode one byte at a time and at
+    /// random cuts.
+    #[test]
+    fn fixtures_give_the_same_sse_events_at_every_single_cut() {
+        let mut bodies = Vec::new();
+        stream_bodies(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
+            &mut bodies,
+        );
+        assert!(bodies.len() > 10, "stream fixtures found: {}", bodies.len());
+        for path in bodies {
+            let body = std::fs::read(&path).unwrap();
+            let events = parse_all(&body);
+            assert_eq!(sse_events(&[&body]), events);
+            for cut in 0..=body.len() {
+                let (a, b) = body.split_at(cut);
+                let split = sse_events(&[a, b]);
+                assert!(
+                    split == events,
+                    "{}: a cut at byte {cut} gives different SSE events:\nwhole: {events:?}\nsplit: {split:?}",
+                    path.display()
+                );
+            }
+        }
     }
 }

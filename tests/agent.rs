@@ -448,14 +448,10 @@ async fn conversation_continues_on_another_provider() {
     minted
         .extra
         .insert(ToolCall::SYNTHETIC_ID.into(), json!(true));
-    let mut earlier = AssistantMessage {
-        tool_calls: vec![signed.clone(), minted.clone()],
-        ..AssistantMessage::default()
-    };
-    earlier.extra.insert(PROVIDER_MARK.into(), json!("gemini"));
-    earlier
-        .extra
-        .insert("reasoning_signature".into(), json!("cmVh"));
+    let earlier = AssistantMessage::default()
+        .with_tool_calls([signed.clone(), minted.clone()])
+        .with_extra(PROVIDER_MARK, json!("gemini"))
+        .with_extra("reasoning_signature", json!("cmVh"));
     let mut req = request();
     req.messages.push(Message::Assistant(earlier));
     req.messages.push(Message::Tool(toolwire::ToolResult::ok(
@@ -504,11 +500,9 @@ fn carry_over_keeps_data_of_the_same_provider() {
     signed
         .extra
         .insert("thought_signature".into(), json!("c2ln"));
-    let mut a = AssistantMessage {
-        tool_calls: vec![signed],
-        ..AssistantMessage::default()
-    };
-    a.extra.insert(PROVIDER_MARK.into(), json!("gemini"));
+    let a = AssistantMessage::default()
+        .with_tool_calls([signed])
+        .with_extra(PROVIDER_MARK, json!("gemini"));
     let mut messages = vec![Message::Assistant(a)];
     carry_over(&mut messages, ProviderKind::Gemini);
     let Message::Assistant(a) = &messages[0] else {
@@ -969,16 +963,10 @@ async fn stop_when_a_named_tool_is_called() {
 
 /// A tool-call turn that reports `input` + `output` tokens.
 fn costly_turn(id: &str, input: u64, output: u64) -> MockReply {
-    let mut response = ChatResponse {
-        tool_calls: vec![call(id, "get_weather", r#"{"city":"Paris"}"#)],
-        finish_reason: FinishReason::ToolCalls,
-        ..ChatResponse::default()
-    };
-    response.usage = Some(Usage {
-        input_tokens: input,
-        output_tokens: output,
-        reasoning_tokens: None,
-    });
+    let response = ChatResponse::default()
+        .with_tool_calls([call(id, "get_weather", r#"{"city":"Paris"}"#)])
+        .with_finish_reason(FinishReason::ToolCalls)
+        .with_usage(Usage::new(input, output));
     MockReply::Response(response)
 }
 

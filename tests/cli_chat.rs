@@ -146,12 +146,10 @@ async fn chat_records_fixture_cases() {
 async fn chat_ends_quietly_when_stdout_is_closed() {
     // The reader of standard output is gone before the answer streams: the command stops at
     // its first write with status 0, no panic, and runs no tool round for nobody.
-    let first = toolwire::ChatResponse {
-        text: Some("Nobody reads this.".into()),
-        tool_calls: vec![ToolCall::new("call_tw_3", "clock", "{}")],
-        finish_reason: toolwire::FinishReason::ToolCalls,
-        ..toolwire::ChatResponse::default()
-    };
+    let first = toolwire::ChatResponse::default()
+        .with_text("Nobody reads this.")
+        .with_tool_calls([ToolCall::new("call_tw_3", "clock", "{}")])
+        .with_finish_reason(toolwire::FinishReason::ToolCalls);
     let script = Script::new()
         .then(MockReply::from(first).head_delay(std::time::Duration::from_millis(300)))
         .then(MockReply::text("Nor this."));

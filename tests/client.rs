@@ -40,45 +40,31 @@ fn request() -> ChatRequest {
 }
 
 fn text_reply() -> ChatResponse {
-    ChatResponse {
-        text: Some("It is 22 °C in 北京 and sunny.".into()),
-        finish_reason: FinishReason::Stop,
+    ChatResponse::default()
+        .with_text("It is 22 °C in 北京 and sunny.")
+        .with_finish_reason(FinishReason::Stop)
         // The mock provider sends the raw value as scripted, and it decodes back verbatim.
-        raw_finish_reason: Some("stop".into()),
-        usage: Some(Usage {
-            input_tokens: 21,
-            output_tokens: 9,
-            reasoning_tokens: None,
-        }),
-        ..ChatResponse::default()
-    }
+        .with_raw_finish_reason("stop")
+        .with_usage(Usage::new(21, 9))
 }
 
 fn parallel_reply() -> ChatResponse {
-    ChatResponse {
-        text: Some("Checking both.".into()),
-        tool_calls: vec![
+    ChatResponse::default()
+        .with_text("Checking both.")
+        .with_tool_calls([
             ToolCall::new("call_tw_a", "get_weather", r#"{"city":"Paris"}"#),
             ToolCall::new("call_tw_b", "get_weather", r#"{"city":"北京"}"#),
-        ],
-        finish_reason: FinishReason::ToolCalls,
-        raw_finish_reason: Some("tool_calls".into()),
-        usage: Some(Usage {
-            input_tokens: 40,
-            output_tokens: 18,
-            reasoning_tokens: None,
-        }),
-        ..ChatResponse::default()
-    }
+        ])
+        .with_finish_reason(FinishReason::ToolCalls)
+        .with_raw_finish_reason("tool_calls")
+        .with_usage(Usage::new(40, 18))
 }
 
 fn zero_arg_reply() -> ChatResponse {
-    ChatResponse {
-        tool_calls: vec![ToolCall::new("call_tw_c", "clock", "")],
-        finish_reason: FinishReason::ToolCalls,
-        raw_finish_reason: Some("tool_calls".into()),
-        ..ChatResponse::default()
-    }
+    ChatResponse::default()
+        .with_tool_calls([ToolCall::new("call_tw_c", "clock", "")])
+        .with_finish_reason(FinishReason::ToolCalls)
+        .with_raw_finish_reason("tool_calls")
 }
 
 /// A byte offset in the middle of the chunk carrying the second argument fragment of call 1,
@@ -519,11 +505,11 @@ async fn dropped_connection_in_a_body_is_a_transport_error() {
 async fn error_event_mid_stream_keeps_the_partial() {
     let mut e = ApiError::new(ProviderKind::OpenAi, None, "The model is overloaded");
     e.code = Some("server_overloaded".into());
-    e.partial = Some(Box::new(ChatResponse {
-        text: Some("Let me check".into()),
-        tool_calls: vec![ToolCall::new("call_tw_d", "get_weather", r#"{"city":"Par"#)],
-        ..ChatResponse::default()
-    }));
+    e.partial = Some(Box::new(
+        ChatResponse::default()
+            .with_text("Let me check")
+            .with_tool_calls([ToolCall::new("call_tw_d", "get_weather", r#"{"city":"Par"#)]),
+    ));
     let (server, client) = openai(Script::new().then(e).then(text_reply())).await;
     let (events, result) = drain(&client, &request()).await;
     let err = result.unwrap_err();
@@ -594,19 +580,14 @@ async fn garbage_is_a_decode_error() {
 
 #[tokio::test]
 async fn oversized_bodies_and_arguments_are_refused() {
-    let big = ChatResponse {
-        text: Some("x".repeat(4096)),
-        ..text_reply()
-    };
-    let long_call = ChatResponse {
-        tool_calls: vec![ToolCall::new(
+    let big = text_reply().with_text("x".repeat(4096));
+    let long_call = ChatResponse::default()
+        .with_tool_calls([ToolCall::new(
             "call_tw_f",
             "get_weather",
             format!(r#"{{"city":"{}"}}"#, "y".repeat(300)),
-        )],
-        finish_reason: FinishReason::ToolCalls,
-        ..ChatResponse::default()
-    };
+        )])
+        .with_finish_reason(FinishReason::ToolCalls);
     let script = Script::new()
         .then(big.clone())
         .then(big)
@@ -783,14 +764,12 @@ async fn api_key_never_leaks() {
 }
 
 /// A provider like OpenAI but with Gemini-style header auth and its own key variable.
-static HEADER_AUTH: Dialect = Dialect {
-    info: ProviderInfo {
-        key_vars: &["TOOLWIRE_TEST_NEVER_SET_KEY"],
-        auth: Auth::Header("x-goog-api-key"),
-        ..OPENAI.info
-    },
-    ..OPENAI
-};
+static HEADER_AUTH: Dialect = OPENAI.with_info(
+    OPENAI
+        .info
+        .with_key_vars(&["TOOLWIRE_TEST_NEVER_SET_KEY"])
+        .with_auth(Auth::Header("x-goog-api-key")),
+);
 
 #[tokio::test]
 async fn header_auth_keeps_the_key_out_of_the_url() {
@@ -810,22 +789,10 @@ async fn header_auth_keeps_the_key_out_of_the_url() {
 }
 
 /// A custom provider whose auth header is spelled with capitals, as documentation often does.
-static CAPITAL_HEADER: Dialect = Dialect {
-    info: ProviderInfo {
-        auth: Auth::Header("X-Api-Key"),
-        ..OPENAI.info
-    },
-    ..OPENAI
-};
+static CAPITAL_HEADER: Dialect = OPENAI.with_info(OPENAI.info.with_auth(Auth::Header("X-Api-Key")));
 
 /// A custom provider whose auth header name is not a header name.
-static BAD_HEADER: Dialect = Dialect {
-    info: ProviderInfo {
-        auth: Auth::Header("api key:"),
-        ..OPENAI.info
-    },
-    ..OPENAI
-};
+static BAD_HEADER: Dialect = OPENAI.with_info(OPENAI.info.with_auth(Auth::Header("api key:")));
 
 #[tokio::test]
 async fn custom_auth_header_names_are_lowercased_or_refused() {
@@ -1124,10 +1091,7 @@ fn an_unwritable_record_folder_is_refused_when_building() {
 async fn recording_failures_never_replace_the_outcome() {
     let dir = temp_dir("record-breaks");
     let mut overloaded = ApiError::new(ProviderKind::OpenAi, None, "The model is overloaded");
-    overloaded.partial = Some(Box::new(ChatResponse {
-        text: Some("Let me".into()),
-        ..ChatResponse::default()
-    }));
+    overloaded.partial = Some(Box::new(ChatResponse::default().with_text("Let me")));
     let mut bad = ApiError::new(ProviderKind::OpenAi, Some(400), "Bad tool schema");
     bad.code = Some("invalid_json_schema".into());
     let script = Script::new()

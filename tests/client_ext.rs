@@ -16,11 +16,9 @@ fn request() -> ChatRequest {
 }
 
 fn text_reply() -> ChatResponse {
-    ChatResponse {
-        text: Some("Hello.".into()),
-        finish_reason: FinishReason::Stop,
-        ..ChatResponse::default()
-    }
+    ChatResponse::default()
+        .with_text("Hello.")
+        .with_finish_reason(FinishReason::Stop)
 }
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -219,11 +217,11 @@ async fn recordings_drive_the_mock_in_order() {
     let dir = temp_dir("replay");
     let mut replies = Script::new();
     for i in 0..11 {
-        replies = replies.then(ChatResponse {
-            text: Some(format!("answer {i}")),
-            finish_reason: FinishReason::Stop,
-            ..ChatResponse::default()
-        });
+        replies = replies.then(
+            ChatResponse::default()
+                .with_text(format!("answer {i}"))
+                .with_finish_reason(FinishReason::Stop),
+        );
     }
     let mut failure = toolwire::ApiError::new(ProviderKind::OpenAi, Some(429), "slow down");
     failure.code = Some("rate_limit_exceeded".into());

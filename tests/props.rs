@@ -2,8 +2,9 @@
 //!
 //! 1. Chunking never matters: every `fixtures/*/*/response.sse` and `response.ndjson` (all
 //!    providers, found at run time) decodes to the same events and response (or the same
-//!    error) whether the body arrives whole, cut in two at every byte, one byte at a time, or
-//!    cut at random points biased towards the middle of UTF-8 characters and `\r\n` pairs.
+//!    error) whether the body arrives whole, one byte at a time, or cut at random points biased
+//!    towards the middle of UTF-8 characters and `\r\n` pairs (cut in two at every byte, the
+//!    SSE events are the same: a unit test in `src/replay.rs`, the SSE parser being internal).
 //! 2. The events agree with the response: each call's argument deltas up to its completion
 //!    concatenate to its `raw_arguments` (text a wire sends after a call's end is kept as its
 //!    `late_arguments`), every call completes once before `Finish` (at the end of the turn, or
@@ -19,11 +20,11 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use serde_json::{Map, Value, json};
-use toolwire::assemble::LATE_ARGUMENTS;
 use toolwire::conformance::{self, error_json};
 use toolwire::replay::{Replay, replay, replay_chunks};
-use toolwire::sse::{SseError, SseEvent, SseParser};
-use toolwire::{ChatResponse, Provider, ProviderKind, StreamEvent, provider_for};
+use toolwire::{ChatResponse, Provider, ProviderKind, StreamEvent, ToolCall, provider_for};
+
+const LATE_ARGUMENTS: &str = ToolCall::LATE_ARGUMENTS;
 
 /// What a decode produced, comparable across chunkings: the events and response, or the error
 /// as its golden JSON (kind, provider, status, code, message, partial response).
@@ -107,7 +108,9 @@ fn tricky_cuts(body: &[u8]) -> Vec<usize> {
 
 /// Checks that the events tell the same story as the response.
 fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
-    let Replay { events, response } = replay;
+    let Replay {
+        events, response, ..
+    } = replay;
     let calls = &response.tool_calls;
     let mut raw: Vec<String> = vec![String::new(); calls.len()];
     let mut late: Vec<String> = vec![String::new(); calls.len()];
@@ -222,34 +225,13 @@ fn fixture_events_agree_with_the_response() {
     }
 }
 
-/// The SSE events of `pieces`, or the parser's error.
-fn sse_events(pieces: &[&[u8]]) -> Result<Vec<SseEvent>, SseError> {
-    let mut parser = SseParser::default();
-    let mut out = Vec::new();
-    for piece in pieces {
-        parser.push(piece, &mut out)?;
-    }
-    parser.finish(&mut out)?;
-    Ok(out)
-}
-
-/// Every two-piece cut, exhaustively. A decoder sees only the SSE events (it never sees chunk
-/// boundaries), so identical events at every cut mean an identical decode at every cut; the
-/// full decode is checked with one byte per chunk here and at random cuts below.
+/// One byte at a time decodes like the whole body. (Every two-piece cut gives the same SSE
+/// events: the unit test `replay::tests::fixtures_give_the_same_sse_events_at_every_single_cut`,
+/// as the SSE parser is internal.)
 #[test]
-fn fixtures_decode_the_same_at_every_single_cut() {
+fn fixtures_decode_the_same_one_byte_at_a_time() {
     for (path, provider) in stream_fixtures() {
         let body = std::fs::read(&path).expect("readable fixture");
-        let events = sse_events(&[&body]);
-        for cut in 0..=body.len() {
-            let (a, b) = body.split_at(cut);
-            let split = sse_events(&[a, b]);
-            assert!(
-                split == events,
-                "{}: a cut at byte {cut} gives different SSE events:\nwhole: {events:?}\nsplit: {split:?}",
-                path.display()
-            );
-        }
         let whole = decode(provider.as_ref(), [body.as_slice()]);
         let bytes = decode(provider.as_ref(), body.chunks(1));
         assert!(

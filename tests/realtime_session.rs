@@ -150,15 +150,13 @@ async fn every_dialect_runs_calls_at_their_end_and_the_server_accepts_the_result
 #[tokio::test]
 async fn a_socket_cut_mid_arguments_truncates_the_call_and_never_runs_it() {
     for kind in RealtimeKind::ALL {
-        let r = ChatResponse {
-            text: Some("Checking.".into()),
-            tool_calls: vec![ToolCall::new(
+        let r = ChatResponse::default()
+            .with_text("Checking.")
+            .with_tool_calls([ToolCall::new(
                 "call_cut",
                 "get_weather",
                 r#"{"city":"Reykjavik"}"#,
-            )],
-            ..ChatResponse::default()
-        };
+            )]);
         let script = RealtimeScript::new().then(RealtimeReply::CutMidCall(r));
         let server = RealtimeMockServer::start(kind, script).await.unwrap();
         let agent = RealtimeAgent::new(registry());
@@ -218,10 +216,11 @@ async fn a_cancelled_response_never_runs_its_call() {
         .into_iter()
         .filter(|k| *k != RealtimeKind::GeminiLive)
     {
-        let r = ChatResponse {
-            tool_calls: vec![ToolCall::new("call_x", "get_weather", r#"{"city":"Lima"}"#)],
-            ..ChatResponse::default()
-        };
+        let r = ChatResponse::default().with_tool_calls([ToolCall::new(
+            "call_x",
+            "get_weather",
+            r#"{"city":"Lima"}"#,
+        )]);
         let script = RealtimeScript::new()
             .then(RealtimeReply::Cancelled(r))
             .then(RealtimeReply::Close);
@@ -280,10 +279,7 @@ async fn gemini_cancellation_cancels_the_running_tool_and_sends_no_result() {
         )
         .unwrap();
     let kind = RealtimeKind::GeminiLive;
-    let r = ChatResponse {
-        tool_calls: vec![ToolCall::new("fc_1", "wait_forever", "{}")],
-        ..ChatResponse::default()
-    };
+    let r = ChatResponse::default().with_tool_calls([ToolCall::new("fc_1", "wait_forever", "{}")]);
     let script = RealtimeScript::new().then(RealtimeReply::Cancelled(r));
     let server = RealtimeMockServer::start(kind, script).await.unwrap();
     let agent = RealtimeAgent::new(tools);

@@ -233,27 +233,21 @@ async fn unavailable_tools_are_hidden_and_reported() {
 #[test]
 fn registration_errors_name_the_field() {
     let registry = ToolRegistry::new();
-    let bad_name = ToolDefinition {
-        name: "has space".into(),
-        description: String::new(),
-        parameters: json!({"type": "object"}),
-        strict: false,
-    };
+    // The fields stay public: a definition edited after `new` is checked again at registration.
+    let mut bad_name = def("x");
+    bad_name.name = "has space".into();
     let (path, _) =
         input_error(registry.register(Tool::from_fn(bad_name, |_| async { Ok(Value::Null) })));
     assert_eq!(path, "name");
-    let bad_schema = ToolDefinition {
-        parameters: json!(["not", "an", "object"]),
-        ..def("x")
-    };
+    let mut bad_schema = def("x");
+    bad_schema.parameters = json!(["not", "an", "object"]);
     let (path, message) =
         input_error(registry.register(Tool::from_fn(bad_schema, |_| async { Ok(Value::Null) })));
     assert_eq!(path, "parameters");
     assert!(message.contains("got array"), "{message}");
-    let invalid_schema = ToolDefinition {
-        parameters: json!({"type": "object", "properties": {"a": {"type": "no-such-type"}}}),
-        ..def("x")
-    };
+    let mut invalid_schema = def("x");
+    invalid_schema.parameters =
+        json!({"type": "object", "properties": {"a": {"type": "no-such-type"}}});
     let (path, _) = input_error(
         registry.register(Tool::from_fn(invalid_schema, |_| async { Ok(Value::Null) })),
     );

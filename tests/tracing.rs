@@ -103,12 +103,8 @@ impl Capture {
     }
 }
 
-fn usage(input: u64, output: u64) -> Option<Usage> {
-    Some(Usage {
-        input_tokens: input,
-        output_tokens: output,
-        reasoning_tokens: None,
-    })
+fn usage(input: u64, output: u64) -> Usage {
+    Usage::new(input, output)
 }
 
 fn registry() -> ToolRegistry {
@@ -130,23 +126,23 @@ async fn chat_tool_and_agent_turn_spans_carry_the_gen_ai_fields() {
     let _default = tracing::subscriber::set_default(capture.clone());
 
     let script = Script::new()
-        .then(ChatResponse {
-            text: Some("Hi.".into()),
-            finish_reason: FinishReason::Stop,
-            usage: usage(11, 3),
-            ..ChatResponse::default()
-        })
+        .then(
+            ChatResponse::default()
+                .with_text("Hi.")
+                .with_finish_reason(FinishReason::Stop)
+                .with_usage(usage(11, 3)),
+        )
         .then(MockReply::tool_calls([ToolCall::new(
             "call_tw_1",
             "get_weather",
             r#"{"city":"Oslo"}"#,
         )]))
-        .then(ChatResponse {
-            text: Some("Sunny.".into()),
-            finish_reason: FinishReason::Stop,
-            usage: usage(30, 4),
-            ..ChatResponse::default()
-        });
+        .then(
+            ChatResponse::default()
+                .with_text("Sunny.")
+                .with_finish_reason(FinishReason::Stop)
+                .with_usage(usage(30, 4)),
+        );
     let server = MockServer::start(ProviderKind::OpenAi, script)
         .await
         .unwrap();

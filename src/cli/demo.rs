@@ -642,12 +642,10 @@ fn mock_model(pace: Duration) -> toolwire::mock::Script {
     use toolwire::mock::{MockReply, Script};
 
     let turn = |text: Option<&str>, calls: Vec<ToolCall>| {
-        let mut r = ChatResponse {
-            text: text.map(str::to_owned),
-            tool_calls: calls,
-            finish_reason: FinishReason::Stop,
-            ..ChatResponse::default()
-        };
+        let mut r = ChatResponse::default()
+            .with_tool_calls(calls)
+            .with_finish_reason(FinishReason::Stop);
+        r.text = text.map(str::to_owned);
         r.settle_finish_reason();
         MockReply::from(r).delay(pace)
     };

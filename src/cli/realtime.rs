@@ -250,12 +250,10 @@ async fn demo_script(
     use toolwire::{ChatResponse, FinishReason, ToolCall};
 
     let turn = |text: &str, calls: Vec<ToolCall>| {
-        let mut r = ChatResponse {
-            text: Some(text.to_owned()),
-            tool_calls: calls,
-            finish_reason: FinishReason::Stop,
-            ..ChatResponse::default()
-        };
+        let mut r = ChatResponse::default()
+            .with_text(text)
+            .with_tool_calls(calls)
+            .with_finish_reason(FinishReason::Stop);
         r.settle_finish_reason();
         RealtimeReply::Response(r)
     };

@@ -7,7 +7,7 @@
 //! bytes arrive; the body is never buffered first. Tool names the provider's encoder rewrote are
 //! restored, so callers only see canonical names.
 //!
-//! Server-Sent Events are read with the crate's own [`crate::sse`] parser rather than an
+//! Server-Sent Events are read with the crate's own SSE parser rather than an
 //! `eventsource-stream`-style crate: it reports line numbers, bounds each event's memory
 //! ([`Limits::max_event_bytes`]), and is pure, so the client, `toolwire replay`, the
 //! conformance runner and the property tests all parse streams with the same code.

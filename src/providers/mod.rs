@@ -56,7 +56,7 @@ pub fn provider_for_base_url(
 }
 
 /// Whether `url` is `provider`'s own endpoint (a trailing `/` aside).
-pub fn is_default_base_url(provider: &dyn Provider, url: &str) -> bool {
+pub(crate) fn is_default_base_url(provider: &dyn Provider, url: &str) -> bool {
     url.trim_end_matches('/') == provider.info().base_url.trim_end_matches('/')
 }
 

@@ -70,7 +70,10 @@ use crate::types::{ToolCall, ToolDefinition, ToolResult};
 
 /// At most `max_calls` tool calls run within `window`; past that, calls are not run and get an
 /// error result telling the model to stop calling tools and answer (N.E.K.O's guard: 4 in 15 s).
+///
+/// Non-exhaustive: build it with [`CallRateGuard::new`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CallRateGuard {
     /// Calls allowed within the window.
     pub max_calls: usize,
@@ -85,6 +88,13 @@ impl Default for CallRateGuard {
             max_calls: 4,
             window: Duration::from_secs(15),
         }
+    }
+}
+
+impl CallRateGuard {
+    /// At most `max_calls` calls within `window`.
+    pub fn new(max_calls: usize, window: Duration) -> Self {
+        Self { max_calls, window }
     }
 }
 

@@ -13,6 +13,7 @@ use crate::types::{FinishReason, ToolCall, ToolChoice, ToolDefinition, ToolResul
 
 /// How a dialect takes `tool_choice`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RealtimeToolChoice {
     /// OpenAI's session field: `"auto" | "none" | "required" | {"type":"function","name":…}`.
     Flat,
@@ -23,6 +24,7 @@ pub enum RealtimeToolChoice {
 
 /// How a user's text reaches the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TextInput {
     /// A `conversation.item.create` user message with `input_text`, then `response.create`.
     Item,
@@ -32,7 +34,11 @@ pub enum TextInput {
 }
 
 /// An OpenAI-like realtime dialect: every way it differs from OpenAI Realtime is a field here.
+///
+/// Non-exhaustive: a custom dialect starts from a built-in constant ([`OPENAI_REALTIME`], ...)
+/// and changes what differs with the `const` `with_*` setters, so it is still a constant.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct RealtimeDialect {
     /// Which dialect.
     pub kind: RealtimeKind,
@@ -75,6 +81,119 @@ pub struct RealtimeDialect {
     pub speech_interrupts: bool,
     /// Whether a tool name is accepted as is; others are mapped reversibly.
     pub valid_name: fn(&str) -> bool,
+}
+
+impl RealtimeDialect {
+    /// Sets [`RealtimeDialect::kind`].
+    pub const fn with_kind(mut self, kind: RealtimeKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::url`].
+    pub const fn with_url(mut self, url: &'static str) -> Self {
+        self.url = url;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::key_vars`].
+    pub const fn with_key_vars(mut self, key_vars: &'static [&'static str]) -> Self {
+        self.key_vars = key_vars;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::model_in_query`].
+    pub const fn with_model_in_query(mut self, model_in_query: bool) -> Self {
+        self.model_in_query = model_in_query;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::model_in_session`].
+    pub const fn with_model_in_session(mut self, model_in_session: bool) -> Self {
+        self.model_in_session = model_in_session;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::session_type`].
+    pub const fn with_session_type(mut self, session_type: Option<&'static str>) -> Self {
+        self.session_type = session_type;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::modalities_field`].
+    pub const fn with_modalities_field(mut self, modalities_field: &'static str) -> Self {
+        self.modalities_field = modalities_field;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::nested_tools`].
+    pub const fn with_nested_tools(mut self, nested_tools: bool) -> Self {
+        self.nested_tools = nested_tools;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::tool_choice`].
+    pub const fn with_tool_choice(mut self, tool_choice: RealtimeToolChoice) -> Self {
+        self.tool_choice = tool_choice;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::tools_always`].
+    pub const fn with_tools_always(mut self, tools_always: bool) -> Self {
+        self.tools_always = tools_always;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::disabled_with_tools`].
+    pub const fn with_disabled_with_tools(
+        mut self,
+        disabled_with_tools: &'static [&'static str],
+    ) -> Self {
+        self.disabled_with_tools = disabled_with_tools;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::resend_turn_detection`].
+    pub const fn with_resend_turn_detection(mut self, resend_turn_detection: bool) -> Self {
+        self.resend_turn_detection = resend_turn_detection;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::tools_need_audio`].
+    pub const fn with_tools_need_audio(mut self, tools_need_audio: bool) -> Self {
+        self.tools_need_audio = tools_need_audio;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::result_call_id`].
+    pub const fn with_result_call_id(mut self, result_call_id: bool) -> Self {
+        self.result_call_id = result_call_id;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::synthetic_id_prefix`].
+    pub const fn with_synthetic_id_prefix(mut self, synthetic_id_prefix: &'static str) -> Self {
+        self.synthetic_id_prefix = synthetic_id_prefix;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::text_input`].
+    pub const fn with_text_input(mut self, text_input: TextInput) -> Self {
+        self.text_input = text_input;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::speech_interrupts`].
+    pub const fn with_speech_interrupts(mut self, speech_interrupts: bool) -> Self {
+        self.speech_interrupts = speech_interrupts;
+        self
+    }
+
+    /// Sets [`RealtimeDialect::valid_name`].
+    pub const fn with_valid_name(mut self, valid_name: fn(&str) -> bool) -> Self {
+        self.valid_name = valid_name;
+        self
+    }
 }
 
 /// OpenAI Realtime (GA interface): flat tools and `tool_choice` in `session.update`, argument

@@ -81,6 +81,7 @@ use crate::types::{ChatResponse, ProviderKind, StreamEvent, ToolCall, ToolChoice
 
 /// The realtime dialects. One spelling everywhere: module, `fixtures/`, CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum RealtimeKind {
     /// OpenAI Realtime (`wss://api.openai.com/v1/realtime`); xAI's realtime API speaks it too,
     /// given its URL.
@@ -182,8 +183,11 @@ impl std::str::FromStr for RealtimeKind {
 
 /// What a session is configured with, in canonical form; each dialect writes it its own way
 /// (`session.update`, Gemini's `setup`).
+///
+/// Non-exhaustive: build it with [`SessionConfig::new`] and the `with_*` setters.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SessionConfig {
     /// The model, as the provider spells it (in the URL, the session or the setup, by dialect).
     pub model: String,
@@ -222,6 +226,33 @@ impl SessionConfig {
     /// Sets the instructions.
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Sets the tool choice.
+    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+
+    /// Sets the output modalities (`["text"]`, `["text", "audio"]`).
+    pub fn with_modalities<S: Into<String>>(
+        mut self,
+        modalities: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.modalities = Some(modalities.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the dialect's `turn_detection` object, verbatim.
+    pub fn with_turn_detection(mut self, turn_detection: Value) -> Self {
+        self.turn_detection = Some(turn_detection);
+        self
+    }
+
+    /// Adds one field merged into the session object last.
+    pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.extra.insert(key.into(), value);
         self
     }
 }
@@ -291,6 +322,7 @@ pub enum RealtimeEvent {
 
 /// Counts of what a session saw: what was kept but not interpreted is visible here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionStats {
     /// Server events (JSON objects) received.
     pub server_events: usize,

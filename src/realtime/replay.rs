@@ -31,6 +31,7 @@ pub enum Direction {
 
 /// A close frame.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Close {
     /// The close code, if any.
     #[serde(default)]
@@ -43,6 +44,7 @@ pub struct Close {
 /// One line of a recorded session: exactly one of `event`, `bytes`, `close`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SessionLine {
     /// Which way the frame went.
     pub dir: Direction,
@@ -135,6 +137,7 @@ pub fn parse_session(text: &[u8]) -> Result<Vec<SessionLine>> {
 
 /// What a recorded session decodes to.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SessionReplay {
     /// Every event the codec produced, in order.
     pub events: Vec<RealtimeEvent>,

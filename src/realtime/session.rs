@@ -294,7 +294,7 @@ fn percent_encode(s: &str) -> String {
 }
 
 /// The endpoint for `kind` at `base` (the model in the query where the dialect wants it).
-pub fn endpoint(kind: RealtimeKind, base: Option<&str>, model: &str) -> String {
+pub(crate) fn endpoint(kind: RealtimeKind, base: Option<&str>, model: &str) -> String {
     let url = base.unwrap_or(kind.url()).to_owned();
     let in_query = kind.dialect().is_some_and(|d| d.model_in_query);
     if !in_query || model.is_empty() || url.contains("model=") {

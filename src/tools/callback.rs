@@ -41,8 +41,9 @@ pub struct Callback {
 }
 
 impl Callback {
-    /// A callback to `url`, which must be a loopback `http`/`https` URL (see
-    /// [`check_callback_url`]).
+    /// A callback to `url`, which must be a loopback `http`/`https` URL, its host judged after
+    /// parsing (`http://2130706433/` is 127.0.0.1; userinfo tricks and IPv4-mapped outside
+    /// addresses are refused).
     pub fn new(url: &str) -> Result<Self> {
         Ok(Self {
             url: check_callback_url(url)?,
@@ -175,7 +176,7 @@ fn http_client() -> std::result::Result<&'static reqwest::Client, String> {
 /// The host is judged after parsing, so `http://2130706433/` (127.0.0.1) passes while
 /// `http://0x08080808/` (8.8.8.8) does not; `http://127.0.0.1@evil.com/` (userinfo) and
 /// `http://[::ffff:8.8.8.8]/` are refused; `[::ffff:127.0.0.1]` is loopback.
-pub fn check_callback_url(text: &str) -> Result<Url> {
+pub(crate) fn check_callback_url(text: &str) -> Result<Url> {
     let refuse = |why: String| Error::input("callback_url", format!("{text:?}: {why}"));
     let url = Url::parse(text).map_err(|e| refuse(format!("not a URL ({e})")))?;
     if !matches!(url.scheme(), "http" | "https") {

@@ -47,12 +47,12 @@ mod params;
 mod registry;
 mod typed;
 
+#[cfg(feature = "server")]
+pub(crate) use callback::check_callback_url;
 #[cfg(feature = "client")]
-pub use callback::{Callback, DEFAULT_CALLBACK_RESPONSE_BYTES, check_callback_url};
+pub use callback::{Callback, DEFAULT_CALLBACK_RESPONSE_BYTES};
 pub use params::{Param, Params, parameter_list};
-pub use registry::{
-    DEFAULT_MAX_RESULT_BYTES, ToolInfo, ToolRegistry, ToolSelection, Unavailable, truncate_result,
-};
+pub use registry::{DEFAULT_MAX_RESULT_BYTES, ToolInfo, ToolRegistry, ToolSelection, Unavailable};
 pub use typed::{TypedTool, parameters_for};
 
 use std::fmt;
@@ -80,7 +80,10 @@ pub const LOCAL_SOURCE: &str = "local";
 pub const EXTERNAL_SOURCE: &str = "external";
 
 /// What a handler receives: the validated arguments and the call they came from.
+///
+/// Non-exhaustive: to call a handler directly (in a test), build one with [`ToolInput::new`].
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ToolInput {
     /// The call's id.
     pub call_id: String,
@@ -90,6 +93,18 @@ pub struct ToolInput {
     pub arguments: Value,
     /// The argument text exactly as the model produced it.
     pub raw_arguments: String,
+}
+
+impl ToolInput {
+    /// The input of call `call_id` to tool `name`; the raw text is `arguments` serialized.
+    pub fn new(call_id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            call_id: call_id.into(),
+            name: name.into(),
+            raw_arguments: arguments.to_string(),
+            arguments,
+        }
+    }
 }
 
 /// A handler's failure: a message for the model and, optionally, output with detail.

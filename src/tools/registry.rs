@@ -77,6 +77,7 @@ impl ToolSelection {
 
 /// One registered tool as [`ToolRegistry::list`] shows it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ToolInfo {
     /// The tool's name.
     pub name: String,
@@ -100,6 +101,7 @@ pub struct ToolInfo {
 
 /// A tool that is registered but not offered, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Unavailable {
     /// The tool's name.
     pub name: String,
@@ -492,7 +494,7 @@ impl ToolRegistry {
 /// Cuts a result whose output text is longer than `max_bytes`: the output becomes the first
 /// part of its text (at a character boundary) followed by a marker saying how much was cut.
 /// The error message is cut the same way. Nothing is ever dropped silently.
-pub fn truncate_result(result: &mut ToolResult, max_bytes: usize) {
+pub(crate) fn truncate_result(result: &mut ToolResult, max_bytes: usize) {
     let max_bytes = max_bytes.max(MIN_RESULT_BYTES);
     let text = match &result.output {
         Value::String(s) => s.len(),

@@ -10,6 +10,7 @@ const NO_NAME: &str = "the call has no name, so it cannot be run";
 /// Why a call's arguments could not be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ArgumentsErrorKind {
     /// The turn ended (e.g. `length`) before the arguments were complete.
     Truncated,
@@ -18,12 +19,25 @@ pub enum ArgumentsErrorKind {
 }
 
 /// A problem with a call's arguments. The call keeps its raw text and is never executed.
+///
+/// Non-exhaustive: build it with [`ArgumentsError::new`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ArgumentsError {
     /// Truncated or malformed.
     pub kind: ArgumentsErrorKind,
     /// What is wrong and where (from the JSON parser).
     pub message: String,
+}
+
+impl ArgumentsError {
+    /// An error of `kind` saying what is wrong and where.
+    pub fn new(kind: ArgumentsErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
 }
 
 impl std::fmt::Display for ArgumentsError {
@@ -44,7 +58,11 @@ impl std::error::Error for ArgumentsError {}
 /// when it is not a complete JSON object, with `error` saying why). Provider data that must be
 /// echoed back on a later request (a Gemini thought signature, whether the id was minted by
 /// toolwire) rides in `extra` and serializes as extra top-level fields.
+///
+/// Non-exhaustive: build it with [`ToolCall::new`] (or [`ToolCall::new_cut_short`]), which
+/// parses the raw text, and [`ToolCall::with_extra`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// The provider's call id, or a deterministic one toolwire minted (see [`ToolCall::SYNTHETIC_ID`]).
     pub id: String,
@@ -64,6 +82,10 @@ pub struct ToolCall {
 impl ToolCall {
     /// `extra` key set to `true` when toolwire minted the id (the provider sent none).
     pub const SYNTHETIC_ID: &'static str = "synthetic_id";
+
+    /// `extra` key of a call the wire marked final before the turn ended, holding argument
+    /// text that arrived after that point (kept, never merged into `raw_arguments`).
+    pub const LATE_ARGUMENTS: &'static str = crate::assemble::LATE_ARGUMENTS;
 
     /// A call whose raw text is parsed now: empty text means `{}`; anything that is not a JSON
     /// object is `malformed`. A call with an empty name is never complete: it is `malformed`
@@ -121,6 +143,12 @@ impl ToolCall {
         raw: impl Into<String>,
     ) -> Self {
         Self::build(id.into(), name.into(), raw.into(), true)
+    }
+
+    /// Adds one provider field to echo back, flattened into the JSON object.
+    pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.extra.insert(key.into(), value);
+        self
     }
 
     /// Whether the call can be executed: its arguments parsed into an object.

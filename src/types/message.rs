@@ -51,7 +51,11 @@ impl Message {
 }
 
 /// A model turn kept in the history.
+///
+/// Non-exhaustive: build it from a [`crate::ChatResponse`] (`From`), with
+/// [`Message::assistant`], or from [`AssistantMessage::default`] and the `with_*` setters.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AssistantMessage {
     /// The visible text, if any.
     #[serde(default)]
@@ -65,6 +69,32 @@ pub struct AssistantMessage {
     /// Provider data to echo back (e.g. a signature on the text); flattened into the object.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl AssistantMessage {
+    /// Sets the visible text.
+    pub fn with_content(mut self, content: impl Into<String>) -> Self {
+        self.content = Some(content.into());
+        self
+    }
+
+    /// Sets the reasoning text.
+    pub fn with_reasoning(mut self, reasoning: impl Into<String>) -> Self {
+        self.reasoning = Some(reasoning.into());
+        self
+    }
+
+    /// Adds tool calls.
+    pub fn with_tool_calls(mut self, calls: impl IntoIterator<Item = ToolCall>) -> Self {
+        self.tool_calls.extend(calls);
+        self
+    }
+
+    /// Adds one provider field to echo back, flattened into the JSON object.
+    pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.extra.insert(key.into(), value);
+        self
+    }
 }
 
 impl From<crate::ChatResponse> for AssistantMessage {
@@ -82,7 +112,11 @@ impl From<crate::ChatResponse> for AssistantMessage {
 ///
 /// `output` is any JSON; on failure `is_error` is true and `error` is a message for the model
 /// (the output may still carry detail).
+///
+/// Non-exhaustive: build it with [`ToolResult::ok`] or [`ToolResult::error`] from the call it
+/// answers, or with [`ToolResult::new`] from an id and a name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolResult {
     /// The id of the call this answers.
     pub call_id: String,
@@ -100,6 +134,30 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
+    /// A successful result for the call with this id and tool name.
+    pub fn new(call_id: impl Into<String>, name: impl Into<String>, output: Value) -> Self {
+        Self {
+            call_id: call_id.into(),
+            name: name.into(),
+            output,
+            is_error: false,
+            error: None,
+        }
+    }
+
+    /// Marks the result failed, with `message` for the model (the output is kept).
+    pub fn with_error(mut self, message: impl Into<String>) -> Self {
+        self.is_error = true;
+        self.error = Some(message.into());
+        self
+    }
+
+    /// Marks the result failed or not, without a message.
+    pub fn with_is_error(mut self, is_error: bool) -> Self {
+        self.is_error = is_error;
+        self
+    }
+
     /// A successful result.
     pub fn ok(call: &ToolCall, output: Value) -> Self {
         Self {

@@ -8,6 +8,7 @@ use super::{Message, ToolChoice, ToolDefinition};
 /// How tool parameter schemas go on the wire, for providers that offer a choice (Gemini).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SchemaMode {
     /// Lowered to the provider's own schema subset.
     Lowered,
@@ -16,8 +17,12 @@ pub enum SchemaMode {
 }
 
 /// One request to a model: the conversation, the tools and the sampling settings.
+///
+/// Non-exhaustive: build it with [`ChatRequest::new`] and the `with_*` setters (or set the
+/// public fields), so a new setting is not a breaking change.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ChatRequest {
     /// The model name, as the provider spells it.
     pub model: String,
@@ -70,6 +75,42 @@ impl ChatRequest {
     /// Sets the tool choice.
     pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
         self.tool_choice = Some(choice);
+        self
+    }
+
+    /// Allows or forbids several tool calls in one turn.
+    pub fn with_parallel_tool_calls(mut self, parallel: bool) -> Self {
+        self.parallel_tool_calls = Some(parallel);
+        self
+    }
+
+    /// Sets the output token limit.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Sets the sampling temperature.
+    pub fn with_temperature(mut self, temperature: f64) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Turns the model's thinking mode on or off.
+    pub fn with_thinking(mut self, thinking: bool) -> Self {
+        self.thinking = Some(thinking);
+        self
+    }
+
+    /// Sets how schemas go on the wire.
+    pub fn with_schema_mode(mut self, mode: SchemaMode) -> Self {
+        self.schema_mode = Some(mode);
+        self
+    }
+
+    /// Adds one field to merge into the top level of the wire body.
+    pub fn with_extra_body(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.extra_body.insert(key.into(), value);
         self
     }
 }

@@ -78,7 +78,10 @@ impl<'de> Deserialize<'de> for FinishReason {
 }
 
 /// Token counts.
+///
+/// Non-exhaustive: build it with [`Usage::new`] and [`Usage::with_reasoning_tokens`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Usage {
     /// Prompt tokens.
     pub input_tokens: u64,
@@ -89,8 +92,29 @@ pub struct Usage {
     pub reasoning_tokens: Option<u64>,
 }
 
+impl Usage {
+    /// Input and output token counts.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            reasoning_tokens: None,
+        }
+    }
+
+    /// Sets the reasoning token count.
+    pub fn with_reasoning_tokens(mut self, n: u64) -> Self {
+        self.reasoning_tokens = Some(n);
+        self
+    }
+}
+
 /// What the model answered in one turn.
+///
+/// Non-exhaustive: a response to script (the mock provider, tests) starts from
+/// [`ChatResponse::default`] (no text, `stop`) and continues with the `with_*` setters.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ChatResponse {
     /// The visible text; `None` when there was none.
     pub text: Option<String>,
@@ -114,6 +138,48 @@ pub struct ChatResponse {
 }
 
 impl ChatResponse {
+    /// Sets the visible text.
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.text = Some(text.into());
+        self
+    }
+
+    /// Sets the reasoning text.
+    pub fn with_reasoning(mut self, reasoning: impl Into<String>) -> Self {
+        self.reasoning = Some(reasoning.into());
+        self
+    }
+
+    /// Adds tool calls (the finish reason stays as set).
+    pub fn with_tool_calls(mut self, calls: impl IntoIterator<Item = ToolCall>) -> Self {
+        self.tool_calls.extend(calls);
+        self
+    }
+
+    /// Sets the canonical finish reason.
+    pub fn with_finish_reason(mut self, reason: FinishReason) -> Self {
+        self.finish_reason = reason;
+        self
+    }
+
+    /// Sets the provider's own finish value.
+    pub fn with_raw_finish_reason(mut self, raw: impl Into<String>) -> Self {
+        self.raw_finish_reason = Some(raw.into());
+        self
+    }
+
+    /// Sets the token counts.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Adds one provider field, flattened into the JSON object.
+    pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.extra.insert(key.into(), value);
+        self
+    }
+
     /// Applies the rule every provider shares: a turn that ended normally with at least one
     /// complete tool call reports `tool_calls`, whatever the wire said.
     pub fn settle_finish_reason(&mut self) {

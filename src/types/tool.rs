@@ -23,8 +23,9 @@ pub fn is_valid_name(name: &str) -> bool {
 /// A tool the model may call: a name, a description and a JSON Schema for its arguments.
 ///
 /// Built with [`ToolDefinition::new`], which checks the name; deserializing checks it too, so an
-/// invalid definition never exists.
+/// invalid definition never exists. Non-exhaustive: a new field is not a breaking change.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ToolDefinition {
     /// The name the model calls the tool by; matches [`NAME_RULE`].
     pub name: String,
@@ -127,6 +128,7 @@ impl<'de> Deserialize<'de> for ToolDefinition {
 
 /// Which tools the model may or must call.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ToolChoice {
     /// The model decides (the default).
     #[default]

@@ -2,7 +2,7 @@
 //!
 //! Content blocks in, content blocks out. Each `tool_use` block is complete at its
 //! `content_block_stop`, so the decoder completes the call right there
-//! ([`Turn::complete_call`](crate::assemble::Turn::complete_call)); thinking blocks ride in the
+//! (the shared stream assembler's early completion); thinking blocks ride in the
 //! canonical `extra` maps under the keys below and are sent back verbatim, signatures and all.
 //! The quirk sheet follows.
 #![doc = include_str!("../../../providers/anthropic.md")]

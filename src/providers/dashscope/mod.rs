@@ -4,7 +4,7 @@
 //! Its own wire, so its own code: the request nests messages under `input` and every option
 //! under `parameters`, streams are SSE with `id:`/`event:` lines and no `[DONE]`, and errors
 //! inside a stream arrive as an `event:error` event with HTTP 200. Tool-call fragments follow
-//! the Chat Completions shape, so the shared [`crate::assemble::Turn`] assembles them. The
+//! the Chat Completions shape, so the shared stream assembler assembles them. The
 //! quirk sheet follows.
 #![doc = include_str!("../../../providers/dashscope.md")]
 
@@ -28,6 +28,7 @@ pub const MULTIMODAL_PATH: &str = "/api/v1/services/aigc/multimodal-generation/g
 
 /// Which generation endpoint requests go to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Endpoint {
     /// Chosen per request by [`is_multimodal_model`].
     #[default]
@@ -72,7 +73,7 @@ pub fn is_multimodal_model(model: &str) -> bool {
 }
 
 /// Static facts about DashScope's native API.
-pub const INFO: ProviderInfo = ProviderInfo {
+const INFO: ProviderInfo = ProviderInfo {
     kind: ProviderKind::DashScope,
     base_url: "https://dashscope.aliyuncs.com",
     key_vars: &["DASHSCOPE_API_KEY"],

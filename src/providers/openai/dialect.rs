@@ -5,7 +5,28 @@ use crate::provider::{Auth, ProviderInfo, ProviderKind};
 use crate::types::FinishReason;
 
 /// The settings that make one OpenAI-compatible wire differ from another.
+///
+/// Non-exhaustive: a custom dialect starts from a built-in constant and changes what differs
+/// with the `const` `with_*` setters, so it still reads like data and stays a constant:
+///
+/// ```
+/// use toolwire::provider::{Auth, ProviderKind};
+/// use toolwire::providers::openai::{Dialect, OPENAI_COMPATIBLE, OpenAi};
+///
+/// static MY_GATEWAY: Dialect = OPENAI_COMPATIBLE
+///     .with_info(
+///         OPENAI_COMPATIBLE
+///             .info
+///             .with_base_url("https://gateway.example/v1")
+///             .with_key_vars(&["MY_GATEWAY_KEY"])
+///             .with_auth(Auth::Header("x-api-key")),
+///     )
+///     .with_stream_usage(false);
+/// let provider = OpenAi::with_dialect(&MY_GATEWAY);
+/// assert_eq!(provider.dialect().info.kind, ProviderKind::OpenAi);
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Dialect {
     /// Static facts: name, base URL, key variables.
     pub info: ProviderInfo,
@@ -80,8 +101,147 @@ pub struct Dialect {
     pub response: super::respond::ResponseShape,
 }
 
+impl Dialect {
+    /// Sets [`Dialect::info`].
+    pub const fn with_info(mut self, info: ProviderInfo) -> Self {
+        self.info = info;
+        self
+    }
+
+    /// Sets [`Dialect::path`].
+    pub const fn with_path(mut self, path: &'static str) -> Self {
+        self.path = path;
+        self
+    }
+
+    /// Sets [`Dialect::max_tokens_field`].
+    pub const fn with_max_tokens_field(mut self, max_tokens_field: &'static str) -> Self {
+        self.max_tokens_field = max_tokens_field;
+        self
+    }
+
+    /// Sets [`Dialect::stream_usage`].
+    pub const fn with_stream_usage(mut self, stream_usage: bool) -> Self {
+        self.stream_usage = stream_usage;
+        self
+    }
+
+    /// Sets [`Dialect::reasoning_fields`].
+    pub const fn with_reasoning_fields(
+        mut self,
+        reasoning_fields: &'static [ReasoningField],
+    ) -> Self {
+        self.reasoning_fields = reasoning_fields;
+        self
+    }
+
+    /// Sets [`Dialect::echo_reasoning`].
+    pub const fn with_echo_reasoning(mut self, echo_reasoning: Option<&'static str>) -> Self {
+        self.echo_reasoning = echo_reasoning;
+        self
+    }
+
+    /// Sets [`Dialect::unfinished`].
+    pub const fn with_unfinished(mut self, unfinished: &'static [&'static str]) -> Self {
+        self.unfinished = unfinished;
+        self
+    }
+
+    /// Sets [`Dialect::finish_reasons`].
+    pub const fn with_finish_reasons(
+        mut self,
+        finish_reasons: &'static [(&'static str, FinishReason)],
+    ) -> Self {
+        self.finish_reasons = finish_reasons;
+        self
+    }
+
+    /// Sets [`Dialect::valid_name`].
+    pub const fn with_valid_name(mut self, valid_name: fn(&str) -> bool) -> Self {
+        self.valid_name = valid_name;
+        self
+    }
+
+    /// Sets [`Dialect::tool_choice`].
+    pub const fn with_tool_choice(mut self, tool_choice: ToolChoiceSupport) -> Self {
+        self.tool_choice = tool_choice;
+        self
+    }
+
+    /// Sets [`Dialect::thinking_tool_choice`].
+    pub const fn with_thinking_tool_choice(
+        mut self,
+        thinking_tool_choice: ToolChoiceSupport,
+    ) -> Self {
+        self.thinking_tool_choice = thinking_tool_choice;
+        self
+    }
+
+    /// Sets [`Dialect::parallel_tool_calls`].
+    pub const fn with_parallel_tool_calls(mut self, parallel_tool_calls: ParallelCalls) -> Self {
+        self.parallel_tool_calls = parallel_tool_calls;
+        self
+    }
+
+    /// Sets [`Dialect::thinking`].
+    pub const fn with_thinking(mut self, thinking: ThinkingSwitch) -> Self {
+        self.thinking = thinking;
+        self
+    }
+
+    /// Sets [`Dialect::thinking_models`].
+    pub const fn with_thinking_models(mut self, thinking_models: &'static [&'static str]) -> Self {
+        self.thinking_models = thinking_models;
+        self
+    }
+
+    /// Sets [`Dialect::tool_stream_models`].
+    pub const fn with_tool_stream_models(
+        mut self,
+        tool_stream_models: &'static [&'static str],
+    ) -> Self {
+        self.tool_stream_models = tool_stream_models;
+        self
+    }
+
+    /// Sets [`Dialect::empty_content_as_string`].
+    pub const fn with_empty_content_as_string(mut self, empty_content_as_string: bool) -> Self {
+        self.empty_content_as_string = empty_content_as_string;
+        self
+    }
+
+    /// Sets [`Dialect::exclusive_with_tools`].
+    pub const fn with_exclusive_with_tools(
+        mut self,
+        exclusive_with_tools: &'static [&'static str],
+    ) -> Self {
+        self.exclusive_with_tools = exclusive_with_tools;
+        self
+    }
+
+    /// Sets [`Dialect::check_property_keys`].
+    pub const fn with_check_property_keys(mut self, check_property_keys: bool) -> Self {
+        self.check_property_keys = check_property_keys;
+        self
+    }
+
+    /// Sets [`Dialect::calls_end_at_next_index`].
+    pub const fn with_calls_end_at_next_index(mut self, calls_end_at_next_index: bool) -> Self {
+        self.calls_end_at_next_index = calls_end_at_next_index;
+        self
+    }
+
+    /// Sets [`Dialect::response`].
+    #[cfg(feature = "mock")]
+    pub const fn with_response(mut self, response: super::respond::ResponseShape) -> Self {
+        self.response = response;
+        self
+    }
+}
+
 /// A delta or message field that carries reasoning text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReasoningField {
     /// `reasoning_content` (DeepSeek, GLM, Qwen, vLLM).
     ReasoningContent,
@@ -101,6 +261,7 @@ impl ReasoningField {
 
 /// Which `tool_choice` values a wire honours.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ToolChoiceSupport {
     /// `auto`, `none`, `required` and a named tool, in OpenAI's shapes.
     All,
@@ -124,6 +285,7 @@ impl ToolChoiceSupport {
 
 /// How `parallel_tool_calls` goes on the wire (only ever with tools).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ParallelCalls {
     /// Sent when the request sets it.
     AsAsked,
@@ -136,6 +298,7 @@ pub enum ParallelCalls {
 
 /// How the request's `thinking` switch is spelled on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ThinkingSwitch {
     /// No switch: `thinking` is not sent.
     NotSent,

@@ -32,7 +32,10 @@ impl crate::mock::Respond for OpenAi {
 /// [`crate::mock::Respond::encode_response`] and [`crate::mock::Respond::encode_error`] produce for the
 /// mock provider. Decoding accepts far more than this; these fields only make the mock speak
 /// the provider's documented shape, so a client tested against it meets the real quirks.
+///
+/// Non-exhaustive: derive one from a built-in shape with the `const` `with_*` setters.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ResponseShape {
     /// Where `role` goes in stream deltas.
     pub role: DeltaRole,
@@ -64,8 +67,83 @@ pub struct ResponseShape {
     pub sse_errors: bool,
 }
 
+impl ResponseShape {
+    /// Sets [`ResponseShape::role`].
+    pub const fn with_role(mut self, role: DeltaRole) -> Self {
+        self.role = role;
+        self
+    }
+
+    /// Sets [`ResponseShape::idle_content`].
+    pub const fn with_idle_content(mut self, idle_content: IdleContent) -> Self {
+        self.idle_content = idle_content;
+        self
+    }
+
+    /// Sets [`ResponseShape::running_finish`].
+    pub const fn with_running_finish(mut self, running_finish: RunningFinish) -> Self {
+        self.running_finish = running_finish;
+        self
+    }
+
+    /// Sets [`ResponseShape::calls`].
+    pub const fn with_calls(mut self, calls: StreamedCalls) -> Self {
+        self.calls = calls;
+        self
+    }
+
+    /// Sets [`ResponseShape::usage`].
+    pub const fn with_usage(mut self, usage: StreamUsage) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// Sets [`ResponseShape::null_fields`].
+    pub const fn with_null_fields(mut self, null_fields: &'static [&'static str]) -> Self {
+        self.null_fields = null_fields;
+        self
+    }
+
+    /// Sets [`ResponseShape::null_choice_fields`].
+    pub const fn with_null_choice_fields(
+        mut self,
+        null_choice_fields: &'static [&'static str],
+    ) -> Self {
+        self.null_choice_fields = null_choice_fields;
+        self
+    }
+
+    /// Sets [`ResponseShape::body_call_index`].
+    pub const fn with_body_call_index(mut self, body_call_index: bool) -> Self {
+        self.body_call_index = body_call_index;
+        self
+    }
+
+    /// Sets [`ResponseShape::finish_reasons`].
+    pub const fn with_finish_reasons(
+        mut self,
+        finish_reasons: &'static [(FinishReason, &'static str)],
+    ) -> Self {
+        self.finish_reasons = finish_reasons;
+        self
+    }
+
+    /// Sets [`ResponseShape::error_fields`].
+    pub const fn with_error_fields(mut self, error_fields: ErrorFields) -> Self {
+        self.error_fields = error_fields;
+        self
+    }
+
+    /// Sets [`ResponseShape::sse_errors`].
+    pub const fn with_sse_errors(mut self, sse_errors: bool) -> Self {
+        self.sse_errors = sse_errors;
+        self
+    }
+}
+
 /// Where `role` goes in stream deltas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DeltaRole {
     /// A chunk of its own opens the stream: `{"role": "assistant", "content": ""}` (OpenAI,
     /// OpenAI's recorded streams).
@@ -79,6 +157,7 @@ pub enum DeltaRole {
 
 /// `content` in a stream delta that carries no text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum IdleContent {
     /// Left out (OpenAI, GLM).
     Absent,
@@ -90,6 +169,7 @@ pub enum IdleContent {
 
 /// `finish_reason` on the chunks of a turn still running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RunningFinish {
     /// `null` (OpenAI, Qwen).
     Null,
@@ -101,6 +181,7 @@ pub enum RunningFinish {
 
 /// How tool calls travel in a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StreamedCalls {
     /// Each call opened by a fragment with `index`, `id`, `type` and `name`, its arguments
     /// following in fragments keyed by `index`; the finish comes on a chunk of its own (OpenAI,
@@ -124,6 +205,7 @@ pub enum StreamedCalls {
 
 /// Where usage goes in a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StreamUsage {
     /// A last chunk with empty `choices` (OpenAI and Qwen with `include_usage`).
     LastChunk,
@@ -135,6 +217,7 @@ pub enum StreamUsage {
 
 /// The fields of an error body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorFields {
     /// `{"error": {"message", "type", "param", "code"}}` (OpenAI, OpenAI; Qwen).
     OpenAi,
