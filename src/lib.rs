@@ -45,9 +45,6 @@ pub mod replay;
 pub mod schema;
 #[cfg(feature = "server")]
 pub mod server;
-// `parse_all` and `SseParser::lines` serve only the module's own tests now that the parser is
-// internal.
-#[allow(dead_code)]
 pub(crate) mod sse;
 #[cfg(feature = "client")]
 mod tls;

@@ -10,7 +10,8 @@
 
 use std::fmt;
 
-/// One SSE event.
+/// One SSE event, owned (tests collect them).
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
     /// The `event:` name, if one was given.
@@ -109,12 +110,8 @@ impl SseParser {
         self.fields
     }
 
-    /// The number of complete lines seen.
-    pub fn lines(&self) -> usize {
-        self.line
-    }
-
     /// Feeds bytes; complete events are appended to `out`.
+    #[cfg(test)]
     pub fn push(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
         self.push_to(bytes, out)
     }
@@ -141,6 +138,7 @@ impl SseParser {
 
     /// End of stream: delivers a last line without its line end and a last event without its
     /// blank line.
+    #[cfg(test)]
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
         self.finish_to(out)
     }
@@ -240,6 +238,7 @@ pub(crate) trait EventSink {
     fn event(&mut self, name: Option<&str>, data: &str, line: usize) -> bool;
 }
 
+#[cfg(test)]
 impl EventSink for Vec<SseEvent> {
     fn event(&mut self, name: Option<&str>, data: &str, line: usize) -> bool {
         self.push(SseEvent {
@@ -338,6 +337,7 @@ fn scanned(n: usize) {
     let _ = n;
 }
 
+#[cfg(test)]
 /// Parses a whole SSE body at once.
 pub fn parse_all(body: &[u8]) -> Result<Vec<SseEvent>, SseError> {
     let mut parser = SseParser::default();
