@@ -7,7 +7,8 @@
 //!   fragments interleaved chunk by chunk.
 //!
 //! `toolwire` reads through `replay::replay_reader` with events dropped, as `toolwire replay`
-//! does. Run: `cargo bench --bench turn -- --warm-up-time 1 --measurement-time 3`. The
+//! does. The interleaved workloads are read with the OpenAI-compatible dialect: OpenAI's own
+//! endpoint never interleaves, and its dialect ends a call when the next index starts. Run: `cargo bench --bench turn -- --warm-up-time 1 --measurement-time 3`. The
 //! whole-process comparison (time and peak memory of `toolwire replay` against the floor as a
 //! program) is `benches/replay_vs_floor.sh`.
 
@@ -47,8 +48,12 @@ fn floor_args(body: &[u8]) -> usize {
 }
 
 fn against_the_floor(c: &mut Criterion) {
-    let provider = OpenAi::new();
     for (group, label, calls, arg_len) in WORKLOADS {
+        let provider = if calls == 1 {
+            OpenAi::new()
+        } else {
+            OpenAi::compatible()
+        };
         let body = stream::interleaved_calls(calls, arg_len, 4);
         assert_eq!(floor_args(&body), toolwire_args(&provider, &body));
         let mut g = c.benchmark_group(group);

@@ -6,6 +6,7 @@ use clap::Args;
 use serde_json::Value;
 use toolwire::conformance::{self, Mode, Outcome};
 use toolwire::partial_json::{ArgumentEvent, CallArguments};
+use toolwire::providers::provider_for_base_url;
 use toolwire::{ChatRequest, ProviderKind, SchemaMode, ToolDefinition, provider_for};
 
 use super::CliError;
@@ -33,6 +34,11 @@ pub(crate) struct ReplayArgs {
     /// `weather.get` sent as `weather_get`) are mapped back.
     #[arg(long, value_name = "REQUEST")]
     request: Option<PathBuf>,
+    /// The base URL the capture was recorded from: a server other than the provider's own
+    /// endpoint is read with the OpenAI-compatible dialect (as `meta.toml`'s `base_url` does
+    /// for conformance), e.g. a vLLM capture whose parallel calls interleave.
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
     /// The captured body (`-` for standard input).
     file: PathBuf,
 }
@@ -133,7 +139,8 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), CliError> {
         }
         ProviderArg::Http(k) => k,
     };
-    let provider = provider(kind)?;
+    let provider = provider_for_base_url(kind, args.base_url.as_deref())
+        .map_err(|e| CliError::Input(e.to_string()))?;
     let request = match &args.request {
         Some(path) => {
             let req: ChatRequest = read_json(path)?;

@@ -1,0 +1,66 @@
+//! `toolwire replay --base-url`: a capture from another server than the provider's own is read
+//! with that server's dialect, as conformance reads a case whose `meta.toml` has a `base_url`.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn replay(args: &[&str], body: &str) -> Value {
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("interleaved.sse");
+    std::fs::write(&path, body).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolwire"))
+        .args(["replay", "--provider", "openai"])
+        .args(args)
+        .arg(&path)
+        .output()
+        .expect("the binary runs");
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Two calls whose fragments alternate between index 0 and index 1.
+fn interleaved() -> String {
+    let chunk = |call: &str| {
+        format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{call}]}},\"finish_reason\":null}}]}}\n\n"
+        )
+    };
+    let mut body = String::new();
+    for i in 0..2 {
+        body += &chunk(&format!(
+            r#"{{"index":{i},"id":"call_{i}","type":"function","function":{{"name":"lookup","arguments":""}}}}"#
+        ));
+    }
+    for piece in [r#"{\"q\":"#, r#"\"x\"}"#] {
+        for i in 0..2 {
+            body += &chunk(&format!(
+                r#"{{"index":{i},"function":{{"arguments":"{piece}"}}}}"#
+            ));
+        }
+    }
+    body + "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n"
+}
+
+#[test]
+fn a_base_url_reads_the_capture_with_the_compatible_dialect() {
+    let body = interleaved();
+    let r = replay(&["--base-url", "http://127.0.0.1:8000/v1"], &body);
+    let calls = r["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2);
+    for call in calls {
+        assert_eq!(call["raw_arguments"], r#"{"q":"x"}"#, "{call}");
+        assert_eq!(call["arguments"]["q"], "x");
+        assert!(call["error"].is_null() && call.get("late_arguments").is_none());
+    }
+    // OpenAI's own endpoint ends a call when the next index starts (its SDK's rule): the
+    // first call is complete before its arguments came, and what came late is kept apart.
+    let r = replay(&[], &body);
+    let first = &r["tool_calls"][0];
+    assert_eq!(first["raw_arguments"], "");
+    assert!(first.get("late_arguments").is_some(), "{first}");
+    // The provider's own URL is the provider's own dialect.
+    let own = replay(&["--base-url", "https://api.openai.com/v1"], &body);
+    assert_eq!(own, r);
+}
