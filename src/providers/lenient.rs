@@ -194,7 +194,7 @@ pub(crate) fn string_token<'r>(raw: &'r str, buf: &'r mut String) -> Option<&'r 
     let mut rest = inner;
     while let Some(at) = memchr::memchr(b'\\', rest.as_bytes()) {
         buf.push_str(&rest[..at]);
-        let escape = *rest.as_bytes().get(at + 1)?;
+        let escape = *rest.as_bytes().get(at + 1).filter(|b| b.is_ascii())?;
         // Both bytes are ASCII, so the slice starts on a character boundary.
         rest = &rest[at + 2..];
         let c = match escape {
@@ -327,6 +327,18 @@ mod tests {
             let mut buf = String::new();
             for token in [serde_json::to_string(&s).unwrap(), escaped(&s)] {
                 proptest::prop_assert_eq!(string_token(&token, &mut buf), Some(s.as_str()));
+            }
+        }
+
+        #[test]
+        fn any_text_between_quotes_reads_without_panicking(s in "(\\\\|\\\\u|é|[a-f0-9]|\\PC){0,12}") {
+            // Callers hand in tokens serde_json already accepted; any other text must still
+            // not panic, and where serde_json accepts it the two agree.
+            let token = format!("\"{s}\"");
+            let mut buf = String::new();
+            let ours = string_token(&token, &mut buf).map(str::to_owned);
+            if let (Some(text), Ok(serde)) = (ours, serde_json::from_str::<String>(&token)) {
+                proptest::prop_assert_eq!(text, serde);
             }
         }
 
