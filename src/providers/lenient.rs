@@ -163,22 +163,21 @@ pub(crate) fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::E
 }
 
 /// [`content_text`] of a raw field: a string is read in place (escapes into `buf`); only an
-/// array of parts is parsed.
-pub(crate) fn raw_content_text<'r>(raw: &'r RawValue, buf: &'r mut String) -> Cow<'r, str> {
+/// array of parts (or another odd value) is parsed. An error where the field would not parse as
+/// a `Value` (a lone surrogate, a number out of range: a `RawValue` checks neither), so such a
+/// payload fails as it would have, instead of losing its text.
+pub(crate) fn raw_content_text<'r>(
+    raw: &'r RawValue,
+    buf: &'r mut String,
+) -> serde_json::Result<Cow<'r, str>> {
     let text = raw.get();
-    match text.as_bytes().first() {
+    Ok(match text.as_bytes().first() {
         Some(b'"') => match string_token(text, buf) {
             Some(s) => Cow::Borrowed(s),
-            None => serde_json::from_str::<String>(text)
-                .map(Cow::Owned)
-                .unwrap_or_default(),
+            None => Cow::Owned(serde_json::from_str::<String>(text)?),
         },
-        Some(b'[') => match serde_json::from_str::<Value>(text) {
-            Ok(parts) => Cow::Owned(content_text(&parts).into_owned()),
-            Err(_) => Cow::Borrowed(""),
-        },
-        _ => Cow::Borrowed(""),
-    }
+        _ => Cow::Owned(content_text(&serde_json::from_str::<Value>(text)?).into_owned()),
+    })
 }
 
 /// The text of a JSON string token (`"…"`, quotes included, as a `RawValue` holds it): the

@@ -72,16 +72,17 @@ fn usage(u: &super::wire::Usage) -> Usage {
 }
 
 /// Applies one choice's delta (or message) to the turn: text, reasoning, every tool-call entry,
-/// and only then its finish reason. `buf` is reused for unescaped argument text.
+/// and only then its finish reason. `buf` is reused for unescaped argument text. An error when
+/// the text read is no JSON text (see `raw_content_text`).
 fn apply_choice(
     dialect: &Dialect,
     turn: &mut Turn,
     choice: &Choice<'_>,
     buf: &mut String,
     out: &mut Vec<StreamEvent>,
-) {
+) -> serde_json::Result<()> {
     if let Some(delta) = choice.delta.as_ref().or(choice.message.as_ref()) {
-        apply_delta(dialect, turn, delta, buf, out);
+        apply_delta(dialect, turn, delta, buf, out)?;
     }
     if !turn.is_finished() {
         keep_native(turn, choice);
@@ -89,6 +90,7 @@ fn apply_choice(
     if let Some((reason, raw)) = choice_finish(dialect, choice) {
         turn.finish(reason, raw, out);
     }
+    Ok(())
 }
 
 fn apply_delta(
@@ -97,21 +99,24 @@ fn apply_delta(
     delta: &Delta<'_>,
     buf: &mut String,
     out: &mut Vec<StreamEvent>,
-) {
+) -> serde_json::Result<()> {
     for field in dialect.reasoning_fields {
         let value = match field {
             ReasoningField::ReasoningContent => delta.reasoning_content,
             ReasoningField::Reasoning => delta.reasoning,
         };
         // The first field that carries text wins: servers that send both repeat the same text.
-        let text = value.map(|v| raw_content_text(v, buf)).unwrap_or_default();
+        let text = match value {
+            Some(v) => raw_content_text(v, buf)?,
+            None => Cow::Borrowed(""),
+        };
         if !text.is_empty() {
             turn.reasoning(&text, out);
             break;
         }
     }
     if let Some(content) = delta.content {
-        turn.text(&raw_content_text(content, buf), out);
+        turn.text(&raw_content_text(content, buf)?, out);
     }
     for (position, call) in delta.tool_calls.iter().enumerate() {
         let function = call.function.as_ref();
@@ -140,6 +145,7 @@ fn apply_delta(
             turn.complete_calls_before(calls, out);
         }
     }
+    Ok(())
 }
 
 /// Parses one payload, turning an `{"error": …}` payload into [`Error::Api`].
@@ -174,7 +180,8 @@ pub(crate) fn decode_body(dialect: &Dialect, body: &[u8]) -> Result<ChatResponse
         turn.usage(usage(u), &mut sink);
     }
     if let Some(delta) = choice.delta.as_ref().or(choice.message.as_ref()) {
-        apply_delta(dialect, &mut turn, delta, &mut String::new(), &mut sink);
+        apply_delta(dialect, &mut turn, delta, &mut String::new(), &mut sink)
+            .map_err(|e| Error::decode(dialect.info.kind, "response body", e))?;
     }
     keep_native(&mut turn, choice);
     match choice_finish(dialect, choice) {
@@ -230,7 +237,8 @@ impl StreamDecoder for Decoder {
         self.payloads += 1;
         self.shaped |= chunk.is_chat_chunk();
         for choice in chunk.choices().iter().filter(|c| c.index.unwrap_or(0) == 0) {
-            apply_choice(self.dialect, &mut self.turn, choice, &mut self.buf, out);
+            apply_choice(self.dialect, &mut self.turn, choice, &mut self.buf, out)
+                .map_err(|e| Error::decode(self.dialect.info.kind, "stream payload", e))?;
         }
         if let Some(u) = &chunk.usage {
             self.turn.usage(usage(u), out);
@@ -302,6 +310,48 @@ mod tests {
         assert_eq!(r.finish_reason, FinishReason::Stop);
         let r = stream(&[r#"{"choices":[],"usage":{"prompt_tokens":3}}"#, "[DONE]"]).unwrap();
         assert_eq!(r.usage.unwrap().input_tokens, 3);
+    }
+
+    #[test]
+    fn text_that_is_no_json_text_fails_the_payload() {
+        // Content and reasoning are read raw (a `RawValue` checks neither surrogates nor number
+        // ranges): a lone surrogate or an out-of-range number must still be a typed error
+        // naming the payload, as when the field was a `Value`, never a silently empty delta.
+        for value in [
+            r#""\ud800""#,
+            r#""a\udc00b""#,
+            "1e999",
+            r#"[{"text":"a"},{"text":"\ud800"}]"#,
+            r#"[{"text":"a"},1e999]"#,
+            r#"{"text":"\udc00"}"#,
+        ] {
+            for field in ["content", "reasoning_content", "reasoning"] {
+                let delta =
+                    format!(r#"{{"choices":[{{"index":0,"delta":{{"{field}":{value}}}}}]}}"#);
+                let err = stream(&[&delta, "[DONE]"]).unwrap_err();
+                assert!(
+                    matches!(err, Error::Decode { .. }),
+                    "{field}: {value}: {err}"
+                );
+                assert!(err.to_string().contains("stream payload"), "{err}");
+                let body =
+                    format!(r#"{{"choices":[{{"index":0,"message":{{"{field}":{value}}}}}]}}"#);
+                let err = decode_body(&OPENAI_COMPATIBLE, body.as_bytes()).unwrap_err();
+                assert!(
+                    matches!(err, Error::Decode { .. }),
+                    "{field}: {value}: {err}"
+                );
+            }
+        }
+        // Valid text of every shape still reads.
+        let r = stream(&[
+            r#"{"choices":[{"index":0,"delta":{"reasoning":"r\u00e9","content":[{"text":"a"},{"text":"\ud83d\ude00"}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":7,"reasoning_content":null}}]}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        assert_eq!(r.text.as_deref(), Some("a\u{1F600}"));
+        assert_eq!(r.reasoning.as_deref(), Some("r\u{e9}"));
     }
 
     #[test]
