@@ -28,7 +28,22 @@ trait Lenient<'de>: Sized {
     fn unsigned(n: u64) -> Option<Self>;
     fn signed(n: i64) -> Option<Self>;
     fn float(f: f64) -> Option<Self>;
+    /// A number handed over as its text (serde_json's `arbitrary_precision`): read as the
+    /// number the text is.
+    fn number(text: &str) -> Option<Self> {
+        if let Ok(n) = text.parse() {
+            Self::unsigned(n)
+        } else if let Ok(n) = text.parse() {
+            Self::signed(n)
+        } else {
+            text.parse().ok().and_then(Self::float)
+        }
+    }
 }
+
+/// The key under which serde_json's `arbitrary_precision` feature (which a dependent crate may
+/// turn on: features unify) hands a number to a visitor, as a one-entry map holding its text.
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// Reads any JSON value as `T` leniently; containers and booleans are skipped as absent.
 struct Reader<T>(std::marker::PhantomData<T>);
@@ -74,6 +89,15 @@ impl<'de, T: Lenient<'de>> Visitor<'de> for Reader<T> {
         Ok(None)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let Some(first) = map.next_key::<Cow<'_, str>>()? else {
+            return Ok(None);
+        };
+        if first == NUMBER_TOKEN {
+            // A number, as `Value` reads it under that feature.
+            let text: Cow<'_, str> = map.next_value()?;
+            return Ok(T::number(&text));
+        }
+        map.next_value::<IgnoredAny>()?;
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(None)
     }
@@ -100,6 +124,10 @@ impl<'de> Lenient<'de> for Cow<'de, str> {
     }
     fn float(f: f64) -> Option<Self> {
         float_text(f).map(Cow::Owned)
+    }
+    fn number(text: &str) -> Option<Self> {
+        // The number's own text, as `Number::to_string` gives it under that feature.
+        Some(Cow::Owned(text.to_owned()))
     }
 }
 
@@ -349,6 +377,39 @@ mod tests {
                 proptest::prop_assert_eq!(text, serde);
             }
         }
+    }
+
+    #[test]
+    fn numbers_under_arbitrary_precision_are_numbers() {
+        // A dependent crate may turn on serde_json's `arbitrary_precision` (features unify):
+        // then every number reaches a visitor as this one-entry map, which `Value` reads as the
+        // number; the visitors must too, or every numeric `index`, id and count reads absent.
+        let n = |text: &str| format!(r#"{{"$serde_json::private::Number":"{text}"}}"#);
+        let json = format!(
+            r#"{{"id":{},"index":{},"tokens":{}}}"#,
+            n("7"),
+            n("1"),
+            n("12.0")
+        );
+        let p: Probe = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            (p.id.as_deref(), p.index, p.tokens),
+            (Some("7"), Some(1), Some(12))
+        );
+        let json = format!(
+            r#"{{"id":{},"index":{},"tokens":{}}}"#,
+            n("-3"),
+            n("x"),
+            n("-3")
+        );
+        let p: Probe = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            (p.id.as_deref(), p.index, p.tokens),
+            (Some("-3"), None, None)
+        );
+        // Other objects stay absent.
+        let p: Probe = serde_json::from_str(r#"{"id":{"a":"7"},"index":{"a":1,"b":[2]}}"#).unwrap();
+        assert_eq!((p.id, p.index), (None, None));
     }
 
     #[test]
