@@ -52,8 +52,11 @@ impl fmt::Display for SseError {
 
 impl std::error::Error for SseError {}
 
-/// The incremental parser. Feed it bytes with [`SseParser::push`], then call
-/// [`SseParser::finish`] at end of stream.
+/// The largest data buffer kept between events (a larger one is freed after its event).
+const KEPT_CAPACITY: usize = 64 << 10;
+
+/// The incremental parser. Feed it bytes with [`SseParser::push_to`], then call
+/// [`SseParser::finish_to`] at end of stream.
 #[derive(Debug)]
 pub struct SseParser {
     lines: Lines,
@@ -224,6 +227,10 @@ impl SseParser {
         let name = self.named.then_some(self.event.as_str());
         let go_on = !self.has_data || sink.event(name, &self.data, self.data_line);
         self.data.clear();
+        // One large event must not pin its buffer for the rest of the stream.
+        if self.data.capacity() > KEPT_CAPACITY {
+            self.data = String::new();
+        }
         self.named = false;
         self.has_data = false;
         self.closed = false;
@@ -350,6 +357,22 @@ pub fn parse_all(body: &[u8]) -> Result<Vec<SseEvent>, SseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_event_does_not_pin_its_buffer() {
+        let mut parser = SseParser::default();
+        let mut out = Vec::new();
+        let big = format!("data: {{\"a\":\"{}\"}}\n\n", "x".repeat(4 * KEPT_CAPACITY));
+        parser.push(big.as_bytes(), &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        assert!(
+            parser.data.capacity() <= KEPT_CAPACITY,
+            "{}",
+            parser.data.capacity()
+        );
+        parser.push(b"data: {}\n\n", &mut out).unwrap();
+        assert_eq!(out[1].data, "{}");
+    }
 
     fn datas(events: &[SseEvent]) -> Vec<&str> {
         events.iter().map(|e| e.data.as_str()).collect()

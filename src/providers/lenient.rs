@@ -213,6 +213,17 @@ pub(crate) fn raw_content_text<'r>(
 /// a stream of fragments costs no allocation. `None` when the token is not a well-formed JSON
 /// string; callers then ask `serde_json`, so the result never differs from its own.
 pub(crate) fn string_token<'r>(raw: &'r str, buf: &'r mut String) -> Option<&'r str> {
+    unescape(raw, buf, false)
+}
+
+/// [`string_token`], except that a lone surrogate escape (`\ud800` without its pair: no
+/// character, which UTF-8 cannot hold and serde_json refuses) reads as U+FFFD, so text that
+/// carries one is kept rather than lost.
+pub(crate) fn string_token_lossy<'r>(raw: &'r str, buf: &'r mut String) -> Option<&'r str> {
+    unescape(raw, buf, true)
+}
+
+fn unescape<'r>(raw: &'r str, buf: &'r mut String, lossy: bool) -> Option<&'r str> {
     let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
     if memchr::memchr(b'\\', inner.as_bytes()).is_none() {
         return Some(inner);
@@ -236,17 +247,23 @@ pub(crate) fn string_token<'r>(raw: &'r str, buf: &'r mut String) -> Option<&'r 
             b'u' => {
                 let high = hex4(rest)?;
                 rest = &rest[4..];
-                if (0xD800..0xDC00).contains(&high) {
-                    let after = rest.strip_prefix("\\u")?;
-                    let low = hex4(after)?;
-                    if !(0xDC00..0xE000).contains(&low) {
-                        return None;
-                    }
-                    rest = &after[4..];
-                    char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))?
+                let pair = if (0xD800..0xDC00).contains(&high) {
+                    let low = rest
+                        .strip_prefix("\\u")
+                        .and_then(hex4)
+                        .filter(|low| (0xDC00..0xE000).contains(low));
+                    low.map(|low| {
+                        // `\uXXXX`: six ASCII bytes.
+                        rest = &rest[6..];
+                        0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
+                    })
                 } else {
-                    // A lone low surrogate is no character: `None`.
-                    char::from_u32(high)?
+                    Some(high)
+                };
+                match pair.and_then(char::from_u32) {
+                    Some(c) => c,
+                    None if lossy => char::REPLACEMENT_CHARACTER,
+                    None => return None,
                 }
             }
             _ => return None,
@@ -410,6 +427,22 @@ mod tests {
         // Other objects stay absent.
         let p: Probe = serde_json::from_str(r#"{"id":{"a":"7"},"index":{"a":1,"b":[2]}}"#).unwrap();
         assert_eq!((p.id, p.index), (None, None));
+    }
+
+    #[test]
+    fn lone_surrogates_read_as_replacement_characters_when_lossy() {
+        let mut buf = String::new();
+        for (token, text) in [
+            (r#""\ud800""#, "\u{FFFD}"),
+            (r#""a\udc00b""#, "a\u{FFFD}b"),
+            (r#""\ud800\ud800x""#, "\u{FFFD}\u{FFFD}x"),
+            (r#""\ud83dx\ud83d\ude00""#, "\u{FFFD}x\u{1F600}"),
+            (r#""\ud83d\n""#, "\u{FFFD}\n"),
+        ] {
+            assert_eq!(string_token(token, &mut buf), None, "{token}");
+            assert_eq!(string_token_lossy(token, &mut buf), Some(text), "{token}");
+        }
+        assert_eq!(string_token_lossy(r#""\x""#, &mut buf), None);
     }
 
     #[test]

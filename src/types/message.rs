@@ -152,9 +152,13 @@ impl ToolResult {
         self
     }
 
-    /// Marks the result failed or not, without a message.
+    /// Marks the result failed or not, without a message; a result marked not failed has no
+    /// failure message either (encoders read a message as a failure).
     pub fn with_is_error(mut self, is_error: bool) -> Self {
         self.is_error = is_error;
+        if !is_error {
+            self.error = None;
+        }
         self
     }
 
@@ -201,6 +205,16 @@ impl ToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_marked_not_failed_has_no_failure_message() {
+        let r = ToolResult::new("c1", "f", Value::Null).with_error("boom");
+        assert!(r.is_error && r.error.as_deref() == Some("boom"));
+        let r = r.with_is_error(false);
+        assert!(!r.is_error && r.error.is_none(), "{r:?}");
+        let r = ToolResult::new("c1", "f", Value::Null).with_is_error(true);
+        assert!(r.is_error && r.error.is_none());
+    }
     use serde_json::json;
 
     #[test]

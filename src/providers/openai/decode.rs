@@ -9,7 +9,7 @@ use super::{Dialect, ReasoningField};
 use crate::assemble::{Fragment, Turn};
 use crate::error::{Error, Result};
 use crate::provider::{StreamDecoder, generic_error};
-use crate::providers::lenient::{raw_content_text, string_token};
+use crate::providers::lenient::{raw_content_text, string_token_lossy};
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 /// A decoded finish reason: `None` while the turn is still running.
@@ -121,9 +121,11 @@ fn apply_delta(
     for (position, call) in delta.tool_calls.iter().enumerate() {
         let function = call.function.as_ref();
         let raw = function.and_then(|f| f.arguments).map(|r| r.get());
+        // A lone surrogate escape in the text reads as U+FFFD: the fragment is kept, never
+        // dropped (serde_json refuses such a string).
         let arguments: Option<Cow<'_, str>> = match raw {
             None | Some("null") => None,
-            Some(text) if text.starts_with('"') => match string_token(text, buf) {
+            Some(text) if text.starts_with('"') => match string_token_lossy(text, buf) {
                 Some(text) => Some(Cow::Borrowed(text)),
                 None => serde_json::from_str::<String>(text).ok().map(Cow::Owned),
             },
@@ -310,6 +312,26 @@ mod tests {
         assert_eq!(r.finish_reason, FinishReason::Stop);
         let r = stream(&[r#"{"choices":[],"usage":{"prompt_tokens":3}}"#, "[DONE]"]).unwrap();
         assert_eq!(r.usage.unwrap().input_tokens, 3);
+    }
+
+    #[test]
+    fn a_lone_surrogate_in_argument_text_is_kept_as_a_replacement_character() {
+        let call = |args: &str| {
+            format!(
+                r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"id":"c1","function":{{"name":"f","arguments":"{args}"}}}}]}}}}]}}"#
+            )
+        };
+        let r = stream(&[
+            &call(r#"{\"q\":\"a"#),
+            &call(r#"\ud800b\"}"#),
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        let c = &r.tool_calls[0];
+        assert_eq!(c.raw_arguments, "{\"q\":\"a\u{FFFD}b\"}");
+        assert!(c.error.is_none(), "{c:?}");
+        assert_eq!(c.arguments.as_ref().unwrap()["q"], "a\u{FFFD}b");
     }
 
     #[test]

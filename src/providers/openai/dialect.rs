@@ -39,7 +39,7 @@ pub struct Dialect {
     /// Send `stream_options: {"include_usage": true}` when streaming, so usage arrives in a last
     /// chunk with empty `choices` (fixture `openai/quirk_usage_only_final_chunk`).
     pub stream_usage: bool,
-    /// Delta and message fields read as reasoning text; the first one present in a delta wins (`reasoning_content` on
+    /// Delta and message fields read as reasoning text; the first one with text in a delta wins (`reasoning_content` on
     /// DeepSeek/GLM/Qwen, `reasoning` on StepFun and OpenRouter).
     pub reasoning_fields: &'static [ReasoningField],
     /// Field that carries the reasoning back on assistant turns with tool calls, when the
