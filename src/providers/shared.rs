@@ -3,7 +3,9 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::types::{ChatRequest, Message, ToolCall, ToolChoice, parse_arguments};
+use crate::types::{
+    AssistantMessage, ChatRequest, Message, ToolCall, ToolChoice, ToolResult, parse_arguments,
+};
 
 /// Every tool name in the request, tools first, then history, for [`NameMap::build`].
 pub(crate) fn request_names(req: &ChatRequest) -> impl Iterator<Item = &str> {
@@ -214,6 +216,44 @@ pub(crate) fn merge_extra_body(
                 body.insert(key.clone(), value.clone());
             }
         }
+    }
+}
+
+/// A run of tool results in the history, with the assistant turn whose calls they answer.
+pub(crate) struct ToolResultRun<'m> {
+    /// The assistant message right before the run.
+    pub turn: &'m AssistantMessage,
+    /// Each result with its index in `messages`.
+    pub results: Vec<(usize, &'m ToolResult)>,
+    /// The index after the run.
+    pub end: usize,
+}
+
+/// The tool results from `messages[start]` on, for wires that answer every call of a turn in
+/// one message (Anthropic, Gemini): they must follow the assistant message that made the calls.
+/// `how` says where the wire answers them, for the error.
+pub(crate) fn tool_result_run<'m>(
+    messages: &'m [Message],
+    start: usize,
+    how: &str,
+) -> Result<ToolResultRun<'m>> {
+    let mut results = Vec::new();
+    let mut end = start;
+    while let Some(Message::Tool(r)) = messages.get(end) {
+        results.push((end, r));
+        end += 1;
+    }
+    match start.checked_sub(1).and_then(|p| messages.get(p)) {
+        Some(Message::Assistant(turn)) if !turn.tool_calls.is_empty() => {
+            Ok(ToolResultRun { turn, results, end })
+        }
+        _ => Err(Error::input(
+            format!("messages[{start}]"),
+            format!(
+                "a tool result must come right after the assistant message whose call it \
+                 answers ({how})"
+            ),
+        )),
     }
 }
 

@@ -5,7 +5,9 @@ use serde_json::{Map, Value, json};
 use super::{API_VERSION, THINKING_BLOCKS, anthropic_name};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
-use crate::providers::shared::{check_tools, replay_arguments, request_names};
+use crate::providers::shared::{
+    ToolResultRun, check_tools, replay_arguments, request_names, tool_result_run,
+};
 use crate::types::{
     AssistantMessage, ChatRequest, Message, ToolCall, ToolChoice, ToolDefinition, ToolResult,
 };
@@ -275,23 +277,11 @@ fn history(
                 }
             }
             Message::Tool(_) => {
-                let mut results = Vec::new();
-                let mut end = i;
-                while let Some(Message::Tool(r)) = messages.get(end) {
-                    results.push((end, r));
-                    end += 1;
-                }
-                let turn = match i.checked_sub(1).and_then(|p| messages.get(p)) {
-                    Some(Message::Assistant(a)) if !a.tool_calls.is_empty() => a,
-                    _ => {
-                        return Err(Error::input(
-                            format!("messages[{i}]"),
-                            "a tool result must come right after the assistant message whose \
-                             call it answers (Anthropic answers all calls of a turn in the next \
-                             user message)",
-                        ));
-                    }
-                };
+                let ToolResultRun { turn, results, end } = tool_result_run(
+                    messages,
+                    i,
+                    "Anthropic answers all calls of a turn in the next user message",
+                )?;
                 let blocks = tool_results(turn, i - 1, &results, ids)?;
                 out.push(json!({"role": "user", "content": blocks}));
                 results_open = true;

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 use super::{REASONING_SIGNATURE, SKIP_SIGNATURE, THOUGHT_SIGNATURE, gemini_name};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
-use crate::providers::shared::{check_tools, request_names};
+use crate::providers::shared::{ToolResultRun, check_tools, request_names, tool_result_run};
 use crate::schema;
 use crate::types::{
     AssistantMessage, ChatRequest, Message, SchemaMode, ToolCall, ToolChoice, ToolDefinition,
@@ -330,23 +330,11 @@ fn history(
                 }
             }
             Message::Tool(_) => {
-                let mut results = Vec::new();
-                let mut end = i;
-                while let Some(Message::Tool(r)) = messages.get(end) {
-                    results.push((end, r));
-                    end += 1;
-                }
-                let turn = match i.checked_sub(1).and_then(|p| messages.get(p)) {
-                    Some(Message::Assistant(a)) if !a.tool_calls.is_empty() => a,
-                    _ => {
-                        return Err(Error::input(
-                            format!("messages[{i}]"),
-                            "a tool result must come right after the assistant message whose \
-                             call it answers (Gemini answers all calls of a turn in the next \
-                             turn)",
-                        ));
-                    }
-                };
+                let ToolResultRun { turn, results, end } = tool_result_run(
+                    messages,
+                    i,
+                    "Gemini answers all calls of a turn in the next turn",
+                )?;
                 contents.push(function_responses(turn, i - 1, &results, names, traits)?);
                 i = end;
                 continue;
