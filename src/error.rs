@@ -206,6 +206,24 @@ impl Error {
 }
 
 impl Error {
+    /// A decode error located at a line of the body (`… at line N`); other errors as they are.
+    pub(crate) fn at_line(self, line: usize) -> Self {
+        match self {
+            Self::Decode {
+                provider,
+                what,
+                message,
+                partial,
+            } => Self::Decode {
+                provider,
+                what: format!("{what} at line {line}"),
+                message,
+                partial,
+            },
+            other => other,
+        }
+    }
+
     /// The partial response slot of the variants that carry one.
     pub(crate) fn partial_mut(&mut self) -> Option<&mut Option<Box<ChatResponse>>> {
         match self {

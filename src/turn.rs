@@ -409,7 +409,7 @@ impl<'p> TurnReader<'p> {
             *payloads += 1;
             fed = decoder
                 .feed(None, text, scratch)
-                .map_err(|e| at_line(e, line));
+                .map_err(|e| e.at_line(line));
             fed.is_ok()
         });
         self.take_events(out)?;
@@ -608,7 +608,7 @@ impl<'r> Feed<'r> {
         match self.error {
             None => Ok(()),
             Some((e, line)) if self.at_end && self.later == 0 => Err(cut_inside(e, line)),
-            Some((e, line)) => Err(at_line(e, line)),
+            Some((e, line)) => Err(e.at_line(line)),
         }
     }
 }
@@ -641,24 +641,6 @@ fn partial_of(decoder: &mut dyn StreamDecoder) -> Option<Box<ChatResponse>> {
     let empty =
         partial.text.is_none() && partial.reasoning.is_none() && partial.tool_calls.is_empty();
     (!empty).then_some(partial)
-}
-
-/// Adds the line to a decode error's location.
-pub(crate) fn at_line(e: Error, line: usize) -> Error {
-    match e {
-        Error::Decode {
-            provider,
-            what,
-            message,
-            partial,
-        } => Error::Decode {
-            provider,
-            what: format!("{what} at line {line}"),
-            message,
-            partial,
-        },
-        other => other,
-    }
 }
 
 /// A last event the body ended inside of, which does not decode: the stream was cut, which is

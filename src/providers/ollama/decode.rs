@@ -196,20 +196,9 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
             continue;
         }
         lines += 1;
-        decoder.feed(None, line, &mut sink).map_err(|e| match e {
-            Error::Decode {
-                provider,
-                what,
-                message,
-                partial,
-            } => Error::Decode {
-                provider,
-                what: format!("{what} at line {}", i + 1),
-                message,
-                partial,
-            },
-            other => other,
-        })?;
+        decoder
+            .feed(None, line, &mut sink)
+            .map_err(|e| e.at_line(i + 1))?;
     }
     if lines == 0 {
         return Err(Error::decode(KIND, "response body", "the body is empty"));
