@@ -92,14 +92,19 @@ impl<'de, T: Lenient<'de>> Visitor<'de> for Reader<T> {
         let Some(first) = map.next_key::<Cow<'_, str>>()? else {
             return Ok(None);
         };
-        if first == NUMBER_TOKEN {
-            // A number, as `Value` reads it under that feature.
-            let text: Cow<'_, str> = map.next_value()?;
-            return Ok(T::number(&text));
-        }
-        map.next_value::<IgnoredAny>()?;
+        let read = if first == NUMBER_TOKEN {
+            // A number, as `Value` reads it under that feature; any other value under the key
+            // (only a payload can put one there) is absent, never an error.
+            match map.next_value::<Value>()? {
+                Value::String(text) => T::number(&text),
+                _ => None,
+            }
+        } else {
+            map.next_value::<IgnoredAny>()?;
+            None
+        };
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(None)
+        Ok(read)
     }
 }
 
@@ -424,9 +429,14 @@ mod tests {
             (p.id.as_deref(), p.index, p.tokens),
             (Some("-3"), None, None)
         );
-        // Other objects stay absent.
+        // Other objects stay absent, and so does the key holding no text or beside other keys'
+        // text: one odd field never fails the payload.
         let p: Probe = serde_json::from_str(r#"{"id":{"a":"7"},"index":{"a":1,"b":[2]}}"#).unwrap();
         assert_eq!((p.id, p.index), (None, None));
+        let json =
+            format!(r#"{{"id":{{"{NUMBER_TOKEN}":5}},"index":{{"{NUMBER_TOKEN}":"2","x":[1]}}}}"#);
+        let p: Probe = serde_json::from_str(&json).unwrap();
+        assert_eq!((p.id, p.index), (None, Some(2)));
     }
 
     #[test]
