@@ -13,7 +13,10 @@
 //! - `""`/null id and name mean absent, and a repeated id or name is never concatenated;
 //! - calls are finalized at the end of the turn, never because the buffer parses; a wire that
 //!   marks a call's end finalizes it there ([`Turn::complete_call`]), so an agent can run it while
-//!   the turn goes on;
+//!   the turn goes on, and a dialect whose calls end at the next index completes a call there
+//!   only once its text is one complete JSON object ([`Turn::complete_calls_before`]);
+//! - argument text that arrives for a call already final makes that call's final state an
+//!   error (its raw text whole), announced by a second `ToolCallComplete` at the end of the turn;
 //! - argument text is appended (O(n) in total) and parsed once, at the end;
 //! - `length` (or a broken stream) leaves unfinished calls `truncated`, invalid JSON is
 //!   `malformed`, and `raw_arguments` is kept byte for byte either way;
@@ -30,10 +33,6 @@ use crate::error::{Error, Result};
 use crate::provider::ProviderKind;
 use crate::types::{ChatResponse, FinishReason, StreamEvent, ToolCall, Usage};
 
-/// The `extra` key of a call completed early that keeps argument text the wire sent after the
-/// call's end (see [`Turn::complete_call`]).
-pub const LATE_ARGUMENTS: &str = "late_arguments";
-
 /// One tool-call fragment as an OpenAI-style wire sends it. Empty strings mean absent.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Fragment<'a> {
@@ -47,12 +46,109 @@ pub struct Fragment<'a> {
     pub arguments: Option<&'a str>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Slot {
     id: Option<String>,
     name: String,
     args: String,
     extra: Map<String, Value>,
+    /// Argument text arrived after the call was final (see [`Turn::complete_call`]).
+    late: bool,
+    /// In [`Turn::waiting`] already.
+    waiting: bool,
+    /// How far `args` reads as one JSON object (see [`Turn::complete_calls_before`]).
+    scan: ObjectScan,
+}
+
+/// An incremental check that a text is exactly one JSON object (surrounding whitespace
+/// aside): strings, escapes and nesting are tracked, so each byte is looked at once however
+/// often the question is asked. The structure says when the object closed; the text is then
+/// parsed once to be sure it is valid JSON.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum ObjectScan {
+    /// Nothing but whitespace yet.
+    #[default]
+    Empty,
+    /// Inside the object: `read` bytes looked at, nesting `depth`, inside a string, after a
+    /// backslash in one.
+    Open {
+        read: usize,
+        depth: usize,
+        string: bool,
+        escape: bool,
+    },
+    /// The object closed at `read` bytes and they parse; only whitespace may follow.
+    Complete { read: usize },
+    /// Not one JSON object, whatever follows (another first byte, text after the object, or
+    /// an object that does not parse).
+    Never,
+}
+
+impl ObjectScan {
+    /// The scan advanced over the whole of `text` (which only grows).
+    fn advance(self, text: &str) -> Self {
+        let bytes = text.as_bytes();
+        let (mut read, mut depth, mut string, mut escape) = match self {
+            Self::Never => return Self::Never,
+            Self::Complete { read } => {
+                return if bytes[read..].iter().all(u8::is_ascii_whitespace) {
+                    Self::Complete { read: bytes.len() }
+                } else {
+                    Self::Never
+                };
+            }
+            Self::Empty => {
+                let Some(start) = bytes.iter().position(|b| !b.is_ascii_whitespace()) else {
+                    return Self::Empty;
+                };
+                if bytes[start] != b'{' {
+                    return Self::Never;
+                }
+                (start + 1, 1, false, false)
+            }
+            Self::Open {
+                read,
+                depth,
+                string,
+                escape,
+            } => (read, depth, string, escape),
+        };
+        while read < bytes.len() {
+            let b = bytes[read];
+            read += 1;
+            if string {
+                if escape {
+                    escape = false;
+                } else if b == b'\\' {
+                    escape = true;
+                } else if b == b'"' {
+                    string = false;
+                }
+                continue;
+            }
+            match b {
+                b'"' => string = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        let object = &text[..read];
+                        if serde_json::from_str::<serde::de::IgnoredAny>(object).is_err() {
+                            return Self::Never;
+                        }
+                        return Self::Complete { read }.advance(text);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Self::Open {
+            read,
+            depth,
+            string,
+            escape,
+        }
+    }
 }
 
 /// Where a fragment without a usable index is keyed.
@@ -117,6 +213,9 @@ pub struct Turn {
     early: HashMap<usize, ToolCall>,
     /// Calls below this position were offered to [`Turn::complete_calls_before`] already.
     settled: usize,
+    /// Calls below `settled`, not final yet, with argument text not looked at since: each is
+    /// looked at again at the next call's start.
+    waiting: Vec<usize>,
     /// Ids of the slots below `scanned` and of early calls, for minting early ids.
     seen_ids: HashSet<String>,
     scanned: usize,
@@ -142,6 +241,7 @@ impl Turn {
             extra: Map::new(),
             early: HashMap::new(),
             settled: 0,
+            waiting: Vec::new(),
             seen_ids: HashSet::new(),
             scanned: 0,
             early_next: 0,
@@ -229,8 +329,7 @@ impl Turn {
                 self.slots.push(Slot {
                     id: id.map(str::to_owned),
                     name: name.unwrap_or_default().to_owned(),
-                    args: String::new(),
-                    extra: Map::new(),
+                    ..Slot::default()
                 });
                 if let Some(id) = id {
                     self.keys.insert(Key::Id(id.to_owned()), slot);
@@ -263,6 +362,14 @@ impl Turn {
         }
         if let Some(args) = f.arguments.filter(|a| !a.is_empty()) {
             s.args.push_str(args);
+            if self.early.contains_key(&slot) {
+                // Text for a call already final: its arguments could still change, so its final
+                // state is an error (see `finalize_calls`), never a silent extra.
+                s.late = true;
+            } else if slot < self.settled && !s.waiting {
+                s.waiting = true;
+                self.waiting.push(slot);
+            }
             out.push(StreamEvent::ToolCallDelta {
                 index: slot,
                 fragment: args.to_owned(),
@@ -297,6 +404,7 @@ impl Turn {
             name: name.to_owned(),
             args: arguments.to_owned(),
             extra,
+            ..Slot::default()
         });
         slot
     }
@@ -311,8 +419,9 @@ impl Turn {
     /// call is finalized now and its `ToolCallComplete` emitted, so an agent can run it while
     /// the turn goes on. What "final" guarantees: the call's arguments are the text the wire
     /// gave it; however the turn ends later (even `length` or a broken stream) this call stays
-    /// as it is, and argument text a misbehaving wire still sends for it is kept in its `extra`
-    /// as `late_arguments`, never lost. A call without an id gets its `call_<n>` now, unique
+    /// as it is. Argument text a misbehaving wire still sends for it is appended to its raw
+    /// text and makes its final state `malformed` (announced by a second `ToolCallComplete` at
+    /// the end of the turn), so a call whose arguments changed is never run again. A call without an id gets its `call_<n>` now, unique
     /// among the ids seen so far; a call without a name is final too, but never complete
     /// (`malformed`: nothing can run it). Calls already final, and unknown positions, are left
     /// alone; the result says whether the call was completed now.
@@ -374,14 +483,29 @@ impl Turn {
             .map(|s| (s.name.as_str(), s.args.as_str()))
     }
 
-    /// Completes every call before `position` (a dialect whose calls are final once a later
-    /// one starts); each position is visited once over the turn.
+    /// A later call started at `position` (a dialect whose calls are final once a later one
+    /// starts): completes each call before it whose argument text is already exactly one JSON
+    /// object, which no further text could change without making it invalid. A call whose text
+    /// is not (empty, or cut in the middle by a server that interleaves fragments of several
+    /// calls) stays open: it is looked at again at the next call's start once more of its text
+    /// came, and otherwise finalized with the turn. Each position is settled once and each
+    /// fragment makes its call wait once, and the text is scanned incrementally, so a turn
+    /// costs time linear in its bytes.
     pub fn complete_calls_before(&mut self, position: usize, out: &mut Vec<StreamEvent>) {
         let end = position.min(self.slots.len());
         for i in self.settled..end {
-            self.complete_call(i, out);
+            self.slots[i].waiting = true;
+            self.waiting.push(i);
         }
         self.settled = self.settled.max(end);
+        for i in std::mem::take(&mut self.waiting) {
+            let slot = &mut self.slots[i];
+            slot.waiting = false;
+            slot.scan = slot.scan.advance(&slot.args);
+            if matches!(slot.scan, ObjectScan::Complete { .. }) {
+                self.complete_call(i, out);
+            }
+        }
     }
 
     /// Number of calls so far.
@@ -430,11 +554,21 @@ impl Turn {
         let mut calls = Vec::with_capacity(self.slots.len());
         for (i, slot) in self.slots.iter_mut().enumerate() {
             if let Some(mut call) = self.early.remove(&i) {
-                // Final already (its ToolCallComplete went out); text that came later is kept.
-                let late = std::mem::take(&mut slot.args);
-                if !late.is_empty() {
-                    call.extra
-                        .insert(LATE_ARGUMENTS.to_owned(), Value::String(late));
+                // Final already (its ToolCallComplete went out). Text that came later means the
+                // arguments it was completed with were not the model's: the call's final state
+                // is an error with its whole text, announced with a second completion.
+                if slot.late {
+                    call.raw_arguments.push_str(&std::mem::take(&mut slot.args));
+                    call.arguments = None;
+                    call.error = Some(crate::types::ArgumentsError::new(
+                        crate::types::ArgumentsErrorKind::Malformed,
+                        "argument text arrived after the call was complete; the arguments it \
+                         was completed with are not the model's",
+                    ));
+                    out.push(StreamEvent::ToolCallComplete {
+                        index: i,
+                        call: call.clone(),
+                    });
                 }
                 calls.push(call);
                 continue;
@@ -807,8 +941,7 @@ mod tests {
         // The native `call_0` of the next call is taken: the minted id avoids it.
         assert_eq!(early[0].1.id, "call_1");
         assert!(early[0].1.is_complete());
-        // A misbehaving wire adds text to the ended call; the turn is then cut short.
-        t.fragment(0, frag(Some(0), None, None, " "), &mut out);
+        // The turn is cut short: the ended call stays as it was.
         t.finish(FinishReason::Length, Some("length"), &mut out);
         let r = t.end(&mut out).unwrap();
         assert_eq!(r.tool_calls[0].raw_arguments, "{\"x\":1}");
@@ -816,7 +949,6 @@ mod tests {
             r.tool_calls[0].is_complete(),
             "not made truncated by the cut"
         );
-        assert_eq!(r.tool_calls[0].extra[LATE_ARGUMENTS], " ");
         assert_eq!(
             r.tool_calls[1].error.as_ref().unwrap().kind,
             ArgumentsErrorKind::Truncated
@@ -826,6 +958,138 @@ mod tests {
             .filter(|e| matches!(e, StreamEvent::ToolCallComplete { .. }))
             .count();
         assert_eq!(completes, 2, "one completion per call");
+    }
+
+    /// The `ToolCallComplete` events in `out`, as (index, call).
+    fn completions(out: &[StreamEvent]) -> Vec<(usize, ToolCall)> {
+        out.iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallComplete { index, call } => Some((*index, call.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn text_after_a_call_is_final_makes_it_an_error_announced_again() {
+        let mut t = Turn::new(ProviderKind::Anthropic);
+        let mut out = Vec::new();
+        t.fragment(
+            0,
+            frag(Some(0), Some("a"), Some("f"), "{\"x\":1}"),
+            &mut out,
+        );
+        assert!(t.complete_call(0, &mut out));
+        // A misbehaving wire sends more text for the ended call.
+        t.fragment(0, frag(Some(0), None, None, "2}"), &mut out);
+        assert!(
+            out.iter().any(|e| matches!(e, StreamEvent::ToolCallDelta { index: 0, fragment } if fragment == "2}")),
+            "the fragment is an event as received"
+        );
+        t.finish(FinishReason::Stop, Some("end_turn"), &mut out);
+        let r = t.end(&mut out).unwrap();
+        let call = &r.tool_calls[0];
+        assert_eq!(call.raw_arguments, "{\"x\":1}2}", "the whole text");
+        assert!(call.arguments.is_none());
+        assert_eq!(
+            call.error.as_ref().unwrap().kind,
+            ArgumentsErrorKind::Malformed
+        );
+        let done = completions(&out);
+        assert_eq!(done.len(), 2, "completed, then announced as changed");
+        assert!(done[0].1.is_complete());
+        assert_eq!(&done[1].1, call, "the last completion is the final state");
+        assert_eq!(r.finish_reason, FinishReason::Stop, "no complete call left");
+    }
+
+    /// The OpenAI rule: a call ends when the next index starts.
+    fn next_index_turn(fragments: &[(i64, &str)]) -> (Vec<StreamEvent>, ChatResponse) {
+        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut out = Vec::new();
+        for &(index, args) in fragments {
+            let calls = t.call_count();
+            let (id, name) = (format!("c{index}"), format!("f{index}"));
+            let first = t.call_so_far(index as usize).is_none();
+            let f = if first {
+                frag(Some(index), Some(&id), Some(&name), args)
+            } else {
+                frag(Some(index), None, None, args)
+            };
+            t.fragment(0, f, &mut out);
+            if t.call_count() > calls {
+                t.complete_calls_before(calls, &mut out);
+            }
+        }
+        t.finish(FinishReason::ToolCalls, Some("tool_calls"), &mut out);
+        let r = t.end(&mut out).unwrap();
+        (out, r)
+    }
+
+    #[test]
+    fn a_call_ends_at_the_next_index_only_once_its_text_is_one_object() {
+        // Interleaved: call 0 has no text when call 1 starts, then half an object.
+        let (out, r) = next_index_turn(&[
+            (0, ""),
+            (1, "{\"b\":"),
+            (0, "{\"a\""),
+            (1, "2}"),
+            (0, ":1}"),
+            (2, "{}"),
+        ]);
+        for (i, raw) in ["{\"a\":1}", "{\"b\":2}", "{}"].iter().enumerate() {
+            assert_eq!(&r.tool_calls[i].raw_arguments, raw);
+            assert!(r.tool_calls[i].is_complete(), "call {i}");
+        }
+        let done = completions(&out);
+        assert_eq!(done.len(), 3, "each call completed once: {done:?}");
+        // Calls 0 and 1 were complete objects when call 2 started; call 2 ends with the turn.
+        let finish = out
+            .iter()
+            .position(|e| matches!(e, StreamEvent::Finish { .. }))
+            .unwrap();
+        let at = |i: usize| {
+            out.iter()
+                .position(
+                    |e| matches!(e, StreamEvent::ToolCallComplete { index, .. } if *index == i),
+                )
+                .unwrap()
+        };
+        let start2 = out
+            .iter()
+            .position(|e| matches!(e, StreamEvent::ToolCallStarted { index: 2, .. }))
+            .unwrap();
+        assert!(at(0) > start2 && at(1) > start2 && at(2) < finish);
+        for (_, call) in &done {
+            let last = &r.tool_calls.iter().find(|c| c.id == call.id).unwrap();
+            assert_eq!(&call.raw_arguments, &last.raw_arguments);
+        }
+    }
+
+    #[test]
+    fn object_scan_reads_one_object_in_any_pieces() {
+        let cases = [
+            ("{\"a\":\"}\\\"{\",\"b\":[1,{\"c\":[]}]} \n", true),
+            ("  {}", true),
+            ("{\"a\":1}x", false),
+            ("[1]", false),
+            ("{\"a\":tru}", false),
+            ("{\"a\":1", false),
+            ("{\"a\":1}{}", false),
+            ("", false),
+            ("{]", false),
+        ];
+        for (text, complete) in cases {
+            for cut in 0..=text.len() {
+                let mut scan = ObjectScan::default();
+                scan = scan.advance(&text[..cut]);
+                scan = scan.advance(text);
+                assert_eq!(
+                    matches!(scan, ObjectScan::Complete { .. }),
+                    complete,
+                    "{text:?} cut at {cut}: {scan:?}"
+                );
+            }
+        }
     }
 
     #[test]

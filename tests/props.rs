@@ -5,10 +5,12 @@
 //!    error) whether the body arrives whole, one byte at a time, or cut at random points biased
 //!    towards the middle of UTF-8 characters and `\r\n` pairs (cut in two at every byte, the
 //!    SSE events are the same: a unit test in `src/replay.rs`, the SSE parser being internal).
-//! 2. The events agree with the response: each call's argument deltas up to its completion
-//!    concatenate to its `raw_arguments` (text a wire sends after a call's end is kept as its
-//!    `late_arguments`), every call completes once before `Finish` (at the end of the turn, or
-//!    earlier where the wire marks its end), and `Finish` carries the response's finish reason.
+//! 2. The events agree with the response: each call's argument deltas concatenate to its
+//!    `raw_arguments`, every call completes before `Finish` (at the end of the turn, or earlier
+//!    where the wire marks its end), its last completion is its final state, a call completes
+//!    twice only when text came after its first completion (and then it is never runnable),
+//!    and `Finish` carries the response's finish reason. No call is completed runnable with
+//!    arguments other than its final ones.
 //! 3. Nothing panics: arbitrary bytes, arbitrary JSON payloads and random OpenAI-shaped chunk
 //!    sequences give `Ok` or a typed `Err`, the same for any chunking.
 //!
@@ -23,8 +25,6 @@ use serde_json::{Map, Value, json};
 use toolwire::conformance::{self, error_json};
 use toolwire::replay::{Replay, replay, replay_chunks};
 use toolwire::{ChatResponse, Provider, ProviderKind, StreamEvent, ToolCall, provider_for};
-
-const LATE_ARGUMENTS: &str = ToolCall::LATE_ARGUMENTS;
 
 /// What a decode produced, comparable across chunkings: the events and response, or the error
 /// as its golden JSON (kind, provider, status, code, message, partial response).
@@ -113,9 +113,9 @@ fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
     } = replay;
     let calls = &response.tool_calls;
     let mut raw: Vec<String> = vec![String::new(); calls.len()];
-    let mut late: Vec<String> = vec![String::new(); calls.len()];
+    let mut late = vec![false; calls.len()];
     let mut started = vec![false; calls.len()];
-    let mut completed = vec![false; calls.len()];
+    let mut completed: Vec<Option<&ToolCall>> = vec![None; calls.len()];
     let mut finish = None;
     let slot = |index: usize, what: &str| {
         if index < calls.len() {
@@ -153,23 +153,26 @@ fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
                         "{name}: argument delta for call {i} before its start"
                     ));
                 }
-                // A wire that sends text for a call it already ended: kept apart.
-                let into = if completed[i] { &mut late } else { &mut raw };
-                into[i].push_str(fragment);
+                // A wire that sends text for a call it already ended.
+                late[i] |= completed[i].is_some();
+                raw[i].push_str(fragment);
             }
             StreamEvent::ToolCallComplete { index, call } => {
                 let i = slot(*index, "ToolCallComplete")?;
-                if completed[i] {
-                    return Err(format!("{name}: call {i} completed twice"));
+                if let Some(first) = completed[i] {
+                    // Announced again: only because text came after the first completion,
+                    // and then as its final, never runnable, state.
+                    if !late[i] || first == call || call.is_complete() {
+                        return Err(format!("{name}: call {i} completed twice"));
+                    }
                 }
-                let mut final_call = calls[i].clone();
-                final_call.extra.remove(LATE_ARGUMENTS);
-                if call != &final_call {
+                if call.is_complete() && call.raw_arguments != calls[i].raw_arguments {
                     return Err(format!(
-                        "{name}: completed call {i} differs from the response"
+                        "{name}: call {i} completed runnable with {:?}, its final text is {:?}",
+                        call.raw_arguments, calls[i].raw_arguments
                     ));
                 }
-                completed[i] = true;
+                completed[i] = Some(call);
             }
             StreamEvent::Finish { reason } => {
                 if reason != &response.finish_reason {
@@ -184,9 +187,12 @@ fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
         }
     }
     for (i, call) in calls.iter().enumerate() {
-        if !started[i] || !completed[i] {
+        if !started[i] {
+            return Err(format!("{name}: call {i} has no start event"));
+        }
+        if completed[i] != Some(call) {
             return Err(format!(
-                "{name}: call {i} has no start or no completion event"
+                "{name}: call {i}'s last completion is not its final state"
             ));
         }
         if raw[i] != call.raw_arguments {
@@ -195,11 +201,9 @@ fn check_events(name: &str, replay: &Replay) -> Result<(), String> {
                 raw[i], call.raw_arguments
             ));
         }
-        let kept = call.extra.get(LATE_ARGUMENTS).and_then(Value::as_str);
-        if kept.unwrap_or_default() != late[i] {
+        if late[i] && call.is_complete() {
             return Err(format!(
-                "{name}: call {i}: deltas after its completion {:?} are not kept ({kept:?})",
-                late[i]
+                "{name}: call {i} got text after its completion and is still runnable"
             ));
         }
     }
@@ -735,4 +739,134 @@ fn calls_are_final_where_the_wire_ends_them() {
         partial.starts_with("start 0, complete 0"),
         "gemini/quirk_partial_args: {partial}"
     );
+}
+
+/// A JSON object's text, with strings that hold braces, quotes, escapes and non-ASCII text.
+fn arb_object_text() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        Just(json!(null)),
+        any::<i32>().prop_map(|n| json!(n)),
+        "[{}\\[\\]\"\\\\a-z北京 ]{0,8}".prop_map(Value::String),
+    ];
+    let value = leaf.prop_recursive(3, 12, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            proptest::collection::btree_map("[a-z{}]{1,3}", inner, 0..3)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    });
+    proptest::collection::btree_map("[a-z]{1,4}", value, 0..4)
+        .prop_map(|m| Value::Object(m.into_iter().collect::<Map<_, _>>()).to_string())
+}
+
+/// `text` cut at `cuts` (positions moved back to character boundaries).
+fn split_text(text: &str, cuts: &[usize]) -> Vec<String> {
+    let mut cuts: Vec<usize> = cuts
+        .iter()
+        .map(|&c| {
+            let mut c = c % (text.len() + 1);
+            while !text.is_char_boundary(c) {
+                c -= 1;
+            }
+            c
+        })
+        .collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut out = Vec::new();
+    let mut start = 0;
+    for c in cuts.into_iter().chain([text.len()]) {
+        if c > start {
+            out.push(text[start..c].to_owned());
+            start = c;
+        }
+    }
+    out
+}
+
+/// An OpenAI stream of calls whose fragments come in the given order of call indexes (each
+/// call's first entry carries its id and name, with empty arguments or its first piece).
+fn interleaved_stream(pieces: &[Vec<String>], order: &[usize], empty_first: bool) -> Vec<u8> {
+    let chunk = |entry: Value| {
+        let payload = json!({"choices": [{"index": 0, "delta": {"tool_calls": [entry]},
+                                          "finish_reason": null}]});
+        format!("data: {payload}\n\n")
+    };
+    let mut next = vec![0usize; pieces.len()];
+    let mut body = String::new();
+    for &call in order {
+        let n = next[call];
+        let entry = if n == 0 {
+            let first = if empty_first {
+                ""
+            } else {
+                pieces[call][0].as_str()
+            };
+            json!({"index": call, "id": format!("call_{call}"), "type": "function",
+                   "function": {"name": format!("tool_{call}"), "arguments": first}})
+        } else {
+            let piece = &pieces[call][n - usize::from(empty_first)];
+            json!({"index": call, "function": {"arguments": piece}})
+        };
+        next[call] += 1;
+        body += &chunk(entry);
+    }
+    body += "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n";
+    body += "data: [DONE]\n\n";
+    body.into_bytes()
+}
+
+/// OpenAI's own endpoint completes a call when the next index starts; whatever the
+/// interleaving of several calls' fragments, no call is completed with arguments other than
+/// the text the wire sent for it, and every call comes out exactly.
+#[test]
+fn random_interleavings_never_complete_a_call_early_with_other_arguments() {
+    let call = (
+        arb_object_text(),
+        proptest::collection::vec(any::<usize>(), 0..6),
+    );
+    let strategy = (
+        proptest::collection::vec(call, 1..5),
+        any::<bool>(),
+        proptest::collection::vec(any::<u8>(), 64),
+    );
+    let provider = toolwire::providers::openai::OpenAi::new();
+    runner(256)
+        .run(&strategy, |(calls, empty_first, picks)| {
+            let texts: Vec<&String> = calls.iter().map(|(text, _)| text).collect();
+            let pieces: Vec<Vec<String>> =
+                calls.iter().map(|(t, cuts)| split_text(t, cuts)).collect();
+            // Calls start in index order (a later index starts after the earlier ones did);
+            // after that, fragments interleave as `picks` says.
+            let counts: Vec<usize> = pieces
+                .iter()
+                .map(|p| p.len() + usize::from(empty_first))
+                .collect();
+            let mut left = counts.clone();
+            let mut order = Vec::new();
+            let mut opened = 0;
+            let mut pick = picks.iter().cycle();
+            while left.iter().any(|&n| n > 0) {
+                let live: Vec<usize> = (0..left.len())
+                    .filter(|&c| left[c] > 0 && c <= opened)
+                    .collect();
+                let c = live[usize::from(*pick.next().unwrap_or(&0)) % live.len()];
+                opened = opened.max(c + 1);
+                left[c] -= 1;
+                order.push(c);
+            }
+            let body = interleaved_stream(&pieces, &order, empty_first);
+            let r = match decode(&provider, [body.as_slice()]) {
+                Outcome::Ok(r) => r,
+                Outcome::Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+            };
+            prop_assert_eq!(r.response.tool_calls.len(), texts.len());
+            for (i, call) in r.response.tool_calls.iter().enumerate() {
+                prop_assert_eq!(&call.raw_arguments, texts[i], "call {}", i);
+                prop_assert!(call.is_complete(), "call {}: {:?}", i, call.error);
+            }
+            check_events("interleaved", &r).map_err(TestCaseError::fail)?;
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -83,10 +83,6 @@ impl ToolCall {
     /// `extra` key set to `true` when toolwire minted the id (the provider sent none).
     pub const SYNTHETIC_ID: &'static str = "synthetic_id";
 
-    /// `extra` key of a call the wire marked final before the turn ended, holding argument
-    /// text that arrived after that point (kept, never merged into `raw_arguments`).
-    pub const LATE_ARGUMENTS: &'static str = crate::assemble::LATE_ARGUMENTS;
-
     /// A call whose raw text is parsed now: empty text means `{}`; anything that is not a JSON
     /// object is `malformed`. A call with an empty name is never complete: it is `malformed`
     /// ("the call has no name"), its raw text kept, and is never executed.

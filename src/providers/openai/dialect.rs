@@ -84,9 +84,10 @@ pub struct Dialect {
     /// are [`crate::Error::Unsupported`] naming the key (StepFun, fixture
     /// `stepfun/quirk_property_key_rule`).
     pub check_property_keys: bool,
-    /// A call is final once a fragment at a later `index` starts another call, so its
-    /// `ToolCallComplete` comes then and an agent can run it before the turn ends; otherwise
-    /// calls are final at the end of the turn. On for OpenAI's own endpoint: its SDK reports
+    /// A call is final once a fragment at a later `index` starts another call and its text is
+    /// one complete JSON object, so its `ToolCallComplete` comes then and an agent can run it
+    /// before the turn ends (a call with no text yet, or half an object, waits: fixture
+    /// `openai/quirk_interleaved_indexes`); otherwise calls are final at the end of the turn. On for OpenAI's own endpoint: its SDK reports
     /// `tool_calls.function.arguments.done` ("emitted when a function tool call's arguments are
     /// complete") when the next index appears
     /// (<https://github.com/openai/openai-python/blob/e43b422412a9e96c9cc5192c61fffbe2d7e04836/src/openai/lib/streaming/chat/_completions.py#L596-L635>,
