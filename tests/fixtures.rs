@@ -61,6 +61,7 @@ cases!(
     quirk_fresh_id_per_fragment,
     quirk_index_reused_new_id,
     quirk_index_sparse_start,
+    quirk_interleaved_indexes,
     quirk_missing_ids,
     quirk_missing_index,
     quirk_native_finish_length,
