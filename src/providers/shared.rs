@@ -55,10 +55,11 @@ pub(crate) fn stops_mid_json(text: &str) -> bool {
 }
 
 /// The argument text to replay for a call: its raw text when that is a JSON object, `{}` when
-/// it is empty, malformed or truncated (servers re-parse history and reject broken text).
+/// it is empty, JSON `null`, malformed or truncated (servers re-parse history and reject text
+/// that is no object).
 pub(crate) fn replay_arguments(call: &ToolCall) -> String {
     if call.error.is_none()
-        && !call.raw_arguments.trim().is_empty()
+        && call.raw_arguments.trim_start().starts_with('{')
         && parse_arguments(&call.raw_arguments).is_ok()
     {
         call.raw_arguments.clone()

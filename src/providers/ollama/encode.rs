@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
-use crate::providers::shared::{check_tools, replay_arguments};
+use crate::providers::shared::{check_tools, replay_arguments, request_names};
 use crate::types::{AssistantMessage, ChatRequest, Message, ToolCall, ToolChoice, ToolResult};
 
 /// A call's `arguments` object: its parsed arguments, `{}` when they are malformed or
@@ -18,7 +18,7 @@ fn call_arguments(call: &ToolCall) -> Value {
     }
 }
 
-fn assistant(a: &AssistantMessage) -> Value {
+fn assistant(a: &AssistantMessage, names: &NameMap) -> Value {
     let mut m = Map::new();
     m.insert("role".into(), json!("assistant"));
     m.insert("content".into(), json!(a.content.as_deref().unwrap_or("")));
@@ -37,7 +37,7 @@ fn assistant(a: &AssistantMessage) -> Value {
                 }
                 c.insert(
                     "function".into(),
-                    json!({"index": i, "name": call.name, "arguments": call_arguments(call)}),
+                    json!({"index": i, "name": names.wire(&call.name), "arguments": call_arguments(call)}),
                 );
                 Value::Object(c)
             })
@@ -49,11 +49,11 @@ fn assistant(a: &AssistantMessage) -> Value {
 
 /// A `role: tool` message: the result as text (an error leads with its message, since the
 /// wire has no error flag), the tool's name, and the call id when the model sent one.
-fn tool(r: &ToolResult, synthetic: &HashMap<&str, bool>) -> Value {
+fn tool(r: &ToolResult, synthetic: &HashMap<&str, bool>, names: &NameMap) -> Value {
     let mut m = Map::new();
     m.insert("role".into(), json!("tool"));
     m.insert("content".into(), json!(r.content_text()));
-    m.insert("tool_name".into(), json!(r.name));
+    m.insert("tool_name".into(), json!(names.wire(&r.name)));
     if !synthetic.get(r.call_id.as_str()).copied().unwrap_or(false) && !r.call_id.is_empty() {
         m.insert("tool_call_id".into(), json!(r.call_id));
     }
@@ -81,6 +81,9 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
             ));
         }
     };
+    // Any name goes on this wire but none: a call that came without one (never run) is sent
+    // back named, as on every other wire, and its result names the same tool.
+    let names = NameMap::build(request_names(req), |name: &str| !name.is_empty())?;
     // Which call ids toolwire minted: those are never sent.
     let synthetic: HashMap<&str, bool> = req
         .messages
@@ -98,8 +101,8 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         .map(|m| match m {
             Message::System { content } => json!({"role": "system", "content": content}),
             Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant(a) => assistant(a),
-            Message::Tool(r) => tool(r, &synthetic),
+            Message::Assistant(a) => assistant(a, &names),
+            Message::Tool(r) => tool(r, &synthetic, &names),
         })
         .collect();
 
@@ -142,6 +145,6 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         path: "/api/chat".into(),
         headers: Vec::new(),
         body: Value::Object(body),
-        names: NameMap::default(),
+        names,
     })
 }
