@@ -103,6 +103,34 @@ pub struct HttpRequest {
     pub body: Value,
     /// Wire names that differ from canonical ones; apply to what comes back.
     pub names: NameMap,
+    /// Parts the wire could not carry where they stood, and where they went instead (empty
+    /// when every part went where the request put it).
+    pub downgrades: Vec<Downgrade>,
+}
+
+/// A content part a wire cannot carry where the request put it, sent elsewhere instead (an
+/// image in a tool result on a wire whose tool messages take only text goes in a user message
+/// right after the run of tool results). Never silent: the encoded request lists each one.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Downgrade {
+    /// Index, in the request's messages, of the message the part belongs to.
+    pub message: usize,
+    /// Index of the part in that message's content.
+    pub part: usize,
+    /// What was done, for people.
+    pub note: String,
+}
+
+impl Downgrade {
+    /// Part `part` of message `message` went elsewhere, as `note` says.
+    pub fn new(message: usize, part: usize, note: impl Into<String>) -> Self {
+        Self {
+            message,
+            part,
+            note: note.into(),
+        }
+    }
 }
 
 impl HttpRequest {
@@ -113,12 +141,19 @@ impl HttpRequest {
             headers: Vec::new(),
             body,
             names: NameMap::default(),
+            downgrades: Vec::new(),
         }
     }
 
     /// Adds a header (never auth: the client adds the key).
     pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Records a part sent elsewhere than where the request put it.
+    pub fn with_downgrade(mut self, downgrade: Downgrade) -> Self {
+        self.downgrades.push(downgrade);
         self
     }
 

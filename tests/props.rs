@@ -29,6 +29,7 @@ use toolwire::{ChatResponse, Provider, ProviderKind, StreamEvent, ToolCall, prov
 /// What a decode produced, comparable across chunkings: the events and response, or the error
 /// as its golden JSON (kind, provider, status, code, message, partial response).
 #[derive(Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)] // a test value, compared and dropped
 enum Outcome {
     Ok(Replay),
     Err(Value),

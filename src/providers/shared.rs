@@ -3,9 +3,55 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::provider::Downgrade;
 use crate::types::{
-    AssistantMessage, ChatRequest, Message, ToolCall, ToolChoice, ToolResult, parse_arguments,
+    AssistantMessage, ChatRequest, Message, Part, ToolCall, ToolChoice, ToolResult, parse_arguments,
 };
+
+/// Media parts of tool results, for a wire whose tool messages take text only: the downgrade
+/// every such wire applies. The text parts stay in the tool message ([`ToolResult::content_text`]);
+/// the media of each run of consecutive tool messages goes, in order, in one user message right
+/// after the run, each result's media introduced by a text part naming its call, so the model
+/// can tell which result showed what. Returns, for the last tool message of each run that had
+/// media, the parts of that user message; every part moved is recorded in `downgrades`.
+#[allow(dead_code)] // FOUNDATION: used by the encoders that take parts
+pub(crate) fn tool_media_after_runs(
+    messages: &[Message],
+    wire: &str,
+    downgrades: &mut Vec<Downgrade>,
+) -> std::collections::HashMap<usize, Vec<Part>> {
+    let mut out = std::collections::HashMap::new();
+    let mut pending: Vec<Part> = Vec::new();
+    for (i, message) in messages.iter().enumerate() {
+        if let Message::Tool(result) = message {
+            let media: Vec<(usize, &Part)> = (result.content.iter().enumerate())
+                .filter(|(_, p)| p.source().is_some())
+                .collect();
+            if !media.is_empty() {
+                pending.push(Part::text(format!(
+                    "Media from the result of tool call {} ({}):",
+                    result.call_id, result.name
+                )));
+            }
+            for (at, part) in media {
+                downgrades.push(Downgrade::new(
+                    i,
+                    at,
+                    format!(
+                        "{wire} tool messages carry text only: the {} went in a user message after the tool results",
+                        part.kind()
+                    ),
+                ));
+                pending.push(part.clone());
+            }
+        }
+        let run_ends = !matches!(messages.get(i + 1), Some(Message::Tool(_)));
+        if matches!(message, Message::Tool(_)) && run_ends && !pending.is_empty() {
+            out.insert(i, std::mem::take(&mut pending));
+        }
+    }
+    out
+}
 
 /// Every tool name in the request, tools first, then history, for [`NameMap::build`].
 pub(crate) fn request_names(req: &ChatRequest) -> impl Iterator<Item = &str> {

@@ -589,6 +589,7 @@ fn usage(v: &Value) -> Option<Usage> {
         input_tokens: input.unwrap_or(0),
         output_tokens: output.unwrap_or(0),
         reasoning_tokens: None,
+        ..Default::default()
     })
 }
 

@@ -125,6 +125,7 @@ fn usage(meta: &Value) -> Option<Usage> {
         input_tokens: input.unwrap_or(0),
         output_tokens: output.unwrap_or(0),
         reasoning_tokens: n("thoughtsTokenCount"),
+        ..Default::default()
     })
 }
 

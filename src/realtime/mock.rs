@@ -187,6 +187,7 @@ fn usage_json(u: Option<Usage>) -> Value {
         input_tokens: 100,
         output_tokens: 20,
         reasoning_tokens: None,
+        ..Default::default()
     });
     json!({"total_tokens": u.input_tokens + u.output_tokens, "input_tokens": u.input_tokens,
            "output_tokens": u.output_tokens})
@@ -326,6 +327,7 @@ fn gemini(r: &ChatResponse, stop_in_call: Option<bool>) -> Vec<Frame> {
         input_tokens: 100,
         output_tokens: 20,
         reasoning_tokens: None,
+        ..Default::default()
     });
     let usage = json!({"promptTokenCount": u.input_tokens, "responseTokenCount": u.output_tokens,
                        "totalTokenCount": u.input_tokens + u.output_tokens});

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::ToolCall;
+use super::{Content, Part, ToolCall};
 
 /// One message of a conversation. JSON: `{"role": "system" | "user" | "assistant" | "tool", ...}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15,10 +15,10 @@ pub enum Message {
         /// The instruction text.
         content: String,
     },
-    /// What the user said.
+    /// What the user said: text, or text and media ([`Part`]s).
     User {
-        /// The user's text.
-        content: String,
+        /// A string, or a list of parts.
+        content: Content,
     },
     /// A model turn: text, reasoning and tool calls, as a [`crate::ChatResponse`] reported them.
     Assistant(AssistantMessage),
@@ -34,8 +34,8 @@ impl Message {
         }
     }
 
-    /// A user message.
-    pub fn user(content: impl Into<String>) -> Self {
+    /// A user message: text (`&str`, `String`) or parts (`Vec<Part>`).
+    pub fn user(content: impl Into<Content>) -> Self {
         Self::User {
             content: content.into(),
         }
@@ -110,8 +110,10 @@ impl From<crate::ChatResponse> for AssistantMessage {
 
 /// The result of running one tool call, sent back to the model.
 ///
-/// `output` is any JSON; on failure `is_error` is true and `error` is a message for the model
-/// (the output may still carry detail).
+/// `output` is any JSON, the program's value; on failure `is_error` is true and `error` is a
+/// message for the model (the output may still carry detail). `content`, when not empty, is
+/// what the model sees instead: text and media parts (a screenshot, a chart, a PDF page), as an
+/// MCP tool's `content` beside its `structuredContent`.
 ///
 /// Non-exhaustive: build it with [`ToolResult::ok`] or [`ToolResult::error`] from the call it
 /// answers, or with [`ToolResult::new`] from an id and a name.
@@ -131,6 +133,9 @@ pub struct ToolResult {
     /// A human-readable failure message.
     #[serde(default)]
     pub error: Option<String>,
+    /// What the model sees, when it is more than the output as JSON: text and media parts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<Part>,
 }
 
 impl ToolResult {
@@ -142,7 +147,14 @@ impl ToolResult {
             output,
             is_error: false,
             error: None,
+            content: Vec::new(),
         }
+    }
+
+    /// Sets what the model sees: text and media parts (the output stays the program's value).
+    pub fn with_content(mut self, parts: impl IntoIterator<Item = Part>) -> Self {
+        self.content = parts.into_iter().collect();
+        self
     }
 
     /// Marks the result failed, with `message` for the model (the output is kept).
@@ -170,6 +182,7 @@ impl ToolResult {
             output,
             is_error: false,
             error: None,
+            content: Vec::new(),
         }
     }
 
@@ -181,16 +194,25 @@ impl ToolResult {
             output: Value::Null,
             is_error: true,
             error: Some(message.into()),
+            content: Vec::new(),
         }
     }
 
-    /// The result as one text: a string output as is, other JSON serialized; an error result
-    /// leads with its message. Used by wires whose tool message content is a string.
+    /// The result as one text: the text parts of `content` when it has any, else a string
+    /// output as is, other JSON serialized; an error result leads with its message. Used by
+    /// wires whose tool message content is a string (media parts are the encoder's to place).
     pub fn content_text(&self) -> String {
-        let output = match &self.output {
-            Value::String(s) => s.clone(),
-            Value::Null => String::new(),
-            other => other.to_string(),
+        let texts: Vec<&str> = self.content.iter().filter_map(Part::as_text).collect();
+        let output = if !texts.is_empty() {
+            texts.concat()
+        } else if !self.content.is_empty() {
+            String::new()
+        } else {
+            match &self.output {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            }
         };
         match (&self.error, self.is_error) {
             (Some(message), _) if output.is_empty() => format!("Error: {message}"),

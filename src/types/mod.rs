@@ -2,6 +2,7 @@
 //! users' files use it.
 
 mod call;
+mod content;
 mod event;
 mod message;
 mod provider_kind;
@@ -10,10 +11,11 @@ mod response;
 mod tool;
 
 pub use call::{ArgumentsError, ArgumentsErrorKind, ToolCall, parse_arguments};
+pub use content::{Content, Part, Source};
 pub use event::StreamEvent;
 pub use message::{AssistantMessage, Message, ToolResult};
 pub use provider_kind::ProviderKind;
-pub use request::{ChatRequest, SchemaMode};
+pub use request::{ChatRequest, ResponseFormat, SchemaMode};
 pub use response::{ChatResponse, FinishReason, Usage};
 pub use tool::{NAME_RULE, ToolChoice, ToolDefinition, empty_parameters, is_valid_name};
 

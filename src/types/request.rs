@@ -16,6 +16,50 @@ pub enum SchemaMode {
     JsonSchema,
 }
 
+/// A JSON Schema the model's final answer must follow (structured output), beside or instead
+/// of tools. JSON: `{"name": "weather_report", "schema": {...}, "strict": true}`.
+///
+/// Non-exhaustive: build it with [`ResponseFormat::json_schema`] and the `with_*` setters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ResponseFormat {
+    /// A name for the schema (wires that require one get it; `^[A-Za-z0-9_-]{1,64}$`).
+    pub name: String,
+    /// What the answer is, for wires that carry a description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The JSON Schema of the answer (an object schema).
+    pub schema: Value,
+    /// Ask for strict schema adherence where the wire offers it; `None` leaves its default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
+}
+
+impl ResponseFormat {
+    /// An answer that follows `schema`, named `name`.
+    pub fn json_schema(name: impl Into<String>, schema: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: None,
+            schema,
+            strict: None,
+        }
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets strict adherence.
+    pub fn with_strict(mut self, strict: bool) -> Self {
+        self.strict = Some(strict);
+        self
+    }
+}
+
 /// One request to a model: the conversation, the tools and the sampling settings.
 ///
 /// Non-exhaustive: build it with [`ChatRequest::new`] and the `with_*` setters (or set the
@@ -50,6 +94,9 @@ pub struct ChatRequest {
     /// How schemas go on the wire where a provider offers a choice; `None` is its default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema_mode: Option<SchemaMode>,
+    /// A JSON Schema the final answer must follow (structured output); `None` for free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<ResponseFormat>,
     /// Fields merged into the top level of the wire body last, for provider options toolwire
     /// has no name for.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
@@ -69,6 +116,12 @@ impl ChatRequest {
     /// Adds tools.
     pub fn with_tools(mut self, tools: impl IntoIterator<Item = ToolDefinition>) -> Self {
         self.tools.extend(tools);
+        self
+    }
+
+    /// Asks for an answer that follows a JSON Schema (structured output).
+    pub fn with_response_format(mut self, format: ResponseFormat) -> Self {
+        self.response_format = Some(format);
         self
     }
 

@@ -90,6 +90,15 @@ pub struct Usage {
     /// Reasoning tokens, when the provider reports them separately.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
+    /// Input tokens read from the provider's prompt cache, when it reports them (OpenAI
+    /// `cached_tokens`, Anthropic `cache_read_input_tokens`, Gemini `cachedContentTokenCount`).
+    /// Whether they are also counted in `input_tokens` is the wire's convention, kept as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// Input tokens written to the provider's prompt cache, when it reports them (Anthropic
+    /// `cache_creation_input_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_input_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -99,12 +108,26 @@ impl Usage {
             input_tokens,
             output_tokens,
             reasoning_tokens: None,
+            cached_input_tokens: None,
+            cache_creation_input_tokens: None,
         }
     }
 
     /// Sets the reasoning token count.
     pub fn with_reasoning_tokens(mut self, n: u64) -> Self {
         self.reasoning_tokens = Some(n);
+        self
+    }
+
+    /// Sets the count of input tokens read from the prompt cache.
+    pub fn with_cached_input_tokens(mut self, n: u64) -> Self {
+        self.cached_input_tokens = Some(n);
+        self
+    }
+
+    /// Sets the count of input tokens written to the prompt cache.
+    pub fn with_cache_creation_input_tokens(mut self, n: u64) -> Self {
+        self.cache_creation_input_tokens = Some(n);
         self
     }
 }

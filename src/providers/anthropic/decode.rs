@@ -50,6 +50,7 @@ fn usage(u: &WireUsage) -> Option<Usage> {
         input_tokens: input,
         output_tokens: u.output_tokens.unwrap_or(0),
         reasoning_tokens: None,
+        ..Default::default()
     })
 }
 

@@ -414,6 +414,7 @@ pub(crate) fn encode(
         headers: vec![("anthropic-version".into(), API_VERSION.into())],
         body: Value::Object(body),
         names,
+        downgrades: Vec::new(),
     })
 }
 

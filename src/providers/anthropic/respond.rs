@@ -366,6 +366,7 @@ mod tests {
                 input_tokens: 40,
                 output_tokens: 31,
                 reasoning_tokens: None,
+                ..Default::default()
             }),
             raw_finish_reason: None,
             extra: Map::new(),

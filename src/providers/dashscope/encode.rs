@@ -46,7 +46,10 @@ fn message_json(m: &Message, names: &NameMap, multimodal: bool) -> Value {
         Message::System { content: c } => {
             json!({"role": "system", "content": content(c, multimodal)})
         }
-        Message::User { content: c } => json!({"role": "user", "content": content(c, multimodal)}),
+        // FOUNDATION: parts are encoded by the content-parts work; text only here for now.
+        Message::User { content: c } => {
+            json!({"role": "user", "content": content(&c.as_text().unwrap_or_default(), multimodal)})
+        }
         Message::Assistant(a) => {
             let mut msg = Map::new();
             msg.insert("role".into(), json!("assistant"));
@@ -162,5 +165,6 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Res
         headers,
         body: Value::Object(body),
         names,
+        downgrades: Vec::new(),
     })
 }

@@ -206,6 +206,7 @@ mod tests {
                 input_tokens: 120,
                 output_tokens: 57,
                 reasoning_tokens: Some(11),
+                ..Default::default()
             }),
             extra: Map::new(),
         };

@@ -53,6 +53,7 @@ fn usage(u: &UsageMetadata) -> Option<Usage> {
             .unwrap_or(0)
             .saturating_add(thoughts),
         reasoning_tokens: u.thoughts_token_count,
+        ..Default::default()
     })
 }
 

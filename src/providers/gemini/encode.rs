@@ -437,6 +437,7 @@ pub(crate) fn encode(
         headers: Vec::new(),
         body: Value::Object(body),
         names,
+        downgrades: Vec::new(),
     })
 }
 

@@ -311,6 +311,7 @@ mod tests {
                 input_tokens: 40,
                 output_tokens: 31,
                 reasoning_tokens: Some(12),
+                ..Default::default()
             }),
             extra: Map::new(),
         };

@@ -125,6 +125,7 @@ impl Decoder {
                     input_tokens: chunk.prompt_eval_count.unwrap_or(0),
                     output_tokens: chunk.eval_count.unwrap_or(0),
                     reasoning_tokens: None,
+                    ..Default::default()
                 };
                 self.turn.usage(usage, out);
             }

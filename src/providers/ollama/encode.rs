@@ -146,5 +146,6 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         headers: Vec::new(),
         body: Value::Object(body),
         names,
+        downgrades: Vec::new(),
     })
 }

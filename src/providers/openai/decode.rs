@@ -68,6 +68,7 @@ fn usage(u: &super::wire::Usage) -> Usage {
             .completion_tokens_details
             .as_ref()
             .and_then(|d| d.reasoning_tokens),
+        ..Default::default()
     }
 }
 

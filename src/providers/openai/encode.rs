@@ -263,5 +263,6 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
         headers: Vec::new(),
         body: Value::Object(body),
         names,
+        downgrades: Vec::new(),
     })
 }

@@ -555,6 +555,7 @@ impl<'d> Chunks<'d> {
                         input_tokens: u.input_tokens,
                         output_tokens: share(u.output_tokens, k + 1, n),
                         reasoning_tokens: u.reasoning_tokens.map(|r| share(r, k + 1, n)),
+                        ..Default::default()
                     };
                     chunk.insert("usage".into(), usage_json(&running));
                 }
@@ -669,6 +670,7 @@ pub(crate) mod testing {
             input_tokens: 12,
             output_tokens: 30,
             reasoning_tokens: Some(4),
+            ..Default::default()
         });
         let text = |text: &str, finish_reason| ChatResponse {
             text: Some(text.into()),
@@ -708,6 +710,7 @@ pub(crate) mod testing {
                         input_tokens: 9,
                         output_tokens: 3,
                         reasoning_tokens: None,
+                        ..Default::default()
                     }),
                     ..ChatResponse::default()
                 },

@@ -70,6 +70,7 @@ fn usage(u: &WireUsage) -> Usage {
             .output_tokens_details
             .as_ref()
             .and_then(|d| d.reasoning_tokens),
+        ..Default::default()
     }
 }
 

@@ -521,6 +521,7 @@ mod tests {
                 input_tokens: 40,
                 output_tokens: 31,
                 reasoning_tokens: Some(12),
+                ..Default::default()
             }),
             raw_finish_reason: None,
             extra: Map::new(),
