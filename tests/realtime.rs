@@ -44,8 +44,8 @@ macro_rules! cases {
 }
 
 cases!(openai_realtime = "openai-realtime": cancellation, closed_mid_call, error_event,
-    quirk_done_disagrees_with_deltas, quirk_done_without_name,
-    quirk_item_done_without_arguments_done, quirk_superseded_response, quirk_tool_choice_named,
+    quirk_calls_without_item_id, quirk_done_disagrees_with_deltas, quirk_done_without_name,
+    quirk_incomplete_max_output_tokens, quirk_item_done_without_arguments_done, quirk_superseded_response, quirk_tool_choice_named,
     result_unknown_call, session_configuration, stream_parallel_calls, stream_single_call,
     stream_text_then_call, tool_result_roundtrip, unknown_event);
 cases!(glm_realtime = "glm-realtime": cancellation, closed_mid_call, error_event,
@@ -61,7 +61,7 @@ cases!(stepfun_realtime = "stepfun-realtime": cancellation, closed_mid_call, err
     stream_parallel_calls, stream_single_call, stream_text_then_call, tool_result_roundtrip,
     unknown_event);
 cases!(gemini_live = "gemini-live": cancellation, closed_mid_call, error_event,
-    quirk_call_without_id, quirk_thought_parts, result_unknown_call, session_configuration,
+    quirk_call_without_args, quirk_call_without_id, quirk_thought_parts, result_unknown_call, session_configuration,
     stream_parallel_calls, stream_single_call, stream_text_then_call, tool_result_roundtrip,
     unknown_event);
 
@@ -319,6 +319,145 @@ fn no_event_sequence_panics_and_every_response_ends() {
                     .filter(|e| matches!(e, toolwire::realtime::RealtimeEvent::ResponseDone { .. }))
                     .count();
                 prop_assert_eq!(started, done);
+                Ok(())
+            },
+        )
+        .unwrap();
+}
+
+/// One call of [`distinct_calls_session`]: its argument text and which keys its events carry
+/// besides `call_id`.
+#[derive(Debug, Clone)]
+struct PlannedCall {
+    text: String,
+    item_id: bool,
+    output_index: bool,
+}
+
+fn planned_call() -> impl Strategy<Value = PlannedCall> {
+    ("[a-z\u{e9}\"{}:,]{0,12}", any::<bool>(), any::<bool>()).prop_map(
+        |(value, item_id, output_index)| PlannedCall {
+            text: json!({ "v": value }).to_string(),
+            item_id,
+            output_index,
+        },
+    )
+}
+
+/// One response whose calls' deltas interleave as `order` says (each entry picks, modulo the
+/// calls with text left, whose next piece comes), each cut at character boundaries by `cuts`;
+/// each call's `.done` (with its name and whole text) follows its last piece.
+fn distinct_calls_session(calls: &[PlannedCall], order: &[usize], cuts: &[usize]) -> Vec<Value> {
+    let mut events = vec![json!({"type": "response.created", "response": {"id": "resp_p"}})];
+    let keys = |i: usize, c: &PlannedCall, mut e: Value| {
+        e["response_id"] = json!("resp_p");
+        e["call_id"] = json!(format!("call_p{i}"));
+        if c.item_id {
+            e["item_id"] = json!(format!("item_p{i}"));
+        }
+        if c.output_index {
+            e["output_index"] = json!(i);
+        }
+        e
+    };
+    // Each call's pieces, in order.
+    let mut cut = cuts.iter().cycle();
+    let mut pieces: Vec<std::collections::VecDeque<String>> = calls
+        .iter()
+        .map(|c| {
+            let bounds: Vec<usize> = c
+                .text
+                .char_indices()
+                .map(|(b, _)| b)
+                .chain(std::iter::once(c.text.len()))
+                .collect();
+            let mut out = std::collections::VecDeque::new();
+            let mut p = 0;
+            while p + 1 < bounds.len() {
+                let q = (p + 1 + cut.next().copied().unwrap_or(0) % 4).min(bounds.len() - 1);
+                out.push_back(c.text[bounds[p]..bounds[q]].to_owned());
+                p = q;
+            }
+            out
+        })
+        .collect();
+    let mut pick = order.iter().cycle();
+    loop {
+        let live: Vec<usize> = (0..calls.len())
+            .filter(|&i| !pieces[i].is_empty())
+            .collect();
+        if live.is_empty() {
+            break;
+        }
+        let i = live[pick.next().copied().unwrap_or(0) % live.len()];
+        let delta = pieces[i].pop_front().unwrap_or_default();
+        events.push(keys(
+            i,
+            &calls[i],
+            json!({"type": "response.function_call_arguments.delta", "delta": delta}),
+        ));
+        if pieces[i].is_empty() {
+            events.push(keys(
+                i,
+                &calls[i],
+                json!({"type": "response.function_call_arguments.done",
+                       "name": format!("tool_{i}"), "arguments": calls[i].text}),
+            ));
+        }
+    }
+    events.push(json!({"type": "response.done",
+                       "response": {"id": "resp_p", "status": "completed"}}));
+    events
+}
+
+#[test]
+fn distinct_call_ids_are_never_merged() {
+    // Argument deltas of N calls, each with its own call_id, with or without item_id and
+    // output_index, interleaved: N calls, each with exactly its own text.
+    let mut runner = runner(256);
+    runner
+        .run(
+            &(
+                prop::sample::select(vec![
+                    RealtimeKind::OpenAiRealtime,
+                    RealtimeKind::QwenRealtime,
+                    RealtimeKind::StepFunRealtime,
+                    RealtimeKind::GlmRealtime,
+                ]),
+                proptest::collection::vec(planned_call(), 1..5),
+                proptest::collection::vec(0usize..8, 1..16),
+                proptest::collection::vec(0usize..8, 1..16),
+            ),
+            |(kind, calls, order, cuts)| {
+                let lines: Vec<SessionLine> = distinct_calls_session(&calls, &order, &cuts)
+                    .into_iter()
+                    .map(|e| SessionLine::event(Direction::Server, e))
+                    .collect();
+                let replay = replay_lines(kind, &lines);
+                prop_assert_eq!(replay.responses.len(), 1);
+                let got: Vec<(String, String, String)> = replay.responses[0]
+                    .tool_calls
+                    .iter()
+                    .map(|c| (c.id.clone(), c.name.clone(), c.raw_arguments.clone()))
+                    .collect();
+                let want: Vec<(String, String, String)> = (0..calls.len())
+                    .map(|i| {
+                        (
+                            format!("call_p{i}"),
+                            format!("tool_{i}"),
+                            calls[i].text.clone(),
+                        )
+                    })
+                    .collect();
+                let mut got_sorted = got.clone();
+                got_sorted.sort();
+                prop_assert_eq!(got_sorted, want, "{} calls {:?}", kind, got);
+                prop_assert!(
+                    replay.responses[0]
+                        .tool_calls
+                        .iter()
+                        .all(|c| c.is_complete())
+                );
                 Ok(())
             },
         )

@@ -348,7 +348,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::types::ToolCall;
+    use crate::types::{ArgumentsErrorKind, ChatResponse, FinishReason, ToolCall};
 
     fn ready(out: &[RealtimeEvent]) -> Vec<ToolCall> {
         out.iter()
@@ -609,6 +609,151 @@ mod tests {
                     .count(),
                 1
             );
+        }
+    }
+
+    /// Feeds `events` to a fresh codec of `kind`; the calls handed out and the responses.
+    fn session(kind: RealtimeKind, events: &[Value]) -> (Vec<ToolCall>, Vec<ChatResponse>) {
+        let mut c = RealtimeCodec::new(kind);
+        let mut out = Vec::new();
+        for e in events {
+            c.feed(e.clone(), &mut out);
+        }
+        let responses = out
+            .iter()
+            .filter_map(|e| match e {
+                RealtimeEvent::ResponseDone { result, .. } => Some(result.clone()),
+                _ => None,
+            })
+            .collect();
+        (ready(&out), responses)
+    }
+
+    const OPENAI_LIKE: [RealtimeKind; 4] = [
+        RealtimeKind::OpenAiRealtime,
+        RealtimeKind::GlmRealtime,
+        RealtimeKind::QwenRealtime,
+        RealtimeKind::StepFunRealtime,
+    ];
+
+    /// One call whose `.done` carries `done_text`, then `response.done` with `status`.
+    fn cut_call(done_text: &str, status: Value) -> Vec<Value> {
+        vec![
+            json!({"type": "response.created", "response": {"id": "r1"}}),
+            json!({"type": "response.function_call_arguments.done", "response_id": "r1",
+                   "call_id": "c1", "name": "w", "arguments": done_text}),
+            json!({"type": "response.done", "response": status}),
+        ]
+    }
+
+    #[test]
+    fn a_call_cut_by_a_token_limit_is_truncated_on_every_dialect() {
+        // OpenAI sends `.done` for a response cut short too: whether its text was cut shows
+        // only at `response.done`.
+        let incomplete = json!({"id": "r1", "status": "incomplete",
+            "status_details": {"type": "incomplete", "reason": "max_output_tokens"}});
+        for kind in OPENAI_LIKE {
+            for text in ["{\"city\":\"Par", ""] {
+                let (ready, responses) = session(kind, &cut_call(text, incomplete.clone()));
+                assert!(ready.is_empty(), "{kind} {text:?}: never handed out");
+                let call = &responses[0].tool_calls[0];
+                assert_eq!(call.raw_arguments, text, "{kind}");
+                assert_eq!(
+                    call.error.as_ref().map(|e| e.kind),
+                    Some(ArgumentsErrorKind::Truncated),
+                    "{kind} {text:?}"
+                );
+                assert_eq!(responses[0].finish_reason, FinishReason::Length, "{kind}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_cut_off_done_in_a_completed_response_is_decided_at_its_end() {
+        let completed = json!({"id": "r1", "status": "completed"});
+        for kind in OPENAI_LIKE {
+            // Text that stops early, in a response that ended normally: malformed, handed out
+            // (the agent answers it with an error result).
+            let (ready, responses) = session(kind, &cut_call("{\"city\":", completed.clone()));
+            let call = &responses[0].tool_calls[0];
+            assert_eq!(
+                call.error.as_ref().map(|e| e.kind),
+                Some(ArgumentsErrorKind::Malformed),
+                "{kind}"
+            );
+            assert_eq!(ready, std::slice::from_ref(call), "{kind}");
+            // No text at all: a zero-argument call, complete once the response ends well.
+            let (ready, responses) = session(kind, &cut_call("", completed.clone()));
+            let call = &responses[0].tool_calls[0];
+            assert!(call.is_complete(), "{kind}: {call:?}");
+            assert_eq!(ready, std::slice::from_ref(call), "{kind}");
+            assert_eq!(responses[0].finish_reason, FinishReason::ToolCalls);
+        }
+    }
+
+    #[test]
+    fn events_naming_no_call_continue_the_open_one() {
+        // Deltas with neither call_id, item_id nor output_index: one call, not one per delta.
+        for kind in OPENAI_LIKE {
+            let delta = |d: &str| {
+                json!({"type": "response.function_call_arguments.delta", "response_id": "r1",
+                       "delta": d})
+            };
+            let (_, responses) = session(
+                kind,
+                &[
+                    json!({"type": "response.created", "response": {"id": "r1"}}),
+                    delta("{\"a\":"),
+                    delta("1}"),
+                    json!({"type": "response.function_call_arguments.done", "response_id": "r1",
+                           "name": "w", "arguments": "{\"a\":1}"}),
+                    // After the first call ended, the next one is a new call.
+                    json!({"type": "response.function_call_arguments.done", "response_id": "r1",
+                           "name": "v", "arguments": "{}"}),
+                    json!({"type": "response.done", "response": {"id": "r1"}}),
+                ],
+            );
+            let calls: Vec<_> = responses[0]
+                .tool_calls
+                .iter()
+                .map(|c| (c.name.as_str(), c.raw_arguments.as_str(), c.is_complete()))
+                .collect();
+            assert_eq!(
+                calls,
+                [("w", "{\"a\":1}", true), ("v", "{}", true)],
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn gemini_live_reads_missing_args_as_http_gemini_does() {
+        // The same functionCall part through the gemini provider's HTTP decoder and through
+        // Gemini Live gives the same raw_arguments.
+        for part in [
+            json!({"name": "w"}),
+            json!({"name": "w", "args": null}),
+            json!({"name": "w", "args": {}}),
+            json!({"name": "w", "args": {"a": [1, "x"]}}),
+        ] {
+            let body = json!({"candidates": [{"content": {"role": "model",
+                "parts": [{"functionCall": part}]}, "finishReason": "STOP"}]});
+            let http = crate::provider::Provider::decode(
+                &crate::providers::gemini::Gemini::new(),
+                body.to_string().as_bytes(),
+            )
+            .unwrap();
+            let mut fc = part.clone();
+            fc["id"] = json!("fc1");
+            let (_, live) = session(
+                RealtimeKind::GeminiLive,
+                &[json!({"toolCall": {"functionCalls": [fc]}})],
+            );
+            assert_eq!(
+                live[0].tool_calls[0].raw_arguments, http.tool_calls[0].raw_arguments,
+                "{part}"
+            );
+            assert!(live[0].tool_calls[0].is_complete());
         }
     }
 }

@@ -709,15 +709,19 @@ pub(crate) fn feed(
                 return stale(state, event.clone(), out);
             }
             let delta = event.get("delta").and_then(Value::as_str).unwrap_or("");
-            if let Some((_, key)) = start_call(d, state, call, out)
+            if let Some((position, key)) = start_call(d, state, call, out)
                 && let Some(open) = state.open.as_mut()
             {
+                if open.ended.contains(&position) {
+                    // Text after the call's end event (which came cut off): not part of it.
+                    return stale(state, event.clone(), out);
+                }
                 open.charge(delta.len());
                 let mut events = Vec::new();
                 open.turn.fragment(
                     0,
                     Fragment {
-                        index: None,
+                        index: turn_index(position),
                         id: Some(&key),
                         name: None,
                         arguments: Some(delta),
@@ -792,14 +796,27 @@ fn live(state: &mut State, event: &Value, out: &mut Vec<RealtimeEvent>) -> Optio
         .map(|open| open.cancelled)
 }
 
-/// The key of a call: its `call_id`, the call its item started, or an id synthesized from the
-/// response and output index (`true`: synthetic).
+/// The key of a call: its `call_id`; else the call its item or its output index started; an
+/// event that names no call at all continues the call started last while that one is open;
+/// else an id synthesized from the response and output index (`true`: synthetic). Distinct
+/// `call_id`s are always distinct calls, whatever else the events carry.
 fn call_key(d: &RealtimeDialect, open: &Open, call: CallRef<'_>) -> (String, bool) {
     if let Some(id) = call.call_id {
         return (id.to_owned(), false);
     }
-    if let Some(key) = call.item_id.and_then(|i| open.items.get(i)) {
+    let known = (call.item_id.and_then(|i| open.items.get(i)))
+        .or_else(|| call.output_index.and_then(|n| open.outputs.get(&n)));
+    if let Some(key) = known {
         return (key.clone(), false);
+    }
+    if call.item_id.is_none()
+        && call.output_index.is_none()
+        && let Some(last) = &open.last
+        && let Some(&position) = open.keys.get(last)
+        && open.turn.completed_call(position).is_none()
+        && !open.ended.contains(&position)
+    {
+        return (last.clone(), false);
     }
     let response = open
         .id
@@ -812,6 +829,23 @@ fn call_key(d: &RealtimeDialect, open: &Open, call: CallRef<'_>) -> (String, boo
         format!("{}_{response}_{output}", d.synthetic_id_prefix),
         true,
     )
+}
+
+/// The wire index toolwire gives the call at `position`: the [`Turn`](crate::assemble::Turn)
+/// keys each fragment by it, so calls are told apart by their key here and never by the
+/// turn's fallbacks (which continue a nameless fragment with a fresh id at its position).
+fn turn_index(position: usize) -> Option<i64> {
+    Some(i64::try_from(position).unwrap_or(i64::MAX))
+}
+
+/// Whether argument text at a call's end event decides nothing yet: empty, or stopping before
+/// its JSON is complete (a response cut by a token limit still sends `.done`).
+fn cut_off(text: &str) -> bool {
+    text.trim().is_empty()
+        || matches!(
+            serde_json::from_str::<serde::de::IgnoredAny>(text),
+            Err(e) if e.is_eof()
+        )
 }
 
 /// The call `call` names in the open response, started if new (with its name when known);
@@ -830,27 +864,35 @@ fn start_call(
             .entry(item.to_owned())
             .or_insert_with(|| key.clone());
     }
+    if let Some(n) = call.output_index {
+        open.outputs.entry(n).or_insert_with(|| key.clone());
+    }
     if let Some(&position) = open.keys.get(&key) {
         return Some((position, key));
     }
     let name = call.name.map(|n| names.canonical(n).to_owned());
     open.charge(CALL_CHARGE + call.arguments.map_or(0, str::len));
     let mut events = Vec::new();
+    let position = open.turn.call_count();
     open.turn.fragment(
         0,
         Fragment {
-            index: None,
+            index: turn_index(position),
             id: Some(&key),
             name: name.as_deref(),
             arguments: None,
         },
         &mut events,
     );
-    let position = open.turn.call_count().checked_sub(1)?;
+    if open.turn.call_count() != position + 1 {
+        // The turn is over (it takes no new call).
+        return None;
+    }
     if synthetic && let Some(extra) = open.turn.call_extra(position) {
         extra.insert(ToolCall::SYNTHETIC_ID.into(), Value::Bool(true));
     }
     open.keys.insert(key.clone(), position);
+    open.last = Some(key.clone());
     forward(open.index, events, out);
     Some((position, key))
 }
@@ -874,7 +916,7 @@ fn done(
     let Some(open) = state.open.as_mut() else {
         return;
     };
-    if open.turn.completed_call(position).is_some() {
+    if open.turn.completed_call(position).is_some() || open.ended.contains(&position) {
         // The item's own `done` after `.done`: a repeat.
         return passthrough(event.clone(), out);
     }
@@ -895,7 +937,7 @@ fn done(
         open.turn.fragment(
             0,
             Fragment {
-                index: None,
+                index: turn_index(position),
                 id: Some(&key),
                 name: name.as_deref(),
                 arguments: fill_args,
@@ -914,6 +956,11 @@ fn done(
     if cancelled {
         forward(index, events, out);
         return stale(state, event.clone(), out);
+    }
+    if open.turn.call_arguments(position).is_some_and(cut_off) {
+        // Final or cut: the response's end decides (see `Open::ended`).
+        open.ended.insert(position);
+        return forward(index, events, out);
     }
     open.turn.complete_call(position, &mut events);
     let ready = open.turn.completed_call(position).cloned();

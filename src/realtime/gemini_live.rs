@@ -297,10 +297,7 @@ fn tool_call(state: &mut State, call: &Value, out: &mut Vec<RealtimeEvent>) {
             }
         };
         let name = fc.get("name").and_then(Value::as_str).unwrap_or("");
-        let args = match fc.get("args") {
-            None | Some(Value::Null) => String::new(),
-            Some(v) => v.to_string(),
-        };
+        let args = args_text(fc.get("args"));
         open.charge(super::state::CALL_CHARGE + args.len());
         let position =
             open.turn
@@ -311,6 +308,17 @@ fn tool_call(state: &mut State, call: &Value, out: &mut Vec<RealtimeEvent>) {
     forward(index, events, out);
     for c in ready {
         state.ready(index, batch, c, out);
+    }
+}
+
+/// The argument text of a `functionCall`'s `args`, exactly as the `gemini` provider reads the
+/// same part over HTTP: none (or `null`) is `{}`, a string (some proxies) is its text, an
+/// object its JSON text.
+fn args_text(args: Option<&Value>) -> String {
+    match args {
+        None | Some(Value::Null) => "{}".to_owned(),
+        Some(Value::String(text)) => text.clone(),
+        Some(args) => args.to_string(),
     }
 }
 

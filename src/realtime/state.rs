@@ -1,7 +1,7 @@
 //! What a session's codec remembers: the open response (a [`Turn`]), the calls awaiting results,
 //! results held until they may be sent, and the client events due. Shared by every dialect.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use serde_json::Value;
 
@@ -63,6 +63,14 @@ pub(crate) struct Open {
     pub keys: HashMap<String, usize>,
     /// Item id → call key, for deltas that name only their item.
     pub items: HashMap<String, String>,
+    /// Output index → call key, for events that name only their place in the response.
+    pub outputs: HashMap<u64, String>,
+    /// The key of the call started last (events that name no call continue it while open).
+    pub last: Option<String>,
+    /// Calls whose end event came with text that is empty or stops before its JSON is
+    /// complete: OpenAI sends `.done` for a response cut by a token limit too, so only the
+    /// response's end decides (a normal end completes them, any other leaves them `truncated`).
+    pub ended: BTreeSet<usize>,
     /// The response is being cancelled: its events never complete a call.
     pub cancelled: bool,
     /// Bytes charged so far (see [`MAX_RESPONSE_BYTES`]).
@@ -155,6 +163,9 @@ impl State {
             turn: Turn::new(self.provider).with_explicit_call_ends(),
             keys: HashMap::new(),
             items: HashMap::new(),
+            outputs: HashMap::new(),
+            last: None,
+            ended: BTreeSet::new(),
             cancelled: false,
             bytes: 0,
         });
@@ -232,6 +243,15 @@ impl State {
         out: &mut Vec<RealtimeEvent>,
     ) {
         let mut events = Vec::new();
+        // Calls whose end event came cut off: complete (and handed out) only after a normal end.
+        let mut ready = Vec::new();
+        if reason.as_ref().is_some_and(FinishReason::is_normal_end) {
+            for &position in &open.ended {
+                if open.turn.complete_call(position, &mut events) {
+                    ready.extend(open.turn.completed_call(position).cloned());
+                }
+            }
+        }
         if let Some(reason) = reason {
             open.turn.finish(reason, raw, &mut events);
         }
@@ -243,6 +263,9 @@ impl State {
             }),
         };
         forward(open.index, events, out);
+        for call in ready {
+            self.ready(open.index, 0, call, out);
+        }
         if let Some(id) = &open.id {
             self.closed.insert(id);
         }
