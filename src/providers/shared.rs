@@ -55,13 +55,18 @@ pub(crate) fn stops_mid_json(text: &str) -> bool {
 }
 
 /// The argument text to replay for a call: its raw text when that is a JSON object, `{}` when
-/// it is empty, malformed or truncated (servers re-parse history and reject broken text).
+/// it is empty, malformed or truncated (servers re-parse history and reject broken text). A
+/// complete call whose raw text is not JSON (a free-form call's text, see
+/// [`ToolCall::FREE_FORM`], even after its mark was dropped) sends its canonical arguments,
+/// `{"input": "<text>"}`, so its input survives on a function wire.
 pub(crate) fn replay_arguments(call: &ToolCall) -> String {
     if call.error.is_none()
         && !call.raw_arguments.trim().is_empty()
         && parse_arguments(&call.raw_arguments).is_ok()
     {
         call.raw_arguments.clone()
+    } else if let (None, Some(args @ Value::Object(_))) = (&call.error, &call.arguments) {
+        args.to_string()
     } else {
         "{}".to_owned()
     }
