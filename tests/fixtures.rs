@@ -75,6 +75,8 @@ cases!(
     quirk_sse_framing,
     quirk_tool_choice_named,
     quirk_tool_choice_none,
+    quirk_tool_calls_object,
+    quirk_tool_calls_object_body,
     quirk_tool_choice_required,
     quirk_tool_name_mapped,
     quirk_unshaped_payloads,
