@@ -14,7 +14,7 @@ use super::{CUSTOM_TOOL, ITEM_ID, OTHER_ITEMS, REASONING_ITEMS, REFUSAL, UNKNOWN
 use crate::assemble::{Fragment, Turn};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error, scalar_text};
-use crate::providers::shared::stops_mid_json;
+use crate::providers::shared::{foreign_body, stops_mid_json};
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::OpenAiResponses;
@@ -731,14 +731,16 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
     if error.is_some() && !map.contains_key("output") {
         return Err(api_error(None, body).into());
     }
+    // A response object's `output` is a list of items (DashScope's and Bedrock Converse's
+    // `output` are objects).
+    if !map.get("output").is_some_and(Value::is_array) {
+        return Err(foreign_body(KIND, "an `output` list", body));
+    }
     let response =
         ResponseObject::deserialize(&value).map_err(|e| Error::decode(KIND, "response body", e))?;
     if response.status.as_deref() == Some("failed") {
         let text = String::from_utf8_lossy(body);
         return Err(stream_error(response.error.as_ref(), (None, None), &text).into());
-    }
-    if !map.contains_key("output") {
-        return Err(Error::decode(KIND, "response body", "no `output`"));
     }
     let mut decoder = Decoder::new();
     let mut sink = Vec::new();
