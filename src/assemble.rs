@@ -458,6 +458,7 @@ impl Turn {
         let slot = &mut self.slots[position];
         let mut call = ToolCall::new(id, slot.name.clone(), args);
         call.extra = std::mem::take(&mut slot.extra);
+        call.settle_free_form(false);
         if synthetic {
             call.extra
                 .insert(ToolCall::SYNTHETIC_ID.to_owned(), Value::Bool(true));
@@ -608,6 +609,7 @@ impl Turn {
                 }
             }
             call.extra = std::mem::take(&mut slot.extra);
+            call.settle_free_form(cut_short || self.explicit_ends);
             if synthetic {
                 call.extra
                     .insert(ToolCall::SYNTHETIC_ID.to_owned(), Value::Bool(true));

@@ -226,3 +226,47 @@ async fn a_blocking_handler_is_reported_at_its_timeout() {
         "{result:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_blocking_handlers_than_workers_all_time_out() {
+    // Four handlers block their threads for 3 s on a 2-worker runtime, each with a 300 ms
+    // timeout. Run as worker tasks, two of them held both workers, so no timer could fire and
+    // the others came back `ok` once the sleeps ended: every result must be the timeout error.
+    let tools = ToolRegistry::new();
+    let def = ToolDefinition::new("stuck", "Blocks its thread").unwrap();
+    let tool = Tool::from_fn(def, |_| async {
+        std::thread::sleep(Duration::from_secs(3));
+        Ok(json!("finished late"))
+    })
+    .with_timeout(Duration::from_millis(300));
+    tools.register(tool).unwrap();
+    let calls: Vec<ToolCall> = (0..4)
+        .map(|i| ToolCall::new(format!("call_{i}"), "stuck", "{}"))
+        .collect();
+    let selection = ToolSelection::default();
+    let results =
+        futures::future::join_all(calls.iter().map(|c| tools.dispatch(c, &selection))).await;
+    for result in &results {
+        assert!(result.is_error, "{result:?}");
+        assert!(
+            result.error.as_deref().unwrap_or("").contains("timed out"),
+            "{result:?}"
+        );
+    }
+    // The same calls dispatched from tasks of their own, as the agent runs a turn's calls.
+    let tools = std::sync::Arc::new(tools);
+    let tasks: Vec<_> = calls
+        .into_iter()
+        .map(|call| {
+            let tools = tools.clone();
+            tokio::spawn(async move { tools.dispatch(&call, &ToolSelection::default()).await })
+        })
+        .collect();
+    for task in tasks {
+        let result = task.await.unwrap();
+        assert!(
+            result.error.as_deref().unwrap_or("").contains("timed out"),
+            "{result:?}"
+        );
+    }
+}

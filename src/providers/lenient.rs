@@ -22,6 +22,46 @@ where
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
+/// A list that a server may send as its one element (iFlytek Spark through an
+/// OpenAI-compatible endpoint sends `tool_calls` as one call object, not an array): an array
+/// reads as is, an object as a list of one, `null` or absent as empty. Elements are read in
+/// place from the payload (no buffering), so borrowed fields keep borrowing.
+pub(crate) fn one_or_many<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct OneOrMany<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for OneOrMany<T> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list, one object, or null")
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+        fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            // Capacity from the hint is capped: a hostile hint allocates nothing.
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(16));
+            while let Some(item) = seq.next_element()? {
+                out.push(item);
+            }
+            Ok(out)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            let one = T::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+            Ok(vec![one])
+        }
+    }
+    d.deserialize_any(OneOrMany(std::marker::PhantomData))
+}
+
 /// A scalar read leniently: what each reader makes of a string, a number or anything else.
 trait Lenient<'de>: Sized {
     fn string(s: Cow<'de, str>) -> Option<Self>;

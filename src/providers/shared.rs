@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::provider::Downgrade;
+use crate::provider::{Downgrade, ProviderKind};
 use crate::types::{
     AssistantMessage, ChatRequest, Message, Part, ToolCall, ToolChoice, ToolResult, parse_arguments,
 };
@@ -51,6 +51,86 @@ pub(crate) fn tool_media_after_runs(
         }
     }
     out
+}
+
+/// The error for a whole body that has none of `provider`'s body fields (`shape` names them):
+/// most likely another API's answer replayed or served under the wrong provider (a Bedrock
+/// Converse body read as `anthropic`). Never an empty success, so nothing in it is silently
+/// lost. The body is parsed again only here, on the error path, to name the API it looks like.
+pub(crate) fn foreign_body(provider: ProviderKind, shape: &str, body: &[u8]) -> Error {
+    let looks_like = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| likely_api(&v))
+        .map(|(api, _)| format!(" (it looks like {api})"))
+        .unwrap_or_default();
+    let name = provider.name();
+    let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    Error::decode(
+        provider,
+        "response body",
+        format!(
+            "not {article} {name} response body: likely another API's{looks_like}; it has none \
+             of {shape} (wrong provider?)"
+        ),
+    )
+}
+
+/// A failed typed read of a whole body, or [`foreign_body`] when the body is plainly another
+/// API's (the typed read failed because a field of the same name has another shape there).
+pub(crate) fn or_foreign(provider: ProviderKind, shape: &str, body: &[u8], error: Error) -> Error {
+    let foreign = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| likely_api(&v))
+        .is_some_and(|(_, wires)| !wires.contains(&provider));
+    if foreign {
+        foreign_body(provider, shape, body)
+    } else {
+        error
+    }
+}
+
+/// The API whose body `v` looks like, by the top-level fields that give each one away, and
+/// the providers that speak it.
+fn likely_api(v: &Value) -> Option<(&'static str, &'static [ProviderKind])> {
+    use ProviderKind as K;
+    let o = v.as_object()?;
+    let has = |k: &str| o.contains_key(k);
+    let output = o.get("output");
+    Some(
+        if output.is_some_and(|x| x.get("message").is_some()) && has("stopReason") {
+            (
+                "an AWS Bedrock Converse body: `output.message`, `stopReason`",
+                &[],
+            )
+        } else if has("choices") {
+            (
+                "an OpenAI Chat Completions body: `choices`",
+                &[K::OpenAi, K::Glm, K::Qwen, K::StepFun],
+            )
+        } else if has("candidates") || has("promptFeedback") {
+            ("a Gemini body: `candidates`", &[K::Gemini])
+        } else if output.is_some_and(Value::is_array) {
+            (
+                "an OpenAI Responses body: `output` items",
+                &[K::OpenAiResponses],
+            )
+        } else if output.is_some_and(|x| x.get("choices").is_some() || x.get("text").is_some()) {
+            ("a DashScope body: `output.choices`", &[K::DashScope])
+        } else if o.get("type").and_then(Value::as_str) == Some("message") || has("stop_reason") {
+            (
+                "an Anthropic Messages body: `type: message`, `stop_reason`",
+                &[K::Anthropic],
+            )
+        } else if has("message") && has("done") {
+            ("an Ollama /api/chat body: `message`, `done`", &[K::Ollama])
+        } else {
+            return None;
+        },
+    )
 }
 
 /// Every tool name in the request, tools first, then history, for [`NameMap::build`].
@@ -102,13 +182,17 @@ pub(crate) fn stops_mid_json(text: &str) -> bool {
 
 /// The argument text to replay for a call: its raw text when that is a JSON object, `{}` when
 /// it is empty, JSON `null`, malformed or truncated (servers re-parse history and reject text
-/// that is no object).
+/// that is no object). A complete call whose raw text is not JSON (a free-form call's text, see
+/// [`ToolCall::FREE_FORM`], even after its mark was dropped) sends its canonical arguments,
+/// `{"input": "<text>"}`, so its input survives on a function wire.
 pub(crate) fn replay_arguments(call: &ToolCall) -> String {
     if call.error.is_none()
         && call.raw_arguments.trim_start().starts_with('{')
         && parse_arguments(&call.raw_arguments).is_ok()
     {
         call.raw_arguments.clone()
+    } else if let (None, Some(args @ Value::Object(_))) = (&call.error, &call.arguments) {
+        args.to_string()
     } else {
         "{}".to_owned()
     }

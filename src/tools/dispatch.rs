@@ -62,23 +62,28 @@ pub(super) async fn run(target: Target<'_>, call: &ToolCall) -> ToolResult {
     // The handler is called inside the future so a panic while building its future is caught
     // the same way as a panic while it runs.
     let running = AssertUnwindSafe(async move { handler.call(input).await }).catch_unwind();
-    // The handler runs as a task of its own, so its timeout is reported on time even when it
-    // blocks its thread (a `std::thread::sleep`, a synchronous client): the timer here runs on
-    // another worker of a multi-thread runtime. On timeout (or when the caller
-    // stops waiting) the task is aborted; a blocked
-    // thread cannot be interrupted, so it finishes its blocking call and the task is dropped
-    // at its next await, its result discarded. (On a current-thread runtime a blocking handler
-    // blocks everything, as any blocking code there does: use `spawn_blocking` in such
-    // handlers.)
-    // Dropping this future (an agent run given up) aborts the task, as it cancelled the
-    // handler before it ran as a task of its own.
-    let mut task = AbortOnDrop(tokio::spawn(running));
-    let finished = tokio::time::timeout(target.timeout, &mut task.0).await;
-    drop(task);
+    // The handler's future is driven on a blocking-pool thread of its own (`spawn_blocking` +
+    // `Handle::block_on`), never on a runtime worker: a handler that blocks its thread (a
+    // `std::thread::sleep`, a synchronous client) then cannot starve the timer below, however
+    // many block at once. Running it as a worker task was not enough: with as many blocking
+    // handlers as workers, no worker was left to fire the timers, and handlers past their
+    // timeout came back `ok`. Inside, the handler still runs in the caller's runtime
+    // (`tokio::spawn`, timers and sockets work as in any task). On timeout, or when the
+    // caller stops waiting, the handler is aborted: a blocked thread cannot be interrupted,
+    // so it finishes its blocking call and the future is dropped at its next await, its
+    // result discarded.
+    let (abortable, abort) = futures::future::abortable(running);
+    let runtime = tokio::runtime::Handle::current();
+    let guard = AbortOnDrop(abort);
+    let task = tokio::task::spawn_blocking(move || runtime.block_on(abortable));
+    let finished = tokio::time::timeout(target.timeout, task).await;
+    drop(guard);
     let finished = finished.map(|joined| match joined {
-        Ok(outcome) => outcome,
+        Ok(Ok(outcome)) => outcome,
         Err(e) if e.is_panic() => Err(e.into_panic()),
-        Err(_) => Ok(Err(super::ToolError::new("the tool's task was cancelled"))),
+        Ok(Err(futures::future::Aborted)) | Err(_) => {
+            Ok(Err(super::ToolError::new("the tool's task was cancelled")))
+        }
     });
     match finished {
         Err(_) => ToolResult::error(
@@ -105,10 +110,11 @@ pub(super) async fn run(target: Target<'_>, call: &ToolCall) -> ToolResult {
     }
 }
 
-/// A spawned handler that is aborted when its caller stops waiting for it.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+/// A running handler, aborted when its caller stops waiting for it (its result arrived, its
+/// timeout passed, or the caller's future was dropped).
+struct AbortOnDrop(futures::future::AbortHandle);
 
-impl<T> Drop for AbortOnDrop<T> {
+impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }

@@ -290,7 +290,10 @@ impl Tool {
         self
     }
 
-    /// How long a call may run (default 30 s, at most 300 s).
+    /// How long a call may run (default 30 s, at most 300 s). The timeout holds even for a
+    /// handler that blocks its thread: each call's handler runs on a blocking-pool thread of
+    /// its own, so blocked handlers never hold the runtime's workers; a blocked handler's
+    /// late result is discarded.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self

@@ -83,6 +83,68 @@ impl ToolCall {
     /// `extra` key set to `true` when toolwire minted the id (the provider sent none).
     pub const SYNTHETIC_ID: &'static str = "synthetic_id";
 
+    /// `extra` key set to `true` on a call to a free-form tool (an OpenAI Responses custom
+    /// tool): its `raw_arguments` is the text the model wrote, byte for byte and not JSON, and
+    /// its `arguments` are that text wrapped as `{"input": "<text>"}`, so a handler written for
+    /// a function with one string argument runs it.
+    pub const FREE_FORM: &'static str = "custom_tool";
+
+    /// A call to a free-form tool whose whole `text` arrived: `raw_arguments` is `text`,
+    /// `arguments` `{"input": text}`, marked with [`ToolCall::FREE_FORM`]. A call without a
+    /// name is `malformed`, as for any call.
+    pub fn free_form(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        let (id, name, text) = (id.into(), name.into(), text.into());
+        let (arguments, error) = if name.is_empty() {
+            let error = ArgumentsError::new(ArgumentsErrorKind::Malformed, NO_NAME);
+            (None, Some(error))
+        } else {
+            let mut input = Map::new();
+            input.insert("input".to_owned(), Value::String(text.clone()));
+            (Some(Value::Object(input)), None)
+        };
+        let mut extra = Map::new();
+        extra.insert(Self::FREE_FORM.to_owned(), Value::Bool(true));
+        Self {
+            id,
+            name,
+            raw_arguments: text,
+            arguments,
+            error,
+            extra,
+        }
+    }
+
+    /// A call marked [`ToolCall::FREE_FORM`] in its `extra` re-read as free text (a no-op for
+    /// any other call): its `arguments` are `{"input": text}`, or, when `cut` (the turn ended
+    /// before the wire marked the call's end), it is `truncated`, never run. The assembler
+    /// builds every call from its text first and learns its kind from `extra`.
+    pub(crate) fn settle_free_form(&mut self, cut: bool) {
+        if !self.is_free_form() {
+            return;
+        }
+        let extra = std::mem::take(&mut self.extra);
+        let text = std::mem::take(&mut self.raw_arguments);
+        let id = std::mem::take(&mut self.id);
+        *self = Self::free_form(id, std::mem::take(&mut self.name), text);
+        self.extra = extra;
+        if cut && self.error.is_none() {
+            self.arguments = None;
+            self.error = Some(ArgumentsError::new(
+                ArgumentsErrorKind::Truncated,
+                "the turn ended before the call's input was complete",
+            ));
+        }
+    }
+
+    /// Whether the call is to a free-form tool (see [`ToolCall::FREE_FORM`]).
+    pub fn is_free_form(&self) -> bool {
+        self.extra.get(Self::FREE_FORM) == Some(&Value::Bool(true))
+    }
+
     /// A call whose raw text is parsed now: empty text means `{}`; anything that is not a JSON
     /// object is `malformed`. A call with an empty name is never complete: it is `malformed`
     /// ("the call has no name"), its raw text kept, and is never executed.
@@ -203,7 +265,8 @@ fn parse_inner(raw: &str) -> Result<Value, (ArgumentsError, bool)> {
 
 impl<'de> Deserialize<'de> for ToolCall {
     /// Input needs only `id`, `name` and `raw_arguments`; `arguments` and `error` are derived
-    /// from the raw text when absent, so a call printed by `toolwire replay` pastes back as is.
+    /// from the raw text when absent (for a free-form call, wrapped rather than parsed), so a
+    /// call printed by `toolwire replay` pastes back as is.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
         struct Raw {
@@ -218,7 +281,13 @@ impl<'de> Deserialize<'de> for ToolCall {
             extra: Map<String, Value>,
         }
         let raw = Raw::deserialize(d)?;
-        let mut call = ToolCall::new(raw.id, raw.name, raw.raw_arguments);
+        let free_form = raw.extra.get(Self::FREE_FORM) == Some(&Value::Bool(true));
+        let mut call = if free_form {
+            // Free text, not JSON: its arguments are derived from it, never parsed from it.
+            ToolCall::free_form(raw.id, raw.name, raw.raw_arguments)
+        } else {
+            ToolCall::new(raw.id, raw.name, raw.raw_arguments)
+        };
         call.extra = raw.extra;
         if let Some(err) = raw.error {
             call.error = Some(err);
@@ -316,5 +385,34 @@ mod tests {
         let text = serde_json::to_string(&call).unwrap();
         let again: ToolCall = serde_json::from_str(&text).unwrap();
         assert_eq!(again, call);
+    }
+
+    #[test]
+    fn a_free_form_call_keeps_its_text_and_pastes_back() {
+        let call = ToolCall::free_form("c1", "sql", "SELECT \"x\"\n");
+        assert_eq!(call.raw_arguments, "SELECT \"x\"\n");
+        assert_eq!(
+            call.arguments,
+            Some(serde_json::json!({"input": "SELECT \"x\"\n"}))
+        );
+        assert!(call.is_complete() && call.is_free_form());
+        let text = serde_json::to_string(&call).unwrap();
+        let again: ToolCall = serde_json::from_str(&text).unwrap();
+        assert_eq!(again, call);
+        // Only the marker and the text are needed; an error given stays.
+        let minimal: ToolCall = serde_json::from_str(
+            r#"{"id":"c1","name":"sql","raw_arguments":"SELECT 1","custom_tool":true}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            minimal.arguments,
+            Some(serde_json::json!({"input": "SELECT 1"}))
+        );
+        let cut: ToolCall = serde_json::from_str(
+            r#"{"id":"c1","name":"sql","raw_arguments":"SEL","custom_tool":true,"error":{"kind":"truncated","message":"cut"}}"#,
+        )
+        .unwrap();
+        assert!(!cut.is_complete());
+        assert_eq!(cut.arguments, None);
     }
 }

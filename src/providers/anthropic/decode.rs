@@ -13,7 +13,7 @@ use super::{
 use crate::assemble::{Fragment, Turn};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
-use crate::providers::shared::stops_mid_json;
+use crate::providers::shared::{foreign_body, or_foreign, stops_mid_json};
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::Anthropic;
@@ -468,13 +468,24 @@ fn input_text(input: Option<&Value>) -> String {
 }
 
 /// A whole `Message` body (or an error body).
+/// The fields of a Messages body, one of which every body has.
+const SHAPE: &str = "`type: message`, `content`, `stop_reason`";
+
 pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
-    let message: Message =
-        serde_json::from_slice(body).map_err(|e| Error::decode(KIND, "response body", e))?;
+    let message: Message = serde_json::from_slice(body)
+        .map_err(|e| or_foreign(KIND, SHAPE, body, Error::decode(KIND, "response body", e)))?;
     if message.kind.as_deref() == Some("error")
         || message.error.as_ref().is_some_and(|e| !e.is_null())
     {
         return Err(api_error(None, body).into());
+    }
+    // Every field is optional to the reader, so a body of another API would read as an empty
+    // answer: a Messages body says `type: message`, or has content blocks or a stop reason.
+    if message.kind.as_deref() != Some("message")
+        && message.content.is_empty()
+        && message.stop_reason.is_none()
+    {
+        return Err(foreign_body(KIND, SHAPE, body));
     }
     let mut decoder = Decoder::new();
     let mut sink = Vec::new();

@@ -26,6 +26,7 @@ use super::wire::{Choice, Output, Payload, Usage as WireUsage, content_text};
 use crate::assemble::{Fragment, Turn};
 use crate::error::{Error, Result};
 use crate::provider::{ProviderKind, generic_error};
+use crate::providers::shared::{foreign_body, or_foreign};
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::DashScope;
@@ -281,17 +282,17 @@ fn parse(data: &[u8], what: &str) -> Result<Payload> {
 
 /// A whole (non-streamed) response body; an error body gives [`Error::Api`].
 pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
-    let payload = parse(body, "response body")?;
+    const SHAPE: &str = "`output.choices`, `output.text`, `output.finish_reason`, an error `code`";
+    let payload = parse(body, "response body").map_err(|e| or_foreign(KIND, SHAPE, body, e))?;
     if is_error(&payload) {
         return Err(generic_error(KIND, None, body).into());
     }
-    let output = payload.output.as_ref().ok_or_else(|| {
-        Error::decode(
-            KIND,
-            "response body",
-            "no `output` and no error `code` (is this another provider's body?)",
-        )
-    })?;
+    // An `output` object alone is not enough: Bedrock Converse has one too (`output.message`).
+    let output = payload
+        .output
+        .as_ref()
+        .filter(|o| !o.choices.is_empty() || o.text.is_some() || o.finish_reason.is_some())
+        .ok_or_else(|| foreign_body(KIND, SHAPE, body))?;
     let mut turn = Turn::new(KIND);
     let mut sink = Vec::new();
     let mut deltas = Deltas::new(Form::Incremental);

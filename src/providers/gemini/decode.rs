@@ -11,6 +11,7 @@ use super::{BLOCK_REASON, FINISH_MESSAGE, REASONING_SIGNATURE, THOUGHT_SIGNATURE
 use crate::assemble::{Fragment, Turn};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error, scalar_text};
+use crate::providers::shared::{foreign_body, or_foreign};
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::Gemini;
@@ -304,6 +305,9 @@ impl Decoder {
     }
 }
 
+/// The fields of a `GenerateContentResponse`, one of which every body has.
+const SHAPE: &str = "`candidates`, `promptFeedback`, `usageMetadata`";
+
 /// A whole body: one `GenerateContentResponse`, or a JSON array of them.
 pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
     let value: Value =
@@ -323,16 +327,25 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
         } else {
             "response body".to_owned()
         };
-        let chunk = Response::deserialize(item).map_err(|e| Error::decode(KIND, what, e))?;
+        let chunk = Response::deserialize(item)
+            .map_err(|e| or_foreign(KIND, SHAPE, body, Error::decode(KIND, what, e)))?;
         decoder.apply(&chunk, &mut sink)?;
     }
     if !decoder.turn.is_finished() {
         if !decoder.saw_candidate {
-            return Err(Error::decode(
-                KIND,
-                "response body",
-                "no candidates (is this another provider's body?)",
-            ));
+            let shaped = |v: &Value| {
+                ["candidates", "promptFeedback", "usageMetadata"]
+                    .iter()
+                    .any(|k| v.get(k).is_some())
+            };
+            let shaped = match &value {
+                Value::Array(items) => items.iter().any(shaped),
+                other => shaped(other),
+            };
+            if !shaped {
+                return Err(foreign_body(KIND, SHAPE, body));
+            }
+            return Err(Error::decode(KIND, "response body", "no candidates"));
         }
         // A whole body is complete by definition; a missing finishReason means STOP.
         decoder.end_turn(FinishReason::Stop, None, &mut sink);

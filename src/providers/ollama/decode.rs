@@ -6,7 +6,7 @@ use super::wire::{Chunk, ToolCall};
 use crate::assemble::Turn;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
-use crate::providers::shared::stops_mid_json;
+use crate::providers::shared::{foreign_body, stops_mid_json};
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::Ollama;
@@ -39,6 +39,8 @@ pub(crate) struct Decoder {
     /// A JSON object spread over several lines (a pretty-printed body pasted into `replay`),
     /// gathered until its braces balance.
     pending: Option<Spread>,
+    /// Whether any line had Ollama's shape (a `message` or `done: true`).
+    shaped: bool,
 }
 
 /// The lines of one JSON value written over several lines, and how deep the scan is in it.
@@ -78,6 +80,7 @@ impl Decoder {
         Self {
             turn: Turn::new(KIND),
             pending: None,
+            shaped: false,
         }
     }
 
@@ -169,6 +172,7 @@ impl StreamDecoder for Decoder {
             api.partial = Some(Box::new(self.turn.interrupt()));
             return Err(api.into());
         }
+        self.shaped |= chunk.message.is_some() || chunk.done;
         self.apply(&chunk, out)
     }
 
@@ -203,6 +207,9 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
     }
     if lines == 0 {
         return Err(Error::decode(KIND, "response body", "the body is empty"));
+    }
+    if !decoder.shaped && decoder.pending.is_none() {
+        return Err(foreign_body(KIND, "`message`, `done`", body));
     }
     decoder.finish(&mut sink)
 }

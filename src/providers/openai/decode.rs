@@ -10,6 +10,7 @@ use crate::assemble::{Fragment, Turn};
 use crate::error::{Error, Result};
 use crate::provider::{StreamDecoder, generic_error};
 use crate::providers::lenient::{raw_content_text, string_token_lossy};
+use crate::providers::shared::{foreign_body, or_foreign};
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 /// A decoded finish reason: `None` while the turn is still running.
@@ -165,20 +166,19 @@ fn parse_chunk<'a>(dialect: &Dialect, data: &'a str, what: &str) -> Result<Chunk
 pub(crate) fn decode_body(dialect: &Dialect, body: &[u8]) -> Result<ChatResponse> {
     let text = std::str::from_utf8(body)
         .map_err(|e| Error::decode(dialect.info.kind, "response body", e))?;
-    let chunk = parse_chunk(dialect, text, "response body")?;
-    let mut turn = Turn::new(dialect.info.kind);
+    let kind = dialect.info.kind;
+    let chunk = parse_chunk(dialect, text, "response body")
+        .map_err(|e| or_foreign(kind, "`choices`", body, e))?;
+    if chunk.choices.is_none() {
+        return Err(foreign_body(kind, "`choices`", body));
+    }
+    let mut turn = Turn::new(kind);
     let mut sink = Vec::new();
     let choice = chunk
         .choices()
         .iter()
         .find(|c| c.index.unwrap_or(0) == 0)
-        .ok_or_else(|| {
-            Error::decode(
-                dialect.info.kind,
-                "response body",
-                "no choices (is this another provider's body?)",
-            )
-        })?;
+        .ok_or_else(|| Error::decode(kind, "response body", "no choice at index 0"))?;
     if let Some(u) = &chunk.usage {
         turn.usage(usage(u), &mut sink);
     }

@@ -65,7 +65,8 @@ pub(crate) struct Delta<'a> {
     pub reasoning_content: Option<&'a RawValue>,
     #[serde(borrow, default)]
     pub reasoning: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "lenient::null_default")]
+    /// A list; one call object is read as a list of one (iFlytek Spark).
+    #[serde(borrow, default, deserialize_with = "lenient::one_or_many")]
     pub tool_calls: Vec<ToolCallDelta<'a>>,
 }
 

@@ -14,6 +14,7 @@ use super::{CUSTOM_TOOL, ITEM_ID, OTHER_ITEMS, REASONING_ITEMS, REFUSAL, UNKNOWN
 use crate::assemble::{Fragment, Turn};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error, scalar_text};
+use crate::providers::shared::{foreign_body, stops_mid_json};
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::OpenAiResponses;
@@ -73,21 +74,6 @@ fn usage(u: &WireUsage) -> Usage {
         ..Default::default()
     }
 }
-
-/// `text` escaped as the inside of a JSON string (no quotes): a custom call's free-form input
-/// becomes the canonical arguments `{"input": "<text>"}` piece by piece.
-pub(crate) fn escape(text: &str) -> String {
-    let quoted = Value::String(text.to_owned()).to_string();
-    quoted
-        .get(1..quoted.len().saturating_sub(1))
-        .unwrap_or_default()
-        .to_owned()
-}
-
-/// The opening of a custom call's canonical arguments.
-const INPUT_OPEN: &str = "{\"input\":\"";
-/// Their closing.
-const INPUT_CLOSE: &str = "\"}";
 
 /// An [`ApiError`] for an `error` event or a failed response: `error` is the event's nested
 /// error object or the response's, `flat` the event's own `code` and `message`; the payload is
@@ -191,8 +177,6 @@ struct ItemState {
     closed: bool,
     /// Text or reasoning deltas arrived for this item (else its `.done` item supplies them).
     streamed: bool,
-    /// A custom call's input so far, unescaped, to check its `.done` against.
-    input: String,
 }
 
 /// The decoder of one turn.
@@ -364,7 +348,6 @@ impl Decoder {
             has_call_id: false,
             closed: false,
             streamed: false,
-            input: String::new(),
         };
         match kind {
             Kind::Function | Kind::Custom => self.open_call(index, &item, &mut state, out)?,
@@ -392,11 +375,9 @@ impl Decoder {
             ));
         };
         let call_id = item.call_id.as_deref().filter(|id| !id.is_empty());
+        // A custom call's input is free text, kept as the model wrote it.
         let arguments = match state.kind {
-            Kind::Custom => {
-                state.input = item.input.clone().unwrap_or_default();
-                format!("{INPUT_OPEN}{}", escape(&state.input))
-            }
+            Kind::Custom => item.input.clone().unwrap_or_default(),
             _ => item
                 .arguments_text()
                 .map(std::borrow::Cow::into_owned)
@@ -477,13 +458,7 @@ impl Decoder {
         if delta.is_empty() {
             return Ok(());
         }
-        let piece = if kind == Kind::Custom {
-            state.input.push_str(delta);
-            escape(delta)
-        } else {
-            delta.to_owned()
-        };
-        self.push(index, &piece, out);
+        self.push(index, delta, out);
         Ok(())
     }
 
@@ -517,15 +492,10 @@ impl Decoder {
             return Ok(());
         }
         state.closed = true;
-        let custom = state.kind == Kind::Custom;
-        let so_far = if custom {
-            state.input.as_str()
-        } else {
-            state
-                .call
-                .and_then(|p| self.turn.call_arguments(p))
-                .unwrap_or_default()
-        };
+        let so_far = state
+            .call
+            .and_then(|p| self.turn.call_arguments(p))
+            .unwrap_or_default();
         let rest = match done {
             None => String::new(),
             Some(done) if done.len() >= so_far.len() && done.starts_with(so_far) => {
@@ -541,20 +511,32 @@ impl Decoder {
                 ));
             }
         };
-        let mut tail = if custom { escape(&rest) } else { rest };
-        if custom {
-            tail.push_str(INPUT_CLOSE);
-        }
-        if !tail.is_empty() {
-            self.push(index, &tail, out);
+        if !rest.is_empty() {
+            self.push(index, &rest, out);
         }
         Ok(())
     }
 
+    /// The wire marked the call at `index` finished: it is final now, unless its argument
+    /// text stops inside a JSON value: OpenAI marks a call cut by `max_output_tokens` finished
+    /// too, and only the turn's finish tells a cut (`truncated`) from text the model wrote so
+    /// (`malformed`); such a call cannot run either way, so waiting costs nothing.
     fn complete(&mut self, index: i64, out: &mut Vec<StreamEvent>) {
-        if let Some(position) = self.items.get(&index).and_then(|s| s.call) {
-            self.turn.complete_call(position, out);
+        let Some(state) = self.items.get(&index) else {
+            return;
+        };
+        let Some(position) = state.call else {
+            return;
+        };
+        if state.kind == Kind::Function
+            && self
+                .turn
+                .call_arguments(position)
+                .is_some_and(stops_mid_json)
+        {
+            return;
         }
+        self.turn.complete_call(position, out);
     }
 
     fn item_done(&mut self, index: i64, raw: &Value, out: &mut Vec<StreamEvent>) -> Result<()> {
@@ -750,14 +732,16 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
     if error.is_some() && !map.contains_key("output") {
         return Err(api_error(None, body).into());
     }
+    // A response object's `output` is a list of items (DashScope's and Bedrock Converse's
+    // `output` are objects).
+    if !map.get("output").is_some_and(Value::is_array) {
+        return Err(foreign_body(KIND, "an `output` list", body));
+    }
     let response =
         ResponseObject::deserialize(&value).map_err(|e| Error::decode(KIND, "response body", e))?;
     if response.status.as_deref() == Some("failed") {
         let text = String::from_utf8_lossy(body);
         return Err(stream_error(response.error.as_ref(), (None, None), &text).into());
-    }
-    if !map.contains_key("output") {
-        return Err(Error::decode(KIND, "response body", "no `output`"));
     }
     let mut decoder = Decoder::new();
     let mut sink = Vec::new();
@@ -989,8 +973,7 @@ mod tests {
     }
 
     #[test]
-    fn custom_input_is_escaped_piece_by_piece() {
-        assert_eq!(escape("a\"b\n"), "a\\\"b\\n");
+    fn custom_input_is_kept_as_written() {
         let (events, r) = run(&[
             r#"{"type":"response.output_item.added","output_index":0,"item":{"id":"ctc_1","type":"custom_tool_call","call_id":"c","name":"sh","input":""}}"#,
             r#"{"type":"response.custom_tool_call_input.delta","output_index":0,"delta":"echo \"hi"}"#,
@@ -999,6 +982,7 @@ mod tests {
             COMPLETED,
         ]);
         let call = &r.unwrap().tool_calls[0];
+        assert_eq!(call.raw_arguments, "echo \"hi\"\n");
         assert_eq!(call.arguments.as_ref().unwrap()["input"], "echo \"hi\"\n");
         assert_eq!(call.extra[CUSTOM_TOOL], true);
         let streamed: String = events
@@ -1009,6 +993,74 @@ mod tests {
             })
             .collect();
         assert_eq!(streamed, call.raw_arguments);
+        let fragments: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallDelta { fragment, .. } => Some(fragment.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(fragments, ["echo \"hi", "\"\n"]);
+    }
+
+    #[test]
+    fn an_end_mark_on_cut_text_waits_for_the_finish() {
+        let delta = r#"{"type":"response.function_call_arguments.delta","output_index":0,"delta":"{\"a\":\"x"}"#;
+        let done = r#"{"type":"response.function_call_arguments.done","output_index":0,"arguments":"{\"a\":\"x"}"#;
+        let item = |status: &str| {
+            format!(
+                r#"{{"type":"response.output_item.done","output_index":0,"item":{{"id":"fc_1","type":"function_call","status":"{status}","arguments":"{{\"a\":\"x","call_id":"call_1","name":"f"}}}}"#
+            )
+        };
+        let incomplete = r#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}"#;
+        let kind = |r: Result<ChatResponse>| r.unwrap().tool_calls[0].error.as_ref().unwrap().kind;
+        // Cut by the token limit, whatever end marks the cut item got: truncated.
+        for status in ["incomplete", "completed", "in_progress"] {
+            let (events, r) = run(&[ADDED, delta, done, &item(status), incomplete]);
+            assert_eq!(kind(r), ArgumentsErrorKind::Truncated, "{status}");
+            let completes = events
+                .iter()
+                .filter(|e| matches!(e, StreamEvent::ToolCallComplete { .. }))
+                .count();
+            assert_eq!(completes, 1);
+        }
+        // The same text in a turn that ended normally is what the model wrote: malformed.
+        let (_, r) = run(&[ADDED, delta, done, &item("completed"), COMPLETED]);
+        assert_eq!(kind(r), ArgumentsErrorKind::Malformed);
+        // A whole body: an item whose arguments are cut, whatever its status.
+        for status in ["", r#""status":"completed","#, r#""status":"in_progress","#] {
+            let body = format!(
+                r#"{{"status":"incomplete","incomplete_details":{{"reason":"max_output_tokens"}},"output":[{{"type":"function_call",{status}"arguments":"{{\"a\":\"x","call_id":"c","name":"f"}}]}}"#
+            );
+            assert_eq!(
+                kind(decode_body(body.as_bytes())),
+                ArgumentsErrorKind::Truncated
+            );
+        }
+    }
+
+    #[test]
+    fn custom_calls_are_their_text_in_bodies_and_cut_turns() {
+        let body = br#"{"status":"completed","output":[{"id":"ctc_1","type":"custom_tool_call","call_id":"c","name":"sql","input":"SELECT \"a\"\n"}]}"#;
+        let r = decode_body(body).unwrap();
+        let call = &r.tool_calls[0];
+        assert_eq!(call.raw_arguments, "SELECT \"a\"\n");
+        assert_eq!(call.arguments.as_ref().unwrap()["input"], "SELECT \"a\"\n");
+        assert!(call.is_complete() && call.is_free_form());
+        assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+        // Open when the token limit cut the turn: truncated, its text kept.
+        let (_, r) = run(&[
+            r#"{"type":"response.output_item.added","output_index":0,"item":{"id":"ctc_1","type":"custom_tool_call","call_id":"c","name":"sql","input":""}}"#,
+            r#"{"type":"response.custom_tool_call_input.delta","output_index":0,"delta":"SELECT na"}"#,
+            r#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}"#,
+        ]);
+        let call = &r.unwrap().tool_calls[0];
+        assert_eq!(call.raw_arguments, "SELECT na");
+        assert_eq!(call.arguments, None);
+        assert_eq!(
+            call.error.as_ref().unwrap().kind,
+            ArgumentsErrorKind::Truncated
+        );
     }
 
     /// Random Responses-shaped event sequences (announcements, deltas, `.done` events, finished

@@ -95,16 +95,12 @@ fn is_custom(call: &ToolCall) -> bool {
 }
 
 /// A call as an input item: `function_call` (arguments replayed as received, or `{}` when
-/// they were broken) or `custom_tool_call` (its `input` text), the item id echoed when known.
+/// they were broken) or `custom_tool_call` (its `input`: the text the model wrote, which is
+/// `raw_arguments` byte for byte), the item id echoed when known.
 fn call_item(call: &ToolCall, names: &NameMap) -> Value {
     let mut m = Map::new();
     if is_custom(call) {
-        let input = call
-            .arguments
-            .as_ref()
-            .and_then(|a| a.get("input"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let input = call.raw_arguments.as_str();
         m.insert("type".into(), json!("custom_tool_call"));
         m.insert("call_id".into(), json!(call.id));
         m.insert("name".into(), json!(names.wire(&call.name)));

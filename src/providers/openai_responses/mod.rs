@@ -31,8 +31,10 @@ pub const ITEM_ID: &str = "item_id";
 pub const REASONING_ITEMS: &str = "reasoning_items";
 
 /// Key (on [`ToolCall::extra`](crate::ToolCall)) set to `true` on a call to a custom
-/// (free-form) tool. Its canonical arguments are `{"input": "<the text the model wrote>"}`.
-pub const CUSTOM_TOOL: &str = "custom_tool";
+/// (free-form) tool: [`ToolCall::FREE_FORM`](crate::ToolCall::FREE_FORM). Its `raw_arguments`
+/// is the text the model wrote, byte for byte; its canonical arguments are `{"input": "<that
+/// text>"}`.
+pub const CUSTOM_TOOL: &str = crate::ToolCall::FREE_FORM;
 
 /// The schema keyword that makes a [`ToolDefinition`] a custom (free-form) tool on this wire:
 /// its value is the tool's `format` (`{"type": "text"}`, or `{"type": "grammar", "syntax":

@@ -509,9 +509,8 @@ mod tests {
         weather
             .extra
             .insert(REASONING_ITEMS.into(), json!([reasoning]));
-        let mut sql = ToolCall::new("call_s2", "run_sql", r#"{"input":"SELECT \"x\"\n"}"#);
+        let mut sql = ToolCall::free_form("call_s2", "run_sql", "SELECT \"x\"\n");
         sql.extra.insert(ITEM_ID.into(), json!("ctc_s2"));
-        sql.extra.insert(CUSTOM_TOOL.into(), json!(true));
         let mut r = ChatResponse {
             text: Some("Looking it up, one moment please.".into()),
             reasoning: Some("Plan.\n\nAct.".into()),
