@@ -11,8 +11,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::Barrier;
 use toolwire::tools::{
-    Callback, Param, Params, Tool, ToolError, ToolRegistry, ToolSelection, TypedTool,
+    Callback, Param, Params, Tool, ToolError, ToolRegistry, ToolReply, ToolSelection, TypedTool,
 };
+use toolwire::types::Part;
 use toolwire::{Error, ToolCall, ToolDefinition};
 
 fn everything() -> ToolSelection {
@@ -517,7 +518,7 @@ async fn errors_and_panics_are_results_and_other_calls_go_on() {
         .unwrap();
     registry
         .register(Tool::from_fn(def("fails"), |_| async {
-            Err(ToolError::new("disk full").with_output(json!({"free": 0})))
+            Err::<Value, _>(ToolError::new("disk full").with_output(json!({"free": 0})))
         }))
         .unwrap();
     registry
@@ -914,4 +915,96 @@ async fn checks_and_handlers_may_use_the_registry() {
         .dispatch(&ToolCall::new("c1", "a", "{}"), &everything())
         .await;
     assert!(!result.is_error, "{result:?}");
+}
+
+// ---------------------------------------------------------------- content parts
+
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+struct Screenshot;
+
+impl TypedTool for Screenshot {
+    type Args = WeatherArgs;
+    type Output = ToolReply;
+
+    fn name(&self) -> &str {
+        "screenshot"
+    }
+
+    fn description(&self) -> &str {
+        "A picture of the weather page"
+    }
+
+    async fn call(&self, args: WeatherArgs) -> Result<ToolReply, ToolError> {
+        Ok(ToolReply::new(json!({"city": args.city, "width": 1}))
+            .with_content([Part::text("The page:"), Part::image("image/png", PNG)]))
+    }
+}
+
+#[tokio::test]
+async fn handlers_return_content_parts_the_model_sees() {
+    let registry = ToolRegistry::new();
+    registry
+        .register(Tool::from_fn(def("chart"), |_| async {
+            Ok(ToolReply::new(json!({"points": 3})).with_content([Part::image("image/png", PNG)]))
+        }))
+        .unwrap();
+    registry.register_typed(Screenshot).unwrap();
+    let result = registry
+        .dispatch(&ToolCall::new("c1", "chart", "{}"), &everything())
+        .await;
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(
+        result.output,
+        json!({"points": 3}),
+        "the output stays the value"
+    );
+    assert_eq!(result.content, vec![Part::image("image/png", PNG)]);
+    let result = registry
+        .dispatch(
+            &ToolCall::new("c2", "screenshot", r#"{"city":"Lyon"}"#),
+            &everything(),
+        )
+        .await;
+    assert_eq!(result.output, json!({"city": "Lyon", "width": 1}));
+    assert_eq!(result.content.len(), 2);
+    assert_eq!(result.content[0].as_text(), Some("The page:"));
+    // In the history, the result carries its parts in the pinned JSON.
+    let history = serde_json::to_value(toolwire::Message::Tool(result)).unwrap();
+    assert_eq!(
+        history["content"][1],
+        json!({"type": "image", "media_type": "image/png", "data": PNG})
+    );
+}
+
+#[tokio::test]
+async fn a_callback_answers_with_content_parts() {
+    let image = json!({"type": "image", "media_type": "image/png", "data": PNG});
+    let (url, _s) = serve_once(Reply::json(
+        json!({"output": {"w": 1}, "content": [{"type": "text", "text": "the page"}, image]}),
+    ))
+    .await;
+    let result = call_remote(&callback_registry(&url, Duration::from_secs(10))).await;
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(result.output, json!({"w": 1}));
+    assert_eq!(result.content[1], Part::image("image/png", PNG));
+    // Only `content`: the envelope still, with a null output.
+    let (url, _s) = serve_once(Reply::json(json!({"content": [image]}))).await;
+    let result = call_remote(&callback_registry(&url, Duration::from_secs(10))).await;
+    assert_eq!(
+        (result.output.clone(), result.content.len()),
+        (Value::Null, 1)
+    );
+    // A part that is not one is an error result naming it, never dropped.
+    let (url, _s) = serve_once(Reply::json(
+        json!({"output": 1, "content": [{"type": "image", "media_type": "image/png"}]}),
+    ))
+    .await;
+    let result = call_remote(&callback_registry(&url, Duration::from_secs(10))).await;
+    assert!(result.is_error);
+    let message = result.error.unwrap_or_default();
+    assert!(
+        message.contains("content[0]") && message.contains("needs `data` or `url`"),
+        "{message}"
+    );
 }

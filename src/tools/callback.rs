@@ -14,9 +14,12 @@ use reqwest::Url;
 use reqwest::redirect::Policy;
 use serde_json::{Value, json};
 
+#[cfg(test)]
+use super::ToolOutput;
 use super::dispatch::floor_char_boundary;
-use super::{ToolError, ToolInput, ToolOutput};
+use super::{Reply, ToolError, ToolInput, ToolReply};
 use crate::error::{Error, Result};
+use crate::types::Part;
 
 /// The largest callback answer read unless the callback sets its own limit (1 MiB).
 pub const DEFAULT_CALLBACK_RESPONSE_BYTES: usize = 1 << 20;
@@ -30,9 +33,11 @@ const ERROR_QUOTE_BYTES: usize = 200;
 /// Where a callback tool sends its calls.
 ///
 /// The request is `POST {"name", "arguments", "call_id", "raw_arguments"}`. The answer is an
-/// envelope `{"output": .., "is_error": bool, "error": ".."}`, or any other JSON (or text),
-/// which is then the output itself. A JSON object is read as an envelope when it has an
-/// `output` or an `is_error` field. An HTTP status of 300 or more is an error result quoting
+/// envelope `{"output": .., "content": [parts], "is_error": bool, "error": ".."}`, or any other
+/// JSON (or text), which is then the output itself. A JSON object is read as an envelope when
+/// it has an `output`, a `content` or an `is_error` field; `content` holds the parts the model
+/// sees (`{"type": "image", "media_type": "image/png", "data": ".."}`, as in a tool result), and
+/// a part that is not one is an error result naming it. An HTTP status of 300 or more is an error result quoting
 /// the start of the body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Callback {
@@ -62,7 +67,7 @@ impl Callback {
         &self.url
     }
 
-    pub(super) async fn invoke(&self, input: &ToolInput) -> ToolOutput {
+    pub(super) async fn invoke(&self, input: &ToolInput) -> Reply {
         let client = http_client().map_err(ToolError::new)?;
         let body = json!({
             "name": input.name,
@@ -120,21 +125,38 @@ impl Callback {
     }
 }
 
-/// An answer body → output, or the error the envelope reports.
-fn read_answer(bytes: &[u8]) -> ToolOutput {
+/// An answer body → output and content, or the error the envelope reports.
+fn read_answer(bytes: &[u8]) -> Reply {
     let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
-        return Ok(Value::String(String::from_utf8_lossy(bytes).into_owned()));
+        return Ok(Value::String(String::from_utf8_lossy(bytes).into_owned()).into());
     };
     let Value::Object(mut map) = value else {
-        return Ok(value);
+        return Ok(value.into());
     };
-    if !map.contains_key("output") && !map.contains_key("is_error") {
-        return Ok(Value::Object(map));
+    if !["output", "is_error", "content"]
+        .iter()
+        .any(|k| map.contains_key(*k))
+    {
+        return Ok(Value::Object(map).into());
     }
     let output = map.remove("output").unwrap_or(Value::Null);
+    let content = match map.remove("content") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => (items.into_iter().enumerate())
+            .map(|(i, item)| {
+                serde_json::from_value::<Part>(item)
+                    .map_err(|e| ToolError::new(format!("the callback's answer content[{i}]: {e}")))
+            })
+            .collect::<Result<Vec<Part>, ToolError>>()?,
+        Some(_) => {
+            return Err(ToolError::new(
+                "the callback's answer content is not a list of parts",
+            ));
+        }
+    };
     let is_error = map.get("is_error").and_then(Value::as_bool) == Some(true);
     if !is_error {
-        return Ok(output);
+        return Ok(ToolReply::new(output).with_content(content));
     }
     let message = match map.get("error") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
@@ -225,7 +247,7 @@ pub(crate) fn check_callback_url(text: &str) -> Result<Url> {
 /// `output` values of envelopes, shared with tests.
 #[cfg(test)]
 fn answer(body: &str) -> ToolOutput {
-    read_answer(body.as_bytes())
+    read_answer(body.as_bytes()).map(|reply| reply.output)
 }
 
 #[cfg(test)]

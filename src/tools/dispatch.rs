@@ -106,7 +106,7 @@ pub(super) async fn run(target: Target<'_>, call: &ToolCall) -> ToolResult {
             result.output = e.output().clone();
             result
         }
-        Ok(Ok(Ok(output))) => ToolResult::ok(call, output),
+        Ok(Ok(Ok(reply))) => ToolResult::ok(call, reply.output).with_content(reply.content),
     }
 }
 

@@ -64,7 +64,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::types::ToolDefinition;
+use crate::types::{Part, ToolDefinition};
 
 /// The timeout a tool gets unless it sets its own.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -154,10 +154,59 @@ impl<E: std::error::Error + Send + Sync + 'static> From<E> for ToolError {
     }
 }
 
-/// What a handler produces.
+/// What a handler produces: its output as JSON, or a failure.
 pub type ToolOutput = Result<Value, ToolError>;
 
-type LocalFn = dyn Fn(ToolInput) -> BoxFuture<'static, ToolOutput> + Send + Sync;
+/// A handler's answer when the model should see more than the output as JSON: the output (the
+/// program's value) and content parts (text, images, files) the model sees instead, carried in
+/// the wire's own media shapes (a screenshot, a chart, a PDF page). Any handler may return it
+/// where it returns a `Value`: `Value` converts into it.
+///
+/// ```
+/// use toolwire::tools::ToolReply;
+/// use toolwire::types::Part;
+///
+/// let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+/// let reply = ToolReply::new(serde_json::json!({"width": 1, "height": 1}))
+///     .with_content([Part::text("The page as rendered:"), Part::image("image/png", png)]);
+/// assert_eq!(reply.content.len(), 2);
+/// ```
+/// A [`TypedTool`] may use it as its `Output` too: the parts reach the model unchanged.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
+#[non_exhaustive]
+pub struct ToolReply {
+    /// The program's value (kept in the history as the result's `output`).
+    pub output: Value,
+    /// What the model sees; empty means the output as JSON.
+    pub content: Vec<Part>,
+}
+
+impl ToolReply {
+    /// A reply with this output and no content parts.
+    pub fn new(output: Value) -> Self {
+        Self {
+            output,
+            content: Vec::new(),
+        }
+    }
+
+    /// Sets the parts the model sees.
+    pub fn with_content(mut self, parts: impl IntoIterator<Item = Part>) -> Self {
+        self.content = parts.into_iter().collect();
+        self
+    }
+}
+
+impl From<Value> for ToolReply {
+    fn from(output: Value) -> Self {
+        Self::new(output)
+    }
+}
+
+/// What a handler produces, inside: a reply or a failure.
+pub(crate) type Reply = Result<ToolReply, ToolError>;
+
+type LocalFn = dyn Fn(ToolInput) -> BoxFuture<'static, Reply> + Send + Sync;
 type CheckFn = dyn Fn() -> Result<(), String> + Send + Sync;
 
 /// What runs a tool.
@@ -171,7 +220,7 @@ pub(crate) enum Handler {
 }
 
 impl Handler {
-    pub(crate) fn call(&self, input: ToolInput) -> BoxFuture<'static, ToolOutput> {
+    pub(crate) fn call(&self, input: ToolInput) -> BoxFuture<'static, Reply> {
         match self {
             Self::Local(f) => f(input),
             #[cfg(feature = "client")]
@@ -230,27 +279,35 @@ impl Tool {
         }
     }
 
-    /// A tool run by an async closure over the JSON arguments object.
-    pub fn from_fn<F, Fut>(definition: ToolDefinition, f: F) -> Self
+    /// A tool run by an async closure over the JSON arguments object. It answers with a JSON
+    /// `Value`, or a [`ToolReply`] when the model should see content parts (an image).
+    pub fn from_fn<F, Fut, O>(definition: ToolDefinition, f: F) -> Self
     where
         F: Fn(Value) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ToolOutput> + Send + 'static,
+        Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+        O: Into<ToolReply>,
     {
         let f = Arc::new(f);
         let local: Arc<LocalFn> = Arc::new(move |input: ToolInput| {
             let f = Arc::clone(&f);
-            Box::pin(async move { f(input.arguments).await })
+            Box::pin(async move { f(input.arguments).await.map(Into::into) })
         });
         Self::with_handler(definition, Handler::Local(local), LOCAL_SOURCE)
     }
 
-    /// A tool run by an async closure that also sees the call id and raw argument text.
-    pub fn from_input_fn<F, Fut>(definition: ToolDefinition, f: F) -> Self
+    /// A tool run by an async closure that also sees the call id and raw argument text. It
+    /// answers with a JSON `Value` or a [`ToolReply`].
+    pub fn from_input_fn<F, Fut, O>(definition: ToolDefinition, f: F) -> Self
     where
         F: Fn(ToolInput) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ToolOutput> + Send + 'static,
+        Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+        O: Into<ToolReply>,
     {
-        let local: Arc<LocalFn> = Arc::new(move |input: ToolInput| Box::pin(f(input)));
+        let f = Arc::new(f);
+        let local: Arc<LocalFn> = Arc::new(move |input: ToolInput| {
+            let f = Arc::clone(&f);
+            Box::pin(async move { f(input).await.map(Into::into) })
+        });
         Self::with_handler(definition, Handler::Local(local), LOCAL_SOURCE)
     }
 

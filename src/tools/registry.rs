@@ -8,7 +8,7 @@ use jsonschema::Validator;
 use serde_json::{Value, json};
 
 use super::dispatch::{self, Target, floor_char_boundary};
-use super::{Tool, ToolOutput, TypedTool, parameter_list};
+use super::{Tool, ToolError, TypedTool, parameter_list};
 use crate::error::{Error, Result};
 use crate::types::{ToolCall, ToolDefinition, ToolResult};
 
@@ -286,7 +286,8 @@ impl ToolRegistry {
     }
 
     /// Registers an async closure over the JSON arguments object.
-    pub fn register_fn<F, Fut>(
+    /// It answers with a JSON `Value`, or a [`ToolReply`](super::ToolReply) with content parts.
+    pub fn register_fn<F, Fut, O>(
         &self,
         name: &str,
         description: &str,
@@ -295,7 +296,8 @@ impl ToolRegistry {
     ) -> Result<()>
     where
         F: Fn(Value) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ToolOutput> + Send + 'static,
+        Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+        O: Into<super::ToolReply>,
     {
         let definition = ToolDefinition::new(name, description)?.with_parameters(parameters)?;
         self.register(Tool::from_fn(definition, f))

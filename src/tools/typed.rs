@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::{Handler, LOCAL_SOURCE, LocalFn, Tool, ToolError, ToolInput};
+use super::{Handler, LOCAL_SOURCE, LocalFn, Tool, ToolError, ToolInput, ToolReply};
 use crate::error::{Error, Result};
 use crate::types::ToolDefinition;
 
@@ -111,7 +111,17 @@ pub(super) fn into_tool<T: TypedTool>(tool: T) -> Result<Tool> {
                 ToolError::new(format!("the arguments do not fit the tool's schema: {e}"))
             })?;
             let output = tool.call(args).await?;
+            // A typed tool that answers with a `ToolReply` (content parts) keeps it as it is.
+            let output: Box<dyn std::any::Any> = Box::new(output);
+            let output = match output.downcast::<ToolReply>() {
+                Ok(reply) => return Ok(*reply),
+                Err(other) => match other.downcast::<T::Output>() {
+                    Ok(output) => *output,
+                    Err(_) => return Err(ToolError::new("the tool's output has another type")),
+                },
+            };
             serde_json::to_value(output)
+                .map(ToolReply::new)
                 .map_err(|e| ToolError::new(format!("the tool's output is not JSON: {e}")))
         })
     });
