@@ -47,7 +47,11 @@ fn part_json(dialect: &Dialect, part: &Part, at: &str) -> Result<Value> {
         Part::Text { text } => Ok(json!({"type": "text", "text": text})),
         Part::Image { source } => {
             let url = match (dialect.media.image, source) {
-                (None, _) => return refuse(format!("{kind} takes no image parts")),
+                (None, _) => {
+                    return refuse(format!(
+                        "an image part: {kind}'s user content takes no images"
+                    ));
+                }
                 (Some(_), Source::Url { url, .. }) => url.clone(),
                 (Some(InlineImage::DataUrl), data) => data.as_url(),
                 (Some(InlineImage::Bare), Source::Data { data, .. }) => data.clone(),
@@ -74,11 +78,15 @@ fn part_json(dialect: &Dialect, part: &Part, at: &str) -> Result<Value> {
                 "a file part with inline data: {kind} takes documents by URL only (file_url); \
                  give the file a URL"
             )),
-            _ => refuse(format!("{kind} takes no file parts")),
+            _ => refuse(format!(
+                "a file part: {kind}'s user content takes no files (documents); send their text"
+            )),
         },
         Part::Audio { source } => {
             if dialect.media.audio.is_empty() {
-                return refuse(format!("{kind} takes no audio parts"));
+                return refuse(format!(
+                    "an audio part: {kind}'s user content takes no audio"
+                ));
             }
             let Source::Data { media_type, data } = source else {
                 return refuse(format!(
