@@ -66,3 +66,24 @@ fn a_base_url_reads_the_capture_with_the_compatible_dialect() {
     let own = replay(&["--base-url", "https://api.openai.com/v1"], &body);
     assert_eq!(own, r);
 }
+
+#[test]
+fn encode_reports_downgrades_on_stderr() {
+    let request = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/openai/quirk_tool_result_image/request.json"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_toolwire"))
+        .args(["encode", "--provider", "openai", request])
+        .output()
+        .expect("run toolwire");
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        "note: messages[2] part 1: openai tool messages carry text only: the image went in a \
+         user message after the tool results"
+    );
+    let body: Value = serde_json::from_slice(&out.stdout).expect("a JSON body on stdout");
+    assert_eq!(body["messages"][3]["role"], "user");
+}

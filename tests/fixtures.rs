@@ -48,57 +48,14 @@ macro_rules! cases {
     };
 }
 
-cases!(
-    openai: error_body,
-    quirk_call_without_name,
-    quirk_calls_with_finish_reason,
-    quirk_done_without_finish,
-    quirk_empty_arguments,
-    quirk_empty_id_name_type,
-    quirk_eof_without_done,
-    quirk_error_mid_stream,
-    quirk_foreign_stream,
-    quirk_fresh_id_per_fragment,
-    quirk_index_reused_new_id,
-    quirk_index_sparse_start,
-    quirk_interleaved_indexes,
-    quirk_missing_ids,
-    quirk_missing_index,
-    quirk_native_finish_length,
-    quirk_negative_index,
-    quirk_null_arguments,
-    quirk_parallel_tool_calls_false,
-    quirk_parsable_prefix,
-    quirk_reasoning_content,
-    quirk_repeated_id_name,
-    quirk_schema_strict_keywords,
-    quirk_several_entries_one_chunk,
-    quirk_sse_framing,
-    quirk_tool_choice_named,
-    quirk_tool_choice_none,
-    quirk_tool_calls_object,
-    quirk_tool_calls_object_body,
-    quirk_tool_choice_required,
-    quirk_tool_name_mapped,
-    quirk_unshaped_payloads,
-    quirk_usage_only_final_chunk,
-    schema_translation,
-    single_call,
-    stream_malformed_args,
-    stream_parallel_calls,
-    stream_single_call,
-    stream_text_then_call,
-    stream_truncated_args,
-    tool_result_roundtrip,
-    zero_arg_call,
-);
-cases!(dashscope: error_body, quirk_cumulative_multimodal_text, quirk_cumulative_output, quirk_forced_tool_choice_stop, quirk_foreign_body, quirk_foreign_stream, quirk_multimodal_parallel_calls, quirk_multimodal_tool_result, quirk_replay_malformed_args, quirk_result_format_text, quirk_stream_ends_without_finish, quirk_stream_error_after_text, quirk_stream_error_event, quirk_thinking_forced_choice, quirk_unknown_fields_and_finish, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(openai: error_body, quirk_cached_tokens, quirk_call_without_name, quirk_calls_with_finish_reason, quirk_done_without_finish, quirk_empty_arguments, quirk_empty_id_name_type, quirk_eof_without_done, quirk_error_mid_stream, quirk_foreign_stream, quirk_fresh_id_per_fragment, quirk_index_reused_new_id, quirk_index_sparse_start, quirk_interleaved_indexes, quirk_missing_ids, quirk_missing_index, quirk_native_finish_length, quirk_negative_index, quirk_null_arguments, quirk_parallel_tool_calls_false, quirk_parsable_prefix, quirk_reasoning_content, quirk_repeated_id_name, quirk_response_format, quirk_schema_strict_keywords, quirk_several_entries_one_chunk, quirk_sse_framing, quirk_tool_calls_object, quirk_tool_calls_object_body, quirk_tool_choice_named, quirk_tool_choice_none, quirk_tool_choice_required, quirk_tool_name_mapped, quirk_tool_result_image, quirk_unshaped_payloads, quirk_usage_only_final_chunk, quirk_user_image_and_pdf, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(dashscope: error_body, quirk_cached_tokens, quirk_cumulative_multimodal_text, quirk_cumulative_output, quirk_forced_tool_choice_stop, quirk_foreign_body, quirk_foreign_stream, quirk_multimodal_parallel_calls, quirk_multimodal_tool_result, quirk_replay_malformed_args, quirk_response_format, quirk_result_format_text, quirk_stream_ends_without_finish, quirk_stream_error_after_text, quirk_stream_error_event, quirk_thinking_forced_choice, quirk_tool_result_image, quirk_unknown_fields_and_finish, quirk_user_image_and_pdf, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 cases!(gemini: error_body, error_rate_limited, quirk_error_array, quirk_foreign_stream, quirk_json_schema_mode, quirk_malformed_function_call, quirk_native_ids, quirk_noargs_call, quirk_parallel_one_per_chunk, quirk_partial_args, quirk_ref_in_tool_result, quirk_schema_allof, quirk_schema_any_value, quirk_schema_anyof_optional, quirk_schema_anyof_siblings, quirk_schema_array_without_items, quirk_schema_const_in_anyof, quirk_schema_empty_root, quirk_schema_enum_empty_string, quirk_schema_enum_integers, quirk_schema_enum_mixed, quirk_schema_enum_nullable, quirk_schema_error_names_tool, quirk_schema_formats, quirk_schema_free_form_map, quirk_schema_free_form_root, quirk_schema_inferred_object, quirk_schema_json_schema_mode, quirk_schema_mcp_filesystem_edit_file, quirk_schema_mcp_filesystem_list_directory_with_sizes, quirk_schema_mcp_filesystem_read_multiple_files, quirk_schema_mcp_filesystem_read_text_file, quirk_schema_mcp_github_create_pull_request, quirk_schema_mcp_github_create_repository_ruleset, quirk_schema_mcp_github_list_issues, quirk_schema_mcp_github_push_files, quirk_schema_mcp_github_ruleset_output, quirk_schema_mcp_playwright_browser_click, quirk_schema_mcp_playwright_browser_fill_form, quirk_schema_mcp_playwright_browser_tabs, quirk_schema_mcp_playwright_browser_take_screenshot, quirk_schema_nested_empty_object, quirk_schema_oneof, quirk_schema_ref_cycle, quirk_schema_ref_definitions_pointer, quirk_schema_ref_defs, quirk_schema_ref_external, quirk_schema_required_undefined, quirk_schema_tuple, quirk_schema_type_list_nullable, quirk_schema_type_list_union, quirk_schema_unsupported_keywords, quirk_stream_json_array, quirk_thought_parts, quirk_thought_signature_roundtrip, quirk_tool_name_mapping, quirk_turn_rule_error, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
-cases!(glm: error_body, quirk_arguments_object, quirk_error_code_number, quirk_finish_context_window, quirk_finish_network_error, quirk_finish_sensitive, quirk_index_minus_one_two_calls, quirk_thinking_disabled, quirk_tool_choice_required, quirk_tool_stream_override, quirk_whole_call_repeated_finish, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
-cases!(qwen: error_body, quirk_data_inspection_failed, quirk_enable_search_with_tools, quirk_id_repeated, quirk_parallel_off, quirk_replay_malformed_history, quirk_sse_error_body, quirk_thinking_model_named_choice, quirk_thinking_reasoning, quirk_thinking_tool_choice_required, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(glm: error_body, quirk_arguments_object, quirk_cached_tokens, quirk_error_code_number, quirk_finish_context_window, quirk_finish_network_error, quirk_finish_sensitive, quirk_index_minus_one_two_calls, quirk_response_format, quirk_thinking_disabled, quirk_tool_choice_required, quirk_tool_result_image, quirk_tool_stream_override, quirk_user_image_and_pdf, quirk_whole_call_repeated_finish, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(qwen: error_body, quirk_cached_tokens, quirk_data_inspection_failed, quirk_enable_search_with_tools, quirk_id_repeated, quirk_parallel_off, quirk_replay_malformed_history, quirk_response_format, quirk_sse_error_body, quirk_thinking_model_named_choice, quirk_thinking_reasoning, quirk_thinking_tool_choice_required, quirk_tool_result_image, quirk_user_image_and_pdf, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 cases!(anthropic: error_body, quirk_empty_partial_json, quirk_error_after_text, quirk_foreign_body, quirk_foreign_ids, quirk_max_tokens_open_block, quirk_pause_turn, quirk_prepopulated_message_start, quirk_redacted_thinking, quirk_refusal, quirk_stop_sequence, quirk_thinking_blocks, quirk_thinking_forced_choice, quirk_thinking_roundtrip, quirk_tool_choice_forced, quirk_tool_choice_none, quirk_tool_name_mapped, quirk_unknown_event, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
-cases!(ollama: error_body, quirk_arguments_object_order, quirk_calls_with_done, quirk_done_reason_load, quirk_eof_without_done, quirk_error_line, quirk_missing_ids_and_index, quirk_pretty_printed_body, quirk_thinking, quirk_tool_choice_none, quirk_tool_choice_required, schema_translation, single_call, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
-cases!(stepfun: quirk_missing_ids, quirk_no_index, quirk_one_field_per_chunk, quirk_property_key_rule, quirk_tool_choice_auto, quirk_tool_choice_required, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(ollama: error_body, quirk_arguments_object_order, quirk_calls_with_done, quirk_done_reason_load, quirk_eof_without_done, quirk_error_line, quirk_missing_ids_and_index, quirk_pretty_printed_body, quirk_response_format, quirk_thinking, quirk_tool_choice_none, quirk_tool_choice_required, quirk_tool_result_image, quirk_user_image, quirk_user_image_and_pdf, schema_translation, single_call, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(stepfun: quirk_cached_tokens, quirk_missing_ids, quirk_no_index, quirk_one_field_per_chunk, quirk_property_key_rule, quirk_response_format, quirk_tool_choice_auto, quirk_tool_choice_required, quirk_tool_result_image, quirk_user_image_and_pdf, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 cases!(openai_responses = "openai-responses": error_body, quirk_call_id_vs_item_id, quirk_call_without_name, quirk_custom_tool, quirk_error_event_after_output, quirk_format_switch, quirk_incomplete_max_output_tokens, quirk_item_id_rotation, quirk_max_output_tokens_mid_call, quirk_max_output_tokens_mid_call_body, quirk_reasoning_items, quirk_tool_choice_named, quirk_unknown_event, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 
 /// Every provider's registered cases.

@@ -210,6 +210,10 @@ pub(crate) fn encode(args: &EncodeArgs) -> Result<(), CliError> {
     let http = provider
         .encode(&req, args.stream)
         .map_err(|e| CliError::from_error(&file, &e))?;
+    // Parts the wire could not carry where they stood: said on stderr, the body stays clean.
+    for d in &http.downgrades {
+        eprintln!("note: messages[{}] part {}: {}", d.message, d.part, d.note);
+    }
     print_json(&http.body);
     Ok(())
 }

@@ -8,7 +8,8 @@ use super::openai::{
     DeltaRole, ErrorFields, IdleContent, ResponseShape, RunningFinish, StreamUsage, StreamedCalls,
 };
 use super::openai::{
-    Dialect, OpenAi, ParallelCalls, ReasoningField, ThinkingSwitch, ToolChoiceSupport, openai_name,
+    Dialect, FilePart, InlineImage, MediaSupport, OpenAi, ParallelCalls, ReasoningField,
+    StructuredOutput, ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
 use crate::types::FinishReason;
@@ -46,6 +47,15 @@ pub const GLM: Dialect = Dialect {
     exclusive_with_tools: &[],
     check_property_keys: false,
     calls_end_at_next_index: false,
+    // Images as bare base64 or a URL, documents by URL (`file_url`); no audio part on the chat
+    // endpoint. See the quirk sheet for the evidence.
+    media: MediaSupport {
+        image: Some(InlineImage::Bare),
+        file: FilePart::FileUrl,
+        audio: &[],
+    },
+    // Only `{"type": "json_object"}` is documented; a `json_schema` is accepted and ignored.
+    structured_output: StructuredOutput::JsonObjectOnly,
     #[cfg(feature = "mock")]
     response: ResponseShape {
         role: DeltaRole::EveryDelta("assistant"),

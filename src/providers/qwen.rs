@@ -8,7 +8,8 @@ use super::openai::{
     DeltaRole, ErrorFields, IdleContent, ResponseShape, RunningFinish, StreamUsage, StreamedCalls,
 };
 use super::openai::{
-    Dialect, OpenAi, ParallelCalls, ReasoningField, ThinkingSwitch, ToolChoiceSupport, openai_name,
+    Dialect, FilePart, InlineImage, MediaSupport, OpenAi, ParallelCalls, ReasoningField,
+    StructuredOutput, ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
 
@@ -40,6 +41,14 @@ pub const QWEN: Dialect = Dialect {
     exclusive_with_tools: &["enable_search"],
     check_property_keys: false,
     calls_end_at_next_index: false,
+    // https://www.alibabacloud.com/help/en/model-studio/vision: images by URL or data URL.
+    media: MediaSupport {
+        image: Some(InlineImage::DataUrl),
+        file: FilePart::None,
+        audio: &[],
+    },
+    // https://www.alibabacloud.com/help/en/model-studio/qwen-structured-output (non-thinking).
+    structured_output: StructuredOutput::JsonSchemaNotThinking,
     // Research 3.3 and 3.4 (the Alibaba doc example, pattern B, and the recorded qwen-max
     // stream, pattern A); fixtures `qwen/stream_single_call`, `qwen/single_call`.
     #[cfg(feature = "mock")]

@@ -8,7 +8,8 @@ use super::openai::{
     DeltaRole, ErrorFields, IdleContent, ResponseShape, RunningFinish, StreamUsage, StreamedCalls,
 };
 use super::openai::{
-    Dialect, OpenAi, ParallelCalls, ReasoningField, ThinkingSwitch, ToolChoiceSupport, openai_name,
+    Dialect, FilePart, InlineImage, MediaSupport, OpenAi, ParallelCalls, ReasoningField,
+    StructuredOutput, ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
 
@@ -41,6 +42,15 @@ pub const STEPFUN: Dialect = Dialect {
     exclusive_with_tools: &[],
     check_property_keys: true,
     calls_end_at_next_index: false,
+    // https://platform.stepfun.ai/docs/en/api-reference/chat/chat-completion-create: images by
+    // URL or data URL; no file part.
+    media: MediaSupport {
+        image: Some(InlineImage::DataUrl),
+        file: FilePart::None,
+        audio: &[],
+    },
+    // `response_format` documents `json_object`; a schema is model-dependent, so refused.
+    structured_output: StructuredOutput::JsonObjectOnly,
     // The chat/streaming doc example (platform.stepfun.ai, api-reference/chat/streaming):
     // `role: ""`, `content: ""` and `finish_reason: ""` on running chunks, running usage
     // totals on every chunk; fixture

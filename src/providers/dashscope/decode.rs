@@ -47,6 +47,10 @@ fn usage(u: &WireUsage) -> Usage {
             .output_tokens_details
             .as_ref()
             .and_then(|d| d.reasoning_tokens),
+        cached_input_tokens: u
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens),
         ..Default::default()
     }
 }

@@ -7,8 +7,9 @@ use super::Endpoint;
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::openai::openai_name;
-use crate::providers::shared::{check_tools, history_call, request_names};
-use crate::types::{ChatRequest, Message, ToolChoice, ToolDefinition};
+use crate::providers::shared::{check_tools, history_call, request_names, tool_media_after_runs};
+use crate::schema;
+use crate::types::{ChatRequest, Content, Message, Part, Source, ToolChoice, ToolDefinition};
 
 /// The header that turns a generation request into an SSE stream.
 pub(crate) const SSE_HEADER: (&str, &str) = ("X-DashScope-SSE", "enable");
@@ -41,15 +42,70 @@ pub(crate) fn parameters(tool: &ToolDefinition) -> Value {
     tool.parameters.clone()
 }
 
-fn message_json(m: &Message, names: &NameMap, multimodal: bool) -> Value {
-    match m {
+/// One part on the multimodal endpoint: `{"text"}`, `{"image": <URL or data URL>}`,
+/// `{"audio": <URL>}`; what the wire cannot carry is refused (`at` names the part).
+fn part_json(part: &Part, at: &str) -> Result<Value> {
+    let refuse = |why: &str| {
+        Err(Error::unsupported(
+            ProviderKind::DashScope,
+            format!("{at}: {why}"),
+        ))
+    };
+    match part {
+        Part::Text { text } => Ok(json!({ "text": text })),
+        Part::Image { source } => Ok(json!({ "image": source.as_url() })),
+        Part::Audio {
+            source: Source::Url { url, .. },
+        } => Ok(json!({ "audio": url })),
+        Part::Audio { .. } => refuse(
+            "an audio part with inline data: dashscope takes audio by URL only ({\"audio\": url})",
+        ),
+        Part::File { .. } => refuse(
+            "a file part: dashscope's messages take text, image, audio and video, no documents",
+        ),
+    }
+}
+
+/// Parts as a content array on the multimodal endpoint; on the text endpoint only text parts
+/// (joined), media being refused: the text endpoint takes a string.
+fn parts_json(parts: &[Part], at: &str, multimodal: bool) -> Result<Value> {
+    if !multimodal {
+        if let Some(j) = parts.iter().position(|p| p.source().is_some()) {
+            return Err(Error::unsupported(
+                ProviderKind::DashScope,
+                format!(
+                    "{at}.content[{j}]: a {} part on the text-generation endpoint, which takes \
+                     text only; use a multimodal model (qwen-vl-*, qwen-audio-*) or \
+                     DashScope::with_endpoint(Endpoint::Multimodal)",
+                    parts[j].kind()
+                ),
+            ));
+        }
+        let text: String = parts.iter().filter_map(Part::as_text).collect();
+        return Ok(content(&text, false));
+    }
+    parts
+        .iter()
+        .enumerate()
+        .map(|(j, p)| part_json(p, &format!("{at}.content[{j}]")))
+        .collect::<Result<Vec<_>>>()
+        .map(Value::Array)
+}
+
+fn message_json(m: &Message, i: usize, names: &NameMap, multimodal: bool) -> Result<Value> {
+    Ok(match m {
         Message::System { content: c } => {
             json!({"role": "system", "content": content(c, multimodal)})
         }
-        // FOUNDATION: parts are encoded by the content-parts work; text only here for now.
-        Message::User { content: c } => {
-            json!({"role": "user", "content": content(&c.as_text().unwrap_or_default(), multimodal)})
-        }
+        Message::User {
+            content: Content::Text(c),
+        } => json!({"role": "user", "content": content(c, multimodal)}),
+        Message::User {
+            content: Content::Parts(parts),
+        } => json!({
+            "role": "user",
+            "content": parts_json(parts, &format!("messages[{i}]"), multimodal)?,
+        }),
         Message::Assistant(a) => {
             let mut msg = Map::new();
             msg.insert("role".into(), json!("assistant"));
@@ -68,12 +124,58 @@ fn message_json(m: &Message, names: &NameMap, multimodal: bool) -> Value {
             }
             Value::Object(msg)
         }
+        // Text only: media in the result moved to a user message after the run.
         Message::Tool(r) => json!({
             "role": "tool",
             "content": content(&r.content_text(), multimodal),
             "tool_call_id": r.call_id,
         }),
+    })
+}
+
+/// `response_format` in `parameters`: the answer schema as `json_schema` (non-thinking mode
+/// only, as the structured-output page documents).
+fn response_format_json(req: &ChatRequest) -> Result<Option<Value>> {
+    let Some(format) = &req.response_format else {
+        return Ok(None);
+    };
+    let thinking = req
+        .extra_body
+        .get("enable_thinking")
+        .and_then(Value::as_bool)
+        .or(req.thinking)
+        .unwrap_or(false);
+    if thinking {
+        return Err(Error::unsupported(
+            ProviderKind::DashScope,
+            "response_format in thinking mode: dashscope documents structured output for \
+             non-thinking mode only; turn thinking off",
+        ));
     }
+    if !openai_name(&format.name) {
+        return Err(Error::input(
+            "response_format.name",
+            format!(
+                "{:?} breaks the name rule (letters, digits, '_' and '-', at most 64)",
+                format.name
+            ),
+        ));
+    }
+    let mut spec = Map::new();
+    spec.insert("name".into(), json!(format.name));
+    if let Some(description) = &format.description {
+        spec.insert("description".into(), json!(description));
+    }
+    let schema = if format.strict == Some(true) {
+        schema::to_strict(&format.schema)
+    } else {
+        format.schema.clone()
+    };
+    spec.insert("schema".into(), schema);
+    if let Some(strict) = format.strict {
+        spec.insert("strict".into(), json!(strict));
+    }
+    Ok(Some(json!({"type": "json_schema", "json_schema": spec})))
 }
 
 fn tool_choice_json(choice: &ToolChoice, names: &NameMap) -> Value {
@@ -107,11 +209,20 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Res
     check_thinking_choice(req)?;
     let names = NameMap::build(request_names(req), openai_name)?;
     let multimodal = endpoint.is_multimodal(&req.model);
-    let messages: Vec<Value> = req
-        .messages
-        .iter()
-        .map(|m| message_json(m, &names, multimodal))
-        .collect();
+    let mut downgrades = Vec::new();
+    let moved = tool_media_after_runs(
+        &req.messages,
+        ProviderKind::DashScope.name(),
+        &mut downgrades,
+    );
+    let mut messages = Vec::with_capacity(req.messages.len() + moved.len());
+    for (i, m) in req.messages.iter().enumerate() {
+        messages.push(message_json(m, i, &names, multimodal)?);
+        if let Some(parts) = moved.get(&i) {
+            let at = format!("messages[{i}] (tool result media)");
+            messages.push(json!({"role": "user", "content": parts_json(parts, &at, multimodal)?}));
+        }
+    }
 
     let mut parameters = Map::new();
     parameters.insert("result_format".into(), json!("message"));
@@ -142,6 +253,9 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Res
     if let Some(thinking) = req.thinking {
         parameters.insert("enable_thinking".into(), json!(thinking));
     }
+    if let Some(format) = response_format_json(req)? {
+        parameters.insert("response_format".into(), format);
+    }
 
     let mut body = Map::new();
     body.insert("model".into(), json!(req.model));
@@ -165,6 +279,6 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Res
         headers,
         body: Value::Object(body),
         names,
-        downgrades: Vec::new(),
+        downgrades,
     })
 }

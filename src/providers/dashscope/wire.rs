@@ -84,12 +84,21 @@ pub(crate) struct Usage {
     pub output_tokens: Option<u64>,
     #[serde(default)]
     pub output_tokens_details: Option<OutputDetails>,
+    /// `{"cached_tokens": n}`: input tokens read from the context cache.
+    #[serde(default)]
+    pub prompt_tokens_details: Option<PromptDetails>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct OutputDetails {
     #[serde(default, deserialize_with = "lenient::count")]
     pub reasoning_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct PromptDetails {
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub cached_tokens: Option<u64>,
 }
 
 impl Function {

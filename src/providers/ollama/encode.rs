@@ -6,8 +6,46 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
-use crate::providers::shared::{check_tools, replay_arguments, request_names};
-use crate::types::{AssistantMessage, ChatRequest, Message, ToolCall, ToolChoice, ToolResult};
+use crate::providers::shared::{
+    check_tools, replay_arguments, request_names, tool_media_after_runs,
+};
+use crate::types::{
+    AssistantMessage, ChatRequest, Content, Message, Part, Source, ToolCall, ToolChoice, ToolResult,
+};
+
+/// A user message from parts: the text parts joined in `content`, each image's raw base64 in
+/// `images` (the message's only media field). An image by URL, a file or audio is refused:
+/// `/api/chat` takes none of them. `at` names the message for errors.
+fn user_parts(parts: &[Part], at: &str) -> Result<Value> {
+    let mut text = String::new();
+    let mut images = Vec::new();
+    for (j, part) in parts.iter().enumerate() {
+        match part {
+            Part::Text { text: t } => text.push_str(t),
+            Part::Image {
+                source: Source::Data { data, .. },
+            } => images.push(json!(data)),
+            other => {
+                let what = match other {
+                    Part::Image { .. } => "an image by URL: ollama takes images as base64 only",
+                    Part::File { .. } => "a file part: ollama's messages take text and images only",
+                    _ => "an audio part: ollama's messages take text and images only",
+                };
+                return Err(Error::unsupported(
+                    ProviderKind::Ollama,
+                    format!("{at}.content[{j}]: {what}"),
+                ));
+            }
+        }
+    }
+    let mut m = Map::new();
+    m.insert("role".into(), json!("user"));
+    m.insert("content".into(), json!(text));
+    if !images.is_empty() {
+        m.insert("images".into(), Value::Array(images));
+    }
+    Ok(Value::Object(m))
+}
 
 /// A call's `arguments` object: its parsed arguments, `{}` when they are malformed or
 /// truncated (Ollama takes only an object; a broken call never ran).
@@ -95,16 +133,29 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         .flatten()
         .map(|c| (c.id.as_str(), c.has_synthetic_id()))
         .collect();
-    let messages: Vec<Value> = req
-        .messages
-        .iter()
-        .map(|m| match m {
+    // Tool messages take text only: a result's media goes in a user message after the run.
+    let mut downgrades = Vec::new();
+    let moved = tool_media_after_runs(&req.messages, ProviderKind::Ollama.name(), &mut downgrades);
+    let mut messages = Vec::with_capacity(req.messages.len() + moved.len());
+    for (i, m) in req.messages.iter().enumerate() {
+        messages.push(match m {
             Message::System { content } => json!({"role": "system", "content": content}),
-            Message::User { content } => json!({"role": "user", "content": content}),
+            Message::User {
+                content: Content::Text(text),
+            } => json!({"role": "user", "content": text}),
+            Message::User {
+                content: Content::Parts(parts),
+            } => user_parts(parts, &format!("messages[{i}]"))?,
             Message::Assistant(a) => assistant(a, &names),
             Message::Tool(r) => tool(r, &synthetic, &names),
-        })
-        .collect();
+        });
+        if let Some(parts) = moved.get(&i) {
+            messages.push(user_parts(
+                parts,
+                &format!("messages[{i}] (tool result media)"),
+            )?);
+        }
+    }
 
     let mut body = Map::new();
     body.insert("model".into(), json!(req.model));
@@ -130,6 +181,10 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     if let Some(think) = req.thinking {
         body.insert("think".into(), Value::Bool(think));
     }
+    // Structured output: the schema itself is `format` (https://ollama.com/blog/structured-outputs).
+    if let Some(format) = &req.response_format {
+        body.insert("format".into(), format.schema.clone());
+    }
     let mut options = Map::new();
     if let Some(t) = req.temperature {
         options.insert("temperature".into(), json!(t));
@@ -146,6 +201,6 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         headers: Vec::new(),
         body: Value::Object(body),
         names,
-        downgrades: Vec::new(),
+        downgrades,
     })
 }

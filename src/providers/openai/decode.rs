@@ -69,6 +69,11 @@ fn usage(u: &super::wire::Usage) -> Usage {
             .completion_tokens_details
             .as_ref()
             .and_then(|d| d.reasoning_tokens),
+        cached_input_tokens: u
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens)
+            .or(u.cached_tokens),
         ..Default::default()
     }
 }

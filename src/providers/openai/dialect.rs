@@ -96,6 +96,14 @@ pub struct Dialect {
     /// (<https://github.com/QwenLM/Qwen-Agent/pull/943>) or jump between indexes
     /// (<https://github.com/dirac-run/dirac/pull/215>).
     pub calls_end_at_next_index: bool,
+    /// Which media parts a user message takes on this wire, and in what form; a part it
+    /// cannot take is [`crate::Error::Unsupported`] naming the part and the provider. Tool
+    /// messages take text only on every Chat Completions wire, so media in a tool result goes
+    /// in one user message after the run of results (reported in
+    /// [`crate::provider::HttpRequest::downgrades`]).
+    pub media: MediaSupport,
+    /// What [`crate::ChatRequest::response_format`] becomes on this wire.
+    pub structured_output: StructuredOutput,
     /// How this wire's server writes its answers, for the mock provider (only with the `mock`
     /// feature: decoding never looks at it).
     #[cfg(feature = "mock")]
@@ -232,12 +240,97 @@ impl Dialect {
         self
     }
 
+    /// Sets [`Dialect::media`].
+    pub const fn with_media(mut self, media: MediaSupport) -> Self {
+        self.media = media;
+        self
+    }
+
+    /// Sets [`Dialect::structured_output`].
+    pub const fn with_structured_output(mut self, structured_output: StructuredOutput) -> Self {
+        self.structured_output = structured_output;
+        self
+    }
+
     /// Sets [`Dialect::response`].
     #[cfg(feature = "mock")]
     pub const fn with_response(mut self, response: super::respond::ResponseShape) -> Self {
         self.response = response;
         self
     }
+}
+
+/// The media parts a user message takes on one wire (text parts always go as
+/// `{"type": "text", "text"}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MediaSupport {
+    /// How an image goes in an `image_url` part, or `None` when the wire takes no images.
+    pub image: Option<InlineImage>,
+    /// How a file (a PDF, a document) goes, if at all.
+    pub file: FilePart,
+    /// Audio as `{"type": "input_audio", "input_audio": {"data", "format"}}` (base64 only):
+    /// each media type the wire takes with its `format` value. Empty: no audio.
+    pub audio: &'static [(&'static str, &'static str)],
+}
+
+impl MediaSupport {
+    /// Sets [`MediaSupport::image`].
+    pub const fn with_image(mut self, image: Option<InlineImage>) -> Self {
+        self.image = image;
+        self
+    }
+
+    /// Sets [`MediaSupport::file`].
+    pub const fn with_file(mut self, file: FilePart) -> Self {
+        self.file = file;
+        self
+    }
+
+    /// Sets [`MediaSupport::audio`].
+    pub const fn with_audio(mut self, audio: &'static [(&'static str, &'static str)]) -> Self {
+        self.audio = audio;
+        self
+    }
+}
+
+/// How inline image bytes go in `image_url.url` (a URL always goes as it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InlineImage {
+    /// A `data:<type>;base64,<data>` URL (OpenAI, Qwen, StepFun).
+    DataUrl,
+    /// The bare base64 text, no `data:` prefix (GLM).
+    Bare,
+}
+
+/// How a file part goes on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FilePart {
+    /// No file parts.
+    None,
+    /// `{"type": "file", "file": {"filename", "file_data": <data URL>}}`: inline bytes only
+    /// (OpenAI; a file by URL is refused, the part takes no URL).
+    FileData,
+    /// `{"type": "file_url", "file_url": {"url"}}`: a URL only (GLM's vision models).
+    FileUrl,
+}
+
+/// What a [`crate::types::ResponseFormat`] (an answer schema) becomes on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StructuredOutput {
+    /// `response_format: {"type": "json_schema", "json_schema": {"name", "description"?,
+    /// "schema", "strict"?}}`, a strict schema lowered as strict tools are. Combines with tools.
+    JsonSchema,
+    /// As [`StructuredOutput::JsonSchema`], but not while the model thinks: the request is
+    /// [`crate::Error::Unsupported`] then (Qwen documents structured output for non-thinking
+    /// mode only).
+    JsonSchemaNotThinking,
+    /// Only `{"type": "json_object"}` is documented: an answer schema is
+    /// [`crate::Error::Unsupported`] (sending it would be ignored, a silent drop).
+    JsonObjectOnly,
 }
 
 /// A delta or message field that carries reasoning text.
@@ -345,6 +438,20 @@ pub const OPENAI: Dialect = Dialect {
     exclusive_with_tools: &[],
     check_property_keys: false,
     calls_end_at_next_index: true,
+    // https://platform.openai.com/docs/api-reference/chat/create (user content parts),
+    // https://platform.openai.com/docs/guides/pdf-files, https://platform.openai.com/docs/guides/audio
+    media: MediaSupport {
+        image: Some(InlineImage::DataUrl),
+        file: FilePart::FileData,
+        audio: &[
+            ("audio/wav", "wav"),
+            ("audio/x-wav", "wav"),
+            ("audio/mpeg", "mp3"),
+            ("audio/mp3", "mp3"),
+        ],
+    },
+    // https://platform.openai.com/docs/guides/structured-outputs
+    structured_output: StructuredOutput::JsonSchema,
     #[cfg(feature = "mock")]
     response: super::respond::OPENAI_RESPONSE,
 };

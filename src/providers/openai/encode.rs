@@ -3,12 +3,16 @@
 use serde_json::{Map, Value, json};
 
 use super::Dialect;
-use super::dialect::{ParallelCalls, ThinkingSwitch};
+use super::dialect::{FilePart, InlineImage, ParallelCalls, StructuredOutput, ThinkingSwitch};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap};
-use crate::providers::shared::{check_tools, history_call, invalid_property_key, request_names};
+use crate::providers::shared::{
+    check_tools, history_call, invalid_property_key, request_names, tool_media_after_runs,
+};
 use crate::schema;
-use crate::types::{ChatRequest, Message, ToolChoice, ToolDefinition};
+use crate::types::{
+    ChatRequest, Content, Message, Part, ResponseFormat, Source, ToolChoice, ToolDefinition,
+};
 
 pub(crate) fn tool_json(dialect: &Dialect, tool: &ToolDefinition, names: &NameMap) -> Value {
     let mut function = Map::new();
@@ -34,10 +38,161 @@ pub(crate) fn parameters(tool: &ToolDefinition) -> Value {
     }
 }
 
-fn message_json(dialect: &Dialect, m: &Message, names: &NameMap) -> Value {
-    match m {
+/// One content part in the wire's shape (`at` names it for errors), or
+/// [`Error::Unsupported`] when the wire cannot carry it: never dropped, never made text.
+fn part_json(dialect: &Dialect, part: &Part, at: &str) -> Result<Value> {
+    let kind = dialect.info.kind;
+    let refuse = |why: String| Err(Error::unsupported(kind, format!("{at}: {why}")));
+    match part {
+        Part::Text { text } => Ok(json!({"type": "text", "text": text})),
+        Part::Image { source } => {
+            let url = match (dialect.media.image, source) {
+                (None, _) => {
+                    return refuse(format!(
+                        "an image part: {kind}'s user content takes no images"
+                    ));
+                }
+                (Some(_), Source::Url { url, .. }) => url.clone(),
+                (Some(InlineImage::DataUrl), data) => data.as_url(),
+                (Some(InlineImage::Bare), Source::Data { data, .. }) => data.clone(),
+            };
+            Ok(json!({"type": "image_url", "image_url": {"url": url}}))
+        }
+        Part::File { source, filename } => match (dialect.media.file, source) {
+            (FilePart::FileData, Source::Data { .. }) => {
+                let mut file = Map::new();
+                if let Some(name) = filename {
+                    file.insert("filename".into(), json!(name));
+                }
+                file.insert("file_data".into(), json!(source.as_url()));
+                Ok(json!({"type": "file", "file": file}))
+            }
+            (FilePart::FileData, _) => refuse(format!(
+                "a file part by URL: {kind}'s file part takes inline data (file_data) or an \
+                 uploaded file_id, not a URL; send the bytes as data"
+            )),
+            (FilePart::FileUrl, Source::Url { url, .. }) => {
+                Ok(json!({"type": "file_url", "file_url": {"url": url}}))
+            }
+            (FilePart::FileUrl, _) => refuse(format!(
+                "a file part with inline data: {kind} takes documents by URL only (file_url); \
+                 give the file a URL"
+            )),
+            _ => refuse(format!(
+                "a file part: {kind}'s user content takes no files (documents); send their text"
+            )),
+        },
+        Part::Audio { source } => {
+            if dialect.media.audio.is_empty() {
+                return refuse(format!(
+                    "an audio part: {kind}'s user content takes no audio"
+                ));
+            }
+            let Source::Data { media_type, data } = source else {
+                return refuse(format!(
+                    "an audio part by URL: {kind}'s input_audio takes base64 data only"
+                ));
+            };
+            match dialect.media.audio.iter().find(|(t, _)| t == media_type) {
+                Some((_, format)) => Ok(
+                    json!({"type": "input_audio", "input_audio": {"data": data, "format": format}}),
+                ),
+                None => refuse(format!(
+                    "audio of type {media_type:?}: {kind}'s input_audio takes {}",
+                    dialect
+                        .media
+                        .audio
+                        .iter()
+                        .map(|(t, _)| *t)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }
+        }
+    }
+}
+
+/// Parts as a content array; `at` is the message's path (`messages[2]`).
+fn parts_json(dialect: &Dialect, parts: &[Part], at: &str) -> Result<Value> {
+    parts
+        .iter()
+        .enumerate()
+        .map(|(j, p)| part_json(dialect, p, &format!("{at}.content[{j}]")))
+        .collect::<Result<Vec<_>>>()
+        .map(Value::Array)
+}
+
+/// A user message's content: a plain text stays a string, exactly as before parts existed.
+fn user_content(dialect: &Dialect, content: &Content, at: &str) -> Result<Value> {
+    match content {
+        Content::Text(text) => Ok(json!(text)),
+        Content::Parts(parts) => parts_json(dialect, parts, at),
+    }
+}
+
+/// The answer schema as the wire takes it, or the refusal when it cannot.
+fn response_format_json(
+    dialect: &Dialect,
+    req: &ChatRequest,
+    format: &ResponseFormat,
+) -> Result<Value> {
+    let kind = dialect.info.kind;
+    match dialect.structured_output {
+        StructuredOutput::JsonObjectOnly => {
+            return Err(Error::unsupported(
+                kind,
+                format!(
+                    "response_format (an answer schema): {kind} documents only \
+                     {{\"type\": \"json_object\"}}, which does not enforce a schema; set that \
+                     in extra_body.response_format and describe the schema in the prompt"
+                ),
+            ));
+        }
+        StructuredOutput::JsonSchemaNotThinking if thinking_on(dialect, req) => {
+            return Err(Error::unsupported(
+                kind,
+                format!(
+                    "response_format in thinking mode: {kind} documents structured output for \
+                     non-thinking mode only; turn thinking off"
+                ),
+            ));
+        }
+        _ => {}
+    }
+    if !super::openai_name(&format.name) {
+        return Err(Error::input(
+            "response_format.name",
+            format!(
+                "{:?} breaks the name rule (letters, digits, '_' and '-', at most 64)",
+                format.name
+            ),
+        ));
+    }
+    let strict = format.strict == Some(true);
+    let mut spec = Map::new();
+    spec.insert("name".into(), json!(format.name));
+    if let Some(description) = &format.description {
+        spec.insert("description".into(), json!(description));
+    }
+    let schema = if strict {
+        schema::to_strict(&format.schema)
+    } else {
+        format.schema.clone()
+    };
+    spec.insert("schema".into(), schema);
+    if let Some(strict) = format.strict {
+        spec.insert("strict".into(), json!(strict));
+    }
+    Ok(json!({"type": "json_schema", "json_schema": spec}))
+}
+
+fn message_json(dialect: &Dialect, i: usize, m: &Message, names: &NameMap) -> Result<Value> {
+    Ok(match m {
         Message::System { content } => json!({"role": "system", "content": content}),
-        Message::User { content } => json!({"role": "user", "content": content}),
+        Message::User { content } => json!({
+            "role": "user",
+            "content": user_content(dialect, content, &format!("messages[{i}]"))?,
+        }),
         Message::Assistant(a) => {
             let mut msg = Map::new();
             msg.insert("role".into(), json!("assistant"));
@@ -61,12 +216,13 @@ fn message_json(dialect: &Dialect, m: &Message, names: &NameMap) -> Value {
             }
             Value::Object(msg)
         }
+        // Text only: media in the result moved to a user message after the run.
         Message::Tool(r) => json!({
             "role": "tool",
             "tool_call_id": r.call_id,
             "content": r.content_text(),
         }),
-    }
+    })
 }
 
 pub(crate) fn tool_choice_json(choice: &ToolChoice, names: &NameMap) -> Value {
@@ -193,17 +349,19 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
     check_tools(req)?;
     check_dialect(dialect, req)?;
     let names = NameMap::build(request_names(req), dialect.valid_name)?;
+    let mut downgrades = Vec::new();
+    let moved = tool_media_after_runs(&req.messages, dialect.info.kind.name(), &mut downgrades);
+    let mut messages = Vec::with_capacity(req.messages.len() + moved.len());
+    for (i, m) in req.messages.iter().enumerate() {
+        messages.push(message_json(dialect, i, m, &names)?);
+        if let Some(parts) = moved.get(&i) {
+            let at = format!("messages[{i}] (tool result media)");
+            messages.push(json!({"role": "user", "content": parts_json(dialect, parts, &at)?}));
+        }
+    }
     let mut body = Map::new();
     body.insert("model".into(), json!(req.model));
-    body.insert(
-        "messages".into(),
-        Value::Array(
-            req.messages
-                .iter()
-                .map(|m| message_json(dialect, m, &names))
-                .collect(),
-        ),
-    );
+    body.insert("messages".into(), Value::Array(messages));
     if !req.tools.is_empty() {
         body.insert(
             "tools".into(),
@@ -227,6 +385,12 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
         if let Some(parallel) = parallel {
             body.insert("parallel_tool_calls".into(), json!(parallel));
         }
+    }
+    if let Some(format) = &req.response_format {
+        body.insert(
+            "response_format".into(),
+            response_format_json(dialect, req, format)?,
+        );
     }
     if let Some(max) = req.max_tokens {
         body.insert(dialect.max_tokens_field.into(), json!(max));
@@ -263,6 +427,6 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
         headers: Vec::new(),
         body: Value::Object(body),
         names,
-        downgrades: Vec::new(),
+        downgrades,
     })
 }

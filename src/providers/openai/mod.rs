@@ -12,8 +12,9 @@ mod respond;
 mod wire;
 
 pub use dialect::{
-    AZURE_OPENAI, Dialect, OPENAI, OPENAI_COMPATIBLE, ParallelCalls, ReasoningField,
-    ThinkingSwitch, ToolChoiceSupport, openai_name,
+    AZURE_OPENAI, Dialect, FilePart, InlineImage, MediaSupport, OPENAI, OPENAI_COMPATIBLE,
+    ParallelCalls, ReasoningField, StructuredOutput, ThinkingSwitch, ToolChoiceSupport,
+    openai_name,
 };
 #[cfg(feature = "mock")]
 pub use respond::{

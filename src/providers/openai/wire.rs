@@ -97,10 +97,18 @@ pub(crate) struct Usage {
     pub completion_tokens: Option<u64>,
     #[serde(default, deserialize_with = "lenient::object")]
     pub completion_tokens_details: Option<Details>,
+    /// OpenAI, GLM and Qwen: `{"cached_tokens": n}`.
+    #[serde(default, deserialize_with = "lenient::object")]
+    pub prompt_tokens_details: Option<Details>,
+    /// StepFun sends the cached count beside `prompt_tokens` instead.
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub cached_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct Details {
     #[serde(default, deserialize_with = "lenient::count")]
     pub reasoning_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub cached_tokens: Option<u64>,
 }
