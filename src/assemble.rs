@@ -27,12 +27,11 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::provider::ProviderKind;
-use crate::types::{ChatResponse, FinishReason, StreamEvent, ToolCall, Usage};
+use crate::types::{ChatResponse, FinishReason, ProviderKind, StreamEvent, ToolCall, Usage};
 
 /// The `extra` key of a call completed early that keeps argument text the wire sent after the
 /// call's end (see [`Turn::complete_call`]).
-pub const LATE_ARGUMENTS: &str = "late_arguments";
+pub const LATE_ARGUMENTS: &str = ToolCall::LATE_ARGUMENTS;
 
 /// One tool-call fragment as an OpenAI-style wire sends it. Empty strings mean absent.
 #[derive(Debug, Clone, Copy, Default)]

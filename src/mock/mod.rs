@@ -42,40 +42,25 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::error::{ApiError, Error, Result};
-use crate::provider::{Framing, Provider, ProviderKind};
+use crate::provider::{Framing, ProviderKind};
 use crate::replay::is_json_body;
 use crate::types::{ChatResponse, FinishReason, ToolCall};
 use http::{Delivery, Response};
 
-/// A provider that can also write answers in its own wire format: the inverse of decoding,
-/// which only the mock server needs. Kept out of [`Provider`] so translation code compiled
-/// without the `mock` feature carries none of it.
-pub trait Respond: Provider {
-    /// The body this provider would send for `response`, as JSON or (when `stream`) as its
-    /// stream, with arguments and text split into small fragments the way the real service
-    /// streams them.
-    fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>>;
-
-    /// The inverse of [`Provider::decode_error`]: the HTTP status and body this provider would
-    /// send for `error` (framed as a stream when `stream` and the provider frames errors in
-    /// streams).
-    fn encode_error(&self, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
-        let _ = stream;
-        let body = serde_json::json!({"error": {"code": error.code, "message": error.message}});
-        (error.status.unwrap_or(500), body.to_string().into_bytes())
-    }
-}
+/// The writer contract each provider implements in its own folder; re-exported here, where
+/// it is used.
+pub use crate::provider::Respond;
 
 /// The provider for `kind`, able to answer as the mock server.
 pub fn responder_for(kind: ProviderKind) -> Result<Box<dyn Respond>> {
     use crate::providers::{dashscope, gemini, glm, openai, qwen, stepfun};
     Ok(match kind {
-        ProviderKind::OpenAi => Box::new(openai::OpenAi::new()),
+        ProviderKind::OpenAi => Box::new(openai::OpenAiResponder::default()),
         ProviderKind::Gemini => Box::new(gemini::Gemini::new()),
         ProviderKind::DashScope => Box::new(dashscope::DashScope::new()),
-        ProviderKind::Glm => Box::new(glm::provider()),
-        ProviderKind::Qwen => Box::new(qwen::provider()),
-        ProviderKind::StepFun => Box::new(stepfun::provider()),
+        ProviderKind::Glm => Box::new(glm::responder()),
+        ProviderKind::Qwen => Box::new(qwen::responder()),
+        ProviderKind::StepFun => Box::new(stepfun::responder()),
         ProviderKind::OpenAiResponses => {
             Box::new(crate::providers::openai_responses::OpenAiResponses)
         }
@@ -706,7 +691,7 @@ mod tests {
 
     #[test]
     fn framed_stream_errors_are_served_as_event_streams() {
-        let qwen = crate::providers::qwen::provider();
+        let qwen = crate::providers::qwen::responder();
         let mut e = ApiError::new(ProviderKind::Qwen, Some(400), "bad request");
         e.code = Some("invalid_parameter_error".into());
         let reply = MockReply::Error(e);
@@ -718,7 +703,7 @@ mod tests {
         assert_eq!(content_type(&whole), "application/json");
         assert!(!whole.chunked);
 
-        let openai = crate::providers::openai::OpenAi::new();
+        let openai = crate::providers::openai::OpenAiResponder::default();
         let mut e = ApiError::new(ProviderKind::OpenAi, Some(500), "oops");
         let json = render(&openai, &MockReply::Error(e.clone()), true).unwrap();
         assert_eq!(content_type(&json), "application/json");

@@ -18,8 +18,30 @@ pub mod qwen;
 pub(crate) mod shared;
 pub mod stepfun;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::provider::{Provider, ProviderKind};
+
+/// Parsing a provider name: here, above the canonical model, because the names are the
+/// built-in providers' (and errors are `Error::Input`, which `types` does not know).
+impl std::str::FromStr for ProviderKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
+                Error::input(
+                    "provider",
+                    format!(
+                        "unknown provider {s:?}; expected one of {}",
+                        names.join(", ")
+                    ),
+                )
+            })
+    }
+}
 
 /// The provider for `kind` with its default settings.
 pub fn provider_for(kind: ProviderKind) -> Result<Box<dyn Provider>> {

@@ -85,7 +85,7 @@ impl ToolCall {
 
     /// `extra` key of a call the wire marked final before the turn ended, holding argument
     /// text that arrived after that point (kept, never merged into `raw_arguments`).
-    pub const LATE_ARGUMENTS: &'static str = crate::assemble::LATE_ARGUMENTS;
+    pub const LATE_ARGUMENTS: &'static str = "late_arguments";
 
     /// A call whose raw text is parsed now: empty text means `{}`; anything that is not a JSON
     /// object is `malformed`. A call with an empty name is never complete: it is `malformed`

@@ -4,8 +4,6 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-
 /// The built-in providers. One spelling everywhere: module, `fixtures/`, `providers/*.md`, CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -65,25 +63,5 @@ impl ProviderKind {
 impl fmt::Display for ProviderKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for ProviderKind {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
-                Error::input(
-                    "provider",
-                    format!(
-                        "unknown provider {s:?}; expected one of {}",
-                        names.join(", ")
-                    ),
-                )
-            })
     }
 }
