@@ -299,3 +299,46 @@ fn from_recordings_names_what_is_missing() {
     assert!(missing.to_string().contains("nope"), "{missing}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A provider of the user's own (here an OpenAI-compatible gateway) names itself with
+/// `ProviderKind::Custom`, without claiming a built-in kind: the client's errors say its name.
+#[tokio::test]
+async fn a_custom_provider_is_named_in_errors() {
+    use toolwire::ApiError;
+    use toolwire::provider::ProviderInfo;
+    use toolwire::providers::openai::{
+        Dialect, OPENAI_COMPATIBLE, OPENAI_RESPONSE, OpenAi, OpenAiResponder,
+    };
+
+    static ACME: Dialect = OPENAI_COMPATIBLE.with_info(ProviderInfo::new(
+        ProviderKind::Custom("acme"),
+        "https://llm.acme.example/v1",
+    ));
+    let acme = ProviderKind::Custom("acme");
+    let mut refusal = ApiError::new(acme, Some(400), "model not found");
+    refusal.code = Some("model_not_found".into());
+    let server = MockServer::start_with(
+        Box::new(OpenAiResponder::new(&ACME, &OPENAI_RESPONSE)),
+        Script::new().then(MockReply::Error(refusal)),
+    )
+    .await
+    .unwrap();
+    let client = Client::builder_with(Box::new(OpenAi::with_dialect(&ACME)))
+        .base_url(server.url())
+        .api_key("k")
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let err = client.chat(&request()).await.unwrap_err();
+    assert_eq!(err.provider(), Some(acme));
+    assert!(err.to_string().contains("acme"), "{err}");
+    assert_eq!(err.api().unwrap().provider.name(), "acme");
+    assert_eq!(serde_json::to_value(acme).unwrap(), json!("acme"));
+    // A custom kind has no built-in value to fall back on.
+    assert!(
+        toolwire::provider_for(acme)
+            .unwrap_err()
+            .to_string()
+            .contains("acme")
+    );
+}

@@ -51,23 +51,9 @@ use http::{Delivery, Response};
 /// it is used.
 pub use crate::provider::Respond;
 
-/// The provider for `kind`, able to answer as the mock server.
-pub fn responder_for(kind: ProviderKind) -> Result<Box<dyn Respond>> {
-    use crate::providers::{dashscope, gemini, glm, openai, qwen, stepfun};
-    Ok(match kind {
-        ProviderKind::OpenAi => Box::new(openai::OpenAiResponder::default()),
-        ProviderKind::Gemini => Box::new(gemini::Gemini::new()),
-        ProviderKind::DashScope => Box::new(dashscope::DashScope::new()),
-        ProviderKind::Glm => Box::new(glm::responder()),
-        ProviderKind::Qwen => Box::new(qwen::responder()),
-        ProviderKind::StepFun => Box::new(stepfun::responder()),
-        ProviderKind::OpenAiResponses => {
-            Box::new(crate::providers::openai_responses::OpenAiResponses)
-        }
-        ProviderKind::Anthropic => Box::new(crate::providers::anthropic::Anthropic::new()),
-        ProviderKind::Ollama => Box::new(crate::providers::ollama::Ollama::new()),
-    })
-}
+/// The provider for `kind`, able to answer as the mock server (read from
+/// [`crate::providers::BUILTINS`]).
+pub use crate::providers::responder_for;
 
 /// One scripted answer.
 #[derive(Debug, Clone)]
