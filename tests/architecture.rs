@@ -326,6 +326,64 @@ fn cycles(edges: &BTreeMap<String, BTreeMap<String, String>>) -> Vec<String> {
     found
 }
 
+/// The layers of `docs/architecture.md`, bottom first: a node may use nodes of lower rows, and
+/// its siblings in its own row (which the cycle check keeps acyclic), never a row above.
+const LAYERS: &[&[&str]] = &[
+    &["types", "sse", "tls"],
+    &["provider", "assemble", "partial_json", "schema", "tools"],
+    &["providers/shared", "providers/lenient"],
+    &[
+        "providers/openai",
+        "providers/glm",
+        "providers/qwen",
+        "providers/stepfun",
+        "providers/gemini",
+        "providers/dashscope",
+        "providers/openai_responses",
+        "providers/anthropic",
+        "providers/ollama",
+    ],
+    &["providers"],
+    &["turn"],
+    &["replay"],
+    &["fixture"],
+    &["realtime/model"],
+    &["realtime/state"],
+    &["realtime/dialect", "realtime/gemini_live"],
+    &["realtime/codec"],
+    &["realtime/replay"],
+    &["realtime/session", "realtime/mock"],
+    &["realtime/agent"],
+    &["realtime"],
+    &["client", "mock", "conformance"],
+    &["agent"],
+    &["server"],
+    &["cli"],
+    &["test_support"],
+];
+
+#[test]
+fn every_arrow_points_down_the_layers() {
+    let rank = |node: &str| LAYERS.iter().position(|row| row.contains(&node));
+    let mut problems = Vec::new();
+    for (from, tos) in graph() {
+        let Some(r) = rank(&from) else {
+            problems.push(format!(
+                "{from} is in no layer: add it to LAYERS and docs/architecture.md"
+            ));
+            continue;
+        };
+        for (to, why) in tos {
+            match rank(&to) {
+                Some(t) if t <= r => {}
+                Some(_) => problems.push(format!("{from} -> {to} points up ({why})")),
+                None => problems.push(format!("{to} is in no layer ({why})")),
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 #[test]
 fn no_import_cycle_between_modules() {
     let edges = graph();

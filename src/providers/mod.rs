@@ -1,10 +1,15 @@
 //! The built-in providers: pure translation, no IO.
 //!
-//! Adding a provider: an OpenAI-compatible one is a [`openai::Dialect`] value (each quirk a
-//! documented field naming its fixture); a native one gets its own folder with the same file
-//! names (`encode`, `decode`, `wire`). Either way it needs: every finish reason mapped (the rest
-//! verbatim), errors keeping the provider's code and message, the canonical fixture cases (or
-//! `SKIP` lines), and a quirk sheet in `providers/<name>.md`.
+//! One module per provider: `openai` (Chat Completions, and every OpenAI-compatible wire as an
+//! [`openai::Dialect`]), `glm`, `qwen` and `stepfun` (dialects of it), `gemini`, `dashscope`,
+//! `openai_responses`, `anthropic` and `ollama`; `shared` and `lenient` hold what their
+//! encoders and decoders share. Each writes its own answers for the mock provider
+//! (`respond.rs`, feature `mock`). [`BUILTINS`] lists them: every list of providers is read
+//! from it.
+//!
+//! Adding a provider: its folder (or, for an OpenAI-compatible one, a file with a `Dialect`
+//! and a `ResponseShape`), one [`BUILTINS`] line, its fixture cases (or `SKIP` lines) and a
+//! quirk sheet `providers/<name>.md`; the checklist is in `docs/architecture.md`.
 
 pub mod anthropic;
 pub mod dashscope;
