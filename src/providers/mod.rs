@@ -250,6 +250,45 @@ mod tests {
         );
     }
 
+    /// Every writer puts a response's usage where its wire does, and its own decoder reads it
+    /// back, as a body and as a stream (reasoning tokens where the wire has a place for them).
+    #[cfg(feature = "mock")]
+    #[test]
+    fn every_writer_keeps_usage() {
+        use crate::types::Usage;
+        let usage = Usage {
+            input_tokens: 12,
+            output_tokens: 30,
+            reasoning_tokens: Some(4),
+        };
+        for b in BUILTINS {
+            let w = (b.responder)();
+            let mut checked = 0;
+            for (name, mut sample) in crate::test_support::samples() {
+                sample.usage = Some(usage);
+                let Ok(body) = w.encode_response(&sample, false) else {
+                    continue; // a response this wire cannot send (its writer says so)
+                };
+                let sse = w.encode_response(&sample, true).unwrap();
+                let from_body = w.decode(&body).unwrap().usage;
+                let from_stream = crate::replay::replay(w.as_ref(), &sse)
+                    .unwrap()
+                    .response
+                    .usage;
+                for (how, got) in [("body", from_body), ("stream", from_stream)] {
+                    let got = got.unwrap_or_else(|| panic!("{} {name} {how}: no usage", b.name()));
+                    let want = Usage {
+                        reasoning_tokens: got.reasoning_tokens.and(usage.reasoning_tokens),
+                        ..usage
+                    };
+                    assert_eq!(got, want, "{} {name} {how}", b.name());
+                }
+                checked += 1;
+            }
+            assert!(checked >= 3, "{}: only {checked} samples", b.name());
+        }
+    }
+
     /// The JSON of the built-in kinds is what `#[serde(rename_all = "lowercase")]` (and
     /// `openai-responses`) wrote before `Custom` existed: goldens and error JSON hold it.
     #[test]
