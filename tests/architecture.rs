@@ -364,7 +364,16 @@ const LAYERS: &[&[&str]] = &[
 
 #[test]
 fn every_arrow_points_down_the_layers() {
-    let rank = |node: &str| LAYERS.iter().position(|row| row.contains(&node));
+    // A provider folder or file not listed yet (a new provider) is in the providers' row.
+    let provider_row = LAYERS
+        .iter()
+        .position(|row| row.contains(&"providers/openai"));
+    let rank = |node: &str| {
+        LAYERS
+            .iter()
+            .position(|row| row.contains(&node))
+            .or(provider_row.filter(|_| node.starts_with("providers/")))
+    };
     let mut problems = Vec::new();
     for (from, tos) in graph() {
         let Some(r) = rank(&from) else {
