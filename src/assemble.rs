@@ -30,8 +30,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::provider::ProviderKind;
-use crate::types::{ChatResponse, FinishReason, StreamEvent, ToolCall, Usage};
+use crate::types::{ChatResponse, FinishReason, ProviderKind, StreamEvent, ToolCall, Usage};
 
 /// One tool-call fragment as an OpenAI-style wire sends it. Empty strings mean absent.
 #[derive(Debug, Clone, Copy, Default)]

@@ -16,6 +16,8 @@ use crate::provider::{HttpRequest, Provider, ProviderKind};
 use crate::providers::provider_for_base_url;
 use crate::types::{ChatRequest, Message, ToolDefinition};
 
+pub mod realtime;
+
 /// The names a captured stream may have: Server-Sent Events, or newline-delimited JSON.
 pub const STREAM_FILES: [&str; 2] = ["response.sse", "response.ndjson"];
 
@@ -127,8 +129,8 @@ pub fn run_case(dir: &Path, mode: Mode) -> CaseReport {
             Meta::default()
         }
     };
-    if let Some(kind) = crate::realtime::fixture::case_kind(dir, Some(&meta)) {
-        return crate::realtime::fixture::run_case(dir, kind, mode, report);
+    if let Some(kind) = realtime::case_kind(dir, Some(&meta)) {
+        return realtime::run_case(dir, kind, mode, report);
     }
     report.provider = case_provider(dir, Some(&meta));
     let Some(kind) = report.provider else {

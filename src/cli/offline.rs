@@ -241,20 +241,16 @@ pub(crate) fn providers() -> Result<(), CliError> {
         "endpoint",
         "key variables"
     );
-    for kind in ProviderKind::ALL {
-        match provider_for(kind) {
-            Ok(p) => {
-                let info = p.info();
-                outln!(
-                    "{:<10} {:<55} {:<32} {}",
-                    kind.name(),
-                    info.base_url,
-                    info.key_vars.join(" or "),
-                    info.capabilities
-                );
-            }
-            Err(e) => outln!("{:<10} ({e})", kind.name()),
-        }
+    for builtin in toolwire::providers::BUILTINS {
+        let provider = (builtin.provider)();
+        let info = provider.info();
+        outln!(
+            "{:<10} {:<55} {:<32} {}",
+            builtin.name(),
+            info.base_url,
+            info.key_vars.join(" or "),
+            info.capabilities
+        );
     }
     super::realtime::providers();
     Ok(())

@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value, json};
 
+use super::model::{RealtimeEvent, RealtimeKind, SessionConfig};
 use super::state::{CALL_CHARGE, Held, Open, State, forward};
-use super::{RealtimeEvent, RealtimeKind, SessionConfig};
 use crate::assemble::Fragment;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{NameMap, scalar_text};

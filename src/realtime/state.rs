@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use serde_json::Value;
 
-use super::{RealtimeEvent, SessionStats};
+use super::model::{RealtimeEvent, SessionStats};
 use crate::assemble::Turn;
 use crate::error::{Error, Result};
 use crate::provider::NameMap;

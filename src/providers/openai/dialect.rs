@@ -96,10 +96,6 @@ pub struct Dialect {
     /// (<https://github.com/QwenLM/Qwen-Agent/pull/943>) or jump between indexes
     /// (<https://github.com/dirac-run/dirac/pull/215>).
     pub calls_end_at_next_index: bool,
-    /// How this wire's server writes its answers, for the mock provider (only with the `mock`
-    /// feature: decoding never looks at it).
-    #[cfg(feature = "mock")]
-    pub response: super::respond::ResponseShape,
 }
 
 impl Dialect {
@@ -231,13 +227,6 @@ impl Dialect {
         self.calls_end_at_next_index = calls_end_at_next_index;
         self
     }
-
-    /// Sets [`Dialect::response`].
-    #[cfg(feature = "mock")]
-    pub const fn with_response(mut self, response: super::respond::ResponseShape) -> Self {
-        self.response = response;
-        self
-    }
 }
 
 /// A delta or message field that carries reasoning text.
@@ -345,8 +334,6 @@ pub const OPENAI: Dialect = Dialect {
     exclusive_with_tools: &[],
     check_property_keys: false,
     calls_end_at_next_index: true,
-    #[cfg(feature = "mock")]
-    response: super::respond::OPENAI_RESPONSE,
 };
 
 /// Any other OpenAI-compatible server (vLLM, Ollama, DeepSeek, a gateway): the `openai` wire

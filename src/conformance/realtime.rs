@@ -6,7 +6,7 @@
 //!   events;
 //! - `update.json` (`{"tools": [...], "tool_choice": ...}`) → `wire_update.json`: the event
 //!   that changes tools mid-session (after `config.json`, when present);
-//! - `session.jsonl` (a recorded session, see [`super::replay`]) → `expected.jsonl` (one compact
+//! - `session.jsonl` (a recorded session, see [`crate::realtime::replay`]) → `expected.jsonl` (one compact
 //!   canonical response per line, what `toolwire replay` prints) and `expected.json` (the rest:
 //!   calls handed out, errors, cancellations, counts);
 //! - `results.json` (canonical tool results) → `wire_results.json`: the events the codec sends
@@ -20,11 +20,11 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::replay::{parse_session, replay_into};
-use super::{RealtimeCodec, RealtimeKind, SessionConfig};
-use crate::conformance::{CaseReport, Check, Mode, Outcome, check_golden};
+use super::{CaseReport, Check, Mode, Outcome, check_golden};
 use crate::error::{Error, Result};
 use crate::fixture::{Meta, error_json};
+use crate::realtime::replay::{parse_session, replay_into};
+use crate::realtime::{RealtimeCodec, RealtimeKind, SessionConfig};
 use crate::types::{ToolChoice, ToolDefinition, ToolResult};
 
 /// The cases every realtime dialect has, or lists in `fixtures/<name>/SKIP` with a reason.
@@ -175,7 +175,7 @@ fn check_lines(golden: &Path, actual: &[String], mode: Mode) -> Outcome {
             serde_json::from_str::<Value>(e),
             serde_json::from_str::<Value>(a),
         ) {
-            (Ok(e), Ok(a)) if e != a => crate::conformance::first_difference(&e, &a, "$"),
+            (Ok(e), Ok(a)) if e != a => super::first_difference(&e, &a, "$"),
             _ => "the bytes differ (spacing or key order)".to_owned(),
         };
         return Outcome::Fail(format!("{}:{}: {detail}", golden.display(), n + 1));
