@@ -830,7 +830,7 @@ fn call_key(d: &RealtimeDialect, open: &Open, call: CallRef<'_>) -> (String, boo
     )
 }
 
-/// The wire index toolwire gives the call at `position`: the [`Turn`](crate::assemble::Turn)
+/// The wire index toolwire gives the call at `position`: the [`Assembler`](crate::assemble::Assembler)
 /// keys each fragment by it, so calls are told apart by their key here and never by the
 /// turn's fallbacks (which continue a nameless fragment with a fresh id at its position).
 fn turn_index(position: usize) -> Option<i64> {
