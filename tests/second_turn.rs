@@ -94,18 +94,9 @@ fn second_turn(model: &str, response: &ChatResponse) -> ChatRequest {
     req
 }
 
-/// Every built-in wire, as a target.
-const TARGETS: &[ProviderKind] = &[
-    ProviderKind::OpenAi,
-    ProviderKind::Gemini,
-    ProviderKind::Glm,
-    ProviderKind::Qwen,
-    ProviderKind::DashScope,
-    ProviderKind::StepFun,
-    ProviderKind::OpenAiResponses,
-    ProviderKind::Anthropic,
-    ProviderKind::Ollama,
-];
+/// Every built-in wire, as a target: the provider table's list, so a new built-in joins the
+/// matrix by itself.
+const TARGETS: &[ProviderKind] = &ProviderKind::ALL;
 
 /// A model name each target's rules are the strictest for (Gemini 3 requires thought
 /// signatures on function calls of the current turn).
