@@ -1,6 +1,7 @@
-//! The shared state of one decoded turn, and the tool-call assembler for OpenAI-style streams.
+//! The assembler: the state of one decoded turn (text, reasoning, tool calls, usage, finish)
+//! that every provider's decoder feeds, whatever its wire.
 //!
-//! Every provider's decoder translates its wire into calls on [`Turn`], so the assembly rules
+//! Every decoder translates its wire into calls on [`Assembler`], so the assembly rules
 //! (`docs/assembly.md`) live in one place:
 //!
 //! - fragments are keyed by wire `index`; a missing or negative index falls back to a non-empty
@@ -12,16 +13,16 @@
 //! - a call without a name is never complete (see [`ToolCall::new`]);
 //! - `""`/null id and name mean absent, and a repeated id or name is never concatenated;
 //! - calls are finalized at the end of the turn, never because the buffer parses; a wire that
-//!   marks a call's end finalizes it there ([`Turn::complete_call`]), so an agent can run it while
+//!   marks a call's end finalizes it there ([`Assembler::complete_call`]), so an agent can run it while
 //!   the turn goes on, and a dialect whose calls end at the next index completes a call there
-//!   only once its text is one complete JSON object ([`Turn::complete_calls_before`]);
+//!   only once its text is one complete JSON object ([`Assembler::complete_calls_before`]);
 //! - argument text that arrives for a call already final makes that call's final state an
 //!   error (its raw text whole), announced by a second `ToolCallComplete` at the end of the turn;
 //! - argument text is appended (O(n) in total) and parsed once, at the end;
 //! - `length` (or a broken stream) leaves unfinished calls `truncated`, invalid JSON is
 //!   `malformed`, and `raw_arguments` is kept byte for byte either way;
 //! - calls without an id get `call_<n>`, unique in the response and marked synthetic;
-//! - with [`Turn::with_explicit_call_ends`] (realtime wires, where only a call's own end event
+//! - with [`Assembler::with_explicit_call_ends`] (realtime wires, where only a call's own end event
 //!   completes it), a call that never got its end is `truncated` when the turn ends, whatever
 //!   its text parses to.
 
@@ -30,8 +31,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::provider::ProviderKind;
-use crate::types::{ChatResponse, FinishReason, StreamEvent, ToolCall, Usage};
+use crate::types::{ChatResponse, FinishReason, ProviderKind, StreamEvent, ToolCall, Usage};
 
 /// One tool-call fragment as an OpenAI-style wire sends it. Empty strings mean absent.
 #[derive(Debug, Clone, Copy, Default)]
@@ -52,11 +52,11 @@ struct Slot {
     name: String,
     args: String,
     extra: Map<String, Value>,
-    /// Argument text arrived after the call was final (see [`Turn::complete_call`]).
+    /// Argument text arrived after the call was final (see [`Assembler::complete_call`]).
     late: bool,
-    /// In [`Turn::waiting`] already.
+    /// In [`Assembler::waiting`] already.
     waiting: bool,
-    /// How far `args` reads as one JSON object (see [`Turn::complete_calls_before`]).
+    /// How far `args` reads as one JSON object (see [`Assembler::complete_calls_before`]).
     scan: ObjectScan,
 }
 
@@ -198,7 +198,7 @@ impl Keys {
 
 /// The state of one turn: text, reasoning, tool calls, usage and finish reason.
 #[derive(Debug)]
-pub struct Turn {
+pub struct Assembler {
     provider: ProviderKind,
     text: String,
     reasoning: String,
@@ -209,9 +209,9 @@ pub struct Turn {
     raw_finish: Option<String>,
     finalized: Option<Vec<ToolCall>>,
     extra: Map<String, Value>,
-    /// Calls the wire already marked final, by position (see [`Turn::complete_call`]).
+    /// Calls the wire already marked final, by position (see [`Assembler::complete_call`]).
     early: HashMap<usize, ToolCall>,
-    /// Calls below this position were offered to [`Turn::complete_calls_before`] already.
+    /// Calls below this position were offered to [`Assembler::complete_calls_before`] already.
     settled: usize,
     /// Calls below `settled`, not final yet, with argument text not looked at since: each is
     /// looked at again at the next call's start.
@@ -221,11 +221,11 @@ pub struct Turn {
     scanned: usize,
     /// The next number an early call's minted id may take (minted numbers only grow).
     early_next: usize,
-    /// Only [`Turn::complete_call`] completes a call (see [`Turn::with_explicit_call_ends`]).
+    /// Only [`Assembler::complete_call`] completes a call (see [`Assembler::with_explicit_call_ends`]).
     explicit_ends: bool,
 }
 
-impl Turn {
+impl Assembler {
     /// A fresh turn for `provider`.
     pub fn new(provider: ProviderKind) -> Self {
         Self {
@@ -250,7 +250,7 @@ impl Turn {
     }
 
     /// A turn whose wire marks each call's end (realtime `.done`): only
-    /// [`Turn::complete_call`] completes a call, and calls still open when the turn ends are
+    /// [`Assembler::complete_call`] completes a call, and calls still open when the turn ends are
     /// `truncated` even when their text parses.
     pub fn with_explicit_call_ends(mut self) -> Self {
         self.explicit_ends = true;
@@ -471,7 +471,7 @@ impl Turn {
         true
     }
 
-    /// The call at `position` as [`Turn::complete_call`] made it final, if it did.
+    /// The call at `position` as [`Assembler::complete_call`] made it final, if it did.
     pub fn completed_call(&self, position: usize) -> Option<&ToolCall> {
         self.early.get(&position)
     }
@@ -623,7 +623,7 @@ impl Turn {
         calls
     }
 
-    /// The response so far. Before [`Turn::finish`] its calls are empty.
+    /// The response so far. Before [`Assembler::finish`] its calls are empty.
     fn response(&mut self) -> ChatResponse {
         ChatResponse {
             text: (!self.text.is_empty()).then(|| std::mem::take(&mut self.text)),
@@ -702,7 +702,7 @@ mod tests {
         // minted id collides at first. The old search restarted at each call's position and
         // looked past O(N²) taken ids.
         let n = 2_000;
-        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut t = Assembler::new(ProviderKind::OpenAi);
         let mut out = Vec::new();
         for p in 0..n {
             t.fragment(0, frag(Some(p), None, Some("f"), "{}"), &mut out);
@@ -732,7 +732,7 @@ mod tests {
         // N..2N-1) each completed as it arrives (Ollama without ids): every early mint would
         // walk past the natives if it restarted at its own position.
         let n = 2_000;
-        let mut t = Turn::new(ProviderKind::Ollama);
+        let mut t = Assembler::new(ProviderKind::Ollama);
         let mut out = Vec::new();
         for k in 0..n {
             t.whole_call(
@@ -774,7 +774,7 @@ mod tests {
 
     #[test]
     fn index_keying_and_new_id_at_same_index() {
-        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut t = Assembler::new(ProviderKind::OpenAi);
         let mut out = Vec::new();
         t.fragment(0, frag(Some(0), Some("a"), Some("f"), "{\"x\":"), &mut out);
         t.fragment(0, frag(Some(0), Some(""), None, "1}"), &mut out);
@@ -796,7 +796,7 @@ mod tests {
     fn a_fresh_id_without_a_name_continues_the_call() {
         // GLM-4's openai_api_server.py: index 0, the name only on the first fragment, a new id
         // on every fragment.
-        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut t = Assembler::new(ProviderKind::OpenAi);
         let mut out = Vec::new();
         t.fragment(0, frag(Some(0), Some("a"), Some("f"), "{\"x\":"), &mut out);
         t.fragment(0, frag(Some(0), Some("b"), None, "\"y"), &mut out);
@@ -826,7 +826,7 @@ mod tests {
 
     #[test]
     fn a_call_without_a_name_is_never_complete() {
-        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut t = Assembler::new(ProviderKind::OpenAi);
         let mut out = Vec::new();
         t.fragment(0, frag(Some(1), None, None, "{}"), &mut out);
         t.finish(FinishReason::Stop, Some("stop"), &mut out);
@@ -843,7 +843,7 @@ mod tests {
 
     #[test]
     fn missing_index_by_position_and_minted_ids() {
-        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut t = Assembler::new(ProviderKind::OpenAi);
         let mut out = Vec::new();
         t.fragment(0, frag(Some(-1), None, Some("f"), "{}"), &mut out);
         t.fragment(1, frag(Some(-1), None, Some("g"), "{}"), &mut out);
@@ -860,7 +860,7 @@ mod tests {
     fn negative_index_continuations_follow_their_call() {
         // bedrock-access-gateway#203: `index: -1` on the first fragment (with id) and on every
         // id-less continuation; the next call arrives at index 0.
-        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut t = Assembler::new(ProviderKind::OpenAi);
         let mut out = Vec::new();
         t.fragment(0, frag(Some(-1), Some("a"), Some("f"), ""), &mut out);
         t.fragment(0, frag(Some(-1), None, None, "{\"x\":"), &mut out);
@@ -876,7 +876,7 @@ mod tests {
 
     #[test]
     fn explicit_ends_truncate_calls_that_never_ended() {
-        let mut t = Turn::new(ProviderKind::OpenAi).with_explicit_call_ends();
+        let mut t = Assembler::new(ProviderKind::OpenAi).with_explicit_call_ends();
         let mut out = Vec::new();
         t.fragment(0, frag(None, Some("a"), Some("f"), "{\"x\":1}"), &mut out);
         t.fragment(0, frag(None, Some("b"), Some("g"), "{}"), &mut out);
@@ -895,7 +895,7 @@ mod tests {
 
     #[test]
     fn length_truncates_and_eof_is_broken() {
-        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut t = Assembler::new(ProviderKind::OpenAi);
         let mut out = Vec::new();
         t.fragment(
             0,
@@ -908,7 +908,7 @@ mod tests {
         let err = r.tool_calls[0].error.as_ref().unwrap();
         assert_eq!(err.kind, ArgumentsErrorKind::Truncated);
 
-        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut t = Assembler::new(ProviderKind::OpenAi);
         t.fragment(
             0,
             frag(Some(0), Some("a"), Some("f"), "{\"x\":1}"),
@@ -922,7 +922,7 @@ mod tests {
 
     #[test]
     fn a_call_completed_early_stays_as_it_was() {
-        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut t = Assembler::new(ProviderKind::OpenAi);
         let mut out = Vec::new();
         t.fragment(0, frag(Some(0), None, Some("f"), "{\"x\":1}"), &mut out);
         t.fragment(
@@ -974,7 +974,7 @@ mod tests {
 
     #[test]
     fn text_after_a_call_is_final_makes_it_an_error_announced_again() {
-        let mut t = Turn::new(ProviderKind::Anthropic);
+        let mut t = Assembler::new(ProviderKind::Anthropic);
         let mut out = Vec::new();
         t.fragment(
             0,
@@ -1006,7 +1006,7 @@ mod tests {
 
     /// The OpenAI rule: a call ends when the next index starts.
     fn next_index_turn(fragments: &[(i64, &str)]) -> (Vec<StreamEvent>, ChatResponse) {
-        let mut t = Turn::new(ProviderKind::OpenAi);
+        let mut t = Assembler::new(ProviderKind::OpenAi);
         let mut out = Vec::new();
         for &(index, args) in fragments {
             let calls = t.call_count();
@@ -1096,7 +1096,7 @@ mod tests {
 
     #[test]
     fn a_call_completed_early_stays_complete_when_the_turn_is_cut() {
-        let mut t = Turn::new(ProviderKind::OpenAiResponses);
+        let mut t = Assembler::new(ProviderKind::OpenAiResponses);
         let mut out = Vec::new();
         t.fragment(
             0,

@@ -16,6 +16,8 @@ use crate::provider::{HttpRequest, Provider, ProviderKind};
 use crate::providers::provider_for_base_url;
 use crate::types::{ChatRequest, Message, ToolDefinition};
 
+pub mod realtime;
+
 /// The names a captured stream may have: Server-Sent Events, or newline-delimited JSON.
 pub const STREAM_FILES: [&str; 2] = ["response.sse", "response.ndjson"];
 
@@ -127,8 +129,8 @@ pub fn run_case(dir: &Path, mode: Mode) -> CaseReport {
             Meta::default()
         }
     };
-    if let Some(kind) = crate::realtime::fixture::case_kind(dir, Some(&meta)) {
-        return crate::realtime::fixture::run_case(dir, kind, mode, report);
+    if let Some(kind) = realtime::case_kind(dir, Some(&meta)) {
+        return realtime::run_case(dir, kind, mode, report);
     }
     report.provider = case_provider(dir, Some(&meta));
     let Some(kind) = report.provider else {
@@ -172,7 +174,7 @@ pub fn run_case(dir: &Path, mode: Mode) -> CaseReport {
             request = http;
             body
         });
-        let outcome = check_golden(&dir.join("wire_request.json"), body, mode);
+        let outcome = check_golden(&dir.join("wire_request.json"), body, mode, Golden::Wire);
         report.checks.push(Check {
             name: "encode",
             outcome,
@@ -183,6 +185,7 @@ pub fn run_case(dir: &Path, mode: Mode) -> CaseReport {
             &dir.join("expected.json"),
             decode_case(provider.as_ref(), &body_path, meta.status, request.as_ref()),
             mode,
+            Golden::Canonical,
         );
         report.checks.push(Check {
             name: "decode",
@@ -194,6 +197,7 @@ pub fn run_case(dir: &Path, mode: Mode) -> CaseReport {
             &dir.join("expected_schema.json"),
             schema_case(provider.as_ref(), &dir.join("schema.json"), &meta),
             mode,
+            Golden::Wire,
         );
         report.checks.push(Check {
             name: "schema",
@@ -366,7 +370,27 @@ pub fn canonical_text(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
 }
 
-pub(crate) fn check_golden(golden: &Path, actual: Result<Value>, mode: Mode) -> Outcome {
+/// What a golden holds, which decides how strictly it is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Golden {
+    /// A wire body or schema: exact, key order included (an added field is a different body).
+    Wire,
+    /// Canonical JSON (a `ChatResponse`, an error): a golden written before a field was added
+    /// to the canonical model still passes; every value it holds must still match
+    /// ([`added_defaults_only`]).
+    Canonical,
+}
+
+/// What a failure adds, so the way to accept a new output is never a guess.
+const BLESS_HINT: &str =
+    "if the new output is right, `toolwire conformance --bless` rewrites the golden";
+
+pub(crate) fn check_golden(
+    golden: &Path,
+    actual: Result<Value>,
+    mode: Mode,
+    kind: Golden,
+) -> Outcome {
     let actual = match actual {
         Ok(v) => v,
         Err(e) => return Outcome::Fail(e.to_string()),
@@ -393,11 +417,78 @@ pub(crate) fn check_golden(golden: &Path, actual: Result<Value>, mode: Mode) -> 
         Ok(v) => v,
         Err(e) => return Outcome::Fail(e.to_string()),
     };
+    if kind == Golden::Canonical && added_defaults_only(&expected, &actual) {
+        return Outcome::Pass;
+    }
     Outcome::Fail(format!(
-        "{}: {}",
+        "{}: {} ({BLESS_HINT})",
         golden.display(),
         first_difference(&expected, &actual, "$")
     ))
+}
+
+/// Whether `actual` is `expected` plus canonical fields the golden predates: every key of
+/// `expected` is in `actual` with the same value (recursively, in the same order), and every
+/// key `expected` lacks is a field of the canonical model ([`CANONICAL_FIELDS`]: a golden
+/// written before a field was added cannot hold it) or holds a default (`null`, `false`, `""`,
+/// `[]`, `{}`). Provider data the golden lacks, and any value that differs, still fail.
+pub(crate) fn added_defaults_only(expected: &Value, actual: &Value) -> bool {
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => {
+            let mut expected_keys = e.iter();
+            for (k, va) in a {
+                match e.get(k) {
+                    Some(_) => match expected_keys.next() {
+                        Some((ke, ve)) if ke == k && added_defaults_only(ve, va) => {}
+                        _ => return false,
+                    },
+                    None if is_default(va) || CANONICAL_FIELDS.contains(&k.as_str()) => {}
+                    None => return false,
+                }
+            }
+            expected_keys.next().is_none()
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            e.len() == a.len() && e.iter().zip(a).all(|(e, a)| added_defaults_only(e, a))
+        }
+        _ => expected == actual,
+    }
+}
+
+/// The fields of the canonical response model (`ChatResponse`, `ToolCall`, `ArgumentsError`,
+/// `Usage`, and a realtime session's summary): a golden that lacks one of them was written
+/// before it existed. A test keeps this list whole.
+pub(crate) const CANONICAL_FIELDS: &[&str] = &[
+    "text",
+    "reasoning",
+    "tool_calls",
+    "finish_reason",
+    "raw_finish_reason",
+    "usage",
+    "id",
+    "name",
+    "raw_arguments",
+    "arguments",
+    "error",
+    "kind",
+    "message",
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cached_input_tokens",
+    "cache_creation_input_tokens",
+];
+
+/// A value a field added later would have had before: absent from the golden's point of view.
+fn is_default(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        Value::Number(_) => false,
+    }
 }
 
 /// The first place two JSON values differ, as a path and both values; key order counts.
@@ -507,6 +598,68 @@ mod tests {
         assert_eq!(sent["additionalProperties"], json!(false), "strict form");
         let err = schema_case(&Diverging(OpenAi::new()), &schema_file(), &meta).unwrap_err();
         assert!(err.to_string().contains("does not carry"), "{err}");
+    }
+
+    #[test]
+    fn a_golden_may_predate_canonical_fields_but_never_differ() {
+        let golden = json!({"text": "hi", "tool_calls": [{"id": "c", "name": "f"}], "usage": null});
+        let now = json!({"text": "hi", "tool_calls": [{"id": "c", "name": "f", "error": null}],
+                         "raw_finish_reason": "stop", "usage": null});
+        assert!(added_defaults_only(&golden, &now));
+        let changed =
+            json!({"text": "ho", "tool_calls": [{"id": "c", "name": "f"}], "usage": null});
+        assert!(!added_defaults_only(&golden, &changed));
+        let provider_data = json!({"text": "hi", "tool_calls": [{"id": "c", "name": "f",
+                                   "thought_signature": "abc"}], "usage": null});
+        assert!(
+            !added_defaults_only(&golden, &provider_data),
+            "provider data is compared"
+        );
+        let reordered =
+            json!({"tool_calls": [{"id": "c", "name": "f"}], "text": "hi", "usage": null});
+        assert!(
+            !added_defaults_only(&golden, &reordered),
+            "key order counts"
+        );
+        let dropped = json!({"text": "hi", "tool_calls": [{"id": "c", "name": "f"}]});
+        assert!(
+            !added_defaults_only(&golden, &dropped),
+            "a key the golden has must stay"
+        );
+    }
+
+    #[test]
+    fn every_canonical_field_is_listed() {
+        use crate::types::{ArgumentsError, ArgumentsErrorKind, ToolCall, Usage};
+        let mut call = ToolCall::new("c", "f", "{");
+        call.error = Some(ArgumentsError::new(ArgumentsErrorKind::Malformed, "m"));
+        let usage = Usage::new(1, 2).with_reasoning_tokens(3);
+        let response = ChatResponse::default()
+            .with_text("t")
+            .with_reasoning("r")
+            .with_tool_calls([call])
+            .with_raw_finish_reason("stop")
+            .with_usage(usage);
+        fn keys(v: &Value, out: &mut Vec<String>) {
+            match v {
+                Value::Object(m) => {
+                    for (k, v) in m {
+                        out.push(k.clone());
+                        keys(v, out);
+                    }
+                }
+                Value::Array(a) => a.iter().for_each(|v| keys(v, out)),
+                _ => {}
+            }
+        }
+        let mut all = Vec::new();
+        keys(&serde_json::to_value(&response).unwrap(), &mut all);
+        for key in all {
+            assert!(
+                CANONICAL_FIELDS.contains(&key.as_str()),
+                "{key} is not listed"
+            );
+        }
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub mod schema;
 #[cfg(feature = "server")]
 pub mod server;
 pub(crate) mod sse;
+#[cfg(all(test, feature = "mock"))]
+mod test_support;
 #[cfg(feature = "client")]
 mod tls;
 #[cfg(feature = "tools")]

@@ -217,6 +217,27 @@ pub trait Provider: Send + Sync + fmt::Debug {
     }
 }
 
+/// A provider that can also write answers in its own wire format: the inverse of decoding,
+/// pure translation like the rest of the contract. The loopback mock server (`toolwire::mock`)
+/// is its one user; each provider implements it in its own folder (`respond.rs`), compiled only
+/// with the `mock` feature, so a build without it carries none of this code.
+#[cfg(feature = "mock")]
+pub trait Respond: Provider {
+    /// The body this provider would send for `response`, as JSON or (when `stream`) as its
+    /// stream, with arguments and text split into small fragments the way the real service
+    /// streams them.
+    fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>>;
+
+    /// The inverse of [`Provider::decode_error`]: the HTTP status and body this provider would
+    /// send for `error` (framed as a stream when `stream` and the provider frames errors in
+    /// streams).
+    fn encode_error(&self, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
+        let _ = stream;
+        let body = serde_json::json!({"error": {"code": error.code, "message": error.message}});
+        (error.status.unwrap_or(500), body.to_string().into_bytes())
+    }
+}
+
 /// Decodes one streamed turn from SSE `data:` payloads.
 pub trait StreamDecoder: Send {
     /// One SSE event's data (and its `event:` name, if any). Emits zero or more events.

@@ -229,9 +229,10 @@ async fn recordings_drive_the_mock_in_order() {
     let server = MockServer::start(ProviderKind::OpenAi, replies)
         .await
         .unwrap();
+    // A key that occurs in no body: the recorder redacts the key wherever it appears.
     let recording = Client::builder(ProviderKind::OpenAi)
         .base_url(server.url())
-        .api_key("k")
+        .api_key("sk-tw-recording-key")
         .retry(RetryPolicy::none())
         .record_to(&dir)
         .build()
@@ -298,4 +299,104 @@ fn from_recordings_names_what_is_missing() {
     let missing = Script::from_recordings(dir.join("nope")).unwrap_err();
     assert!(missing.to_string().contains("nope"), "{missing}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A provider of the user's own (here an OpenAI-compatible gateway) names itself with
+/// `ProviderKind::Custom`, without claiming a built-in kind: the client's errors say its name.
+#[tokio::test]
+async fn a_custom_provider_is_named_in_errors() {
+    use toolwire::ApiError;
+    use toolwire::provider::ProviderInfo;
+    use toolwire::providers::openai::{
+        Dialect, OPENAI_COMPATIBLE, OPENAI_RESPONSE, OpenAi, OpenAiResponder,
+    };
+
+    static ACME: Dialect = OPENAI_COMPATIBLE.with_info(ProviderInfo::new(
+        ProviderKind::Custom("acme"),
+        "https://llm.acme.example/v1",
+    ));
+    let acme = ProviderKind::Custom("acme");
+    let mut refusal = ApiError::new(acme, Some(400), "model not found");
+    refusal.code = Some("model_not_found".into());
+    let server = MockServer::start_with(
+        Box::new(OpenAiResponder::new(&ACME, &OPENAI_RESPONSE)),
+        Script::new().then(MockReply::Error(refusal)),
+    )
+    .await
+    .unwrap();
+    let client = Client::builder_with(Box::new(OpenAi::with_dialect(&ACME)))
+        .base_url(server.url())
+        .api_key("k")
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let err = client.chat(&request()).await.unwrap_err();
+    assert_eq!(err.provider(), Some(acme));
+    assert!(err.to_string().contains("acme"), "{err}");
+    assert_eq!(err.api().unwrap().provider.name(), "acme");
+    assert_eq!(serde_json::to_value(acme).unwrap(), json!("acme"));
+    // A custom kind has no built-in value to fall back on.
+    assert!(
+        toolwire::provider_for(acme)
+            .unwrap_err()
+            .to_string()
+            .contains("acme")
+    );
+}
+
+/// A scripted reply without usage gets the mock's estimate on every wire, as a body and as a
+/// stream; `without_usage` sends none.
+#[tokio::test]
+async fn the_mock_reports_usage_a_script_left_out() {
+    use toolwire::mock::estimate_usage;
+
+    for kind in ProviderKind::ALL {
+        let script = Script::new()
+            .then(MockReply::text("Hello."))
+            .then(MockReply::text("Hello."))
+            .then(MockReply::text("Hello.").without_usage());
+        let server = MockServer::start(kind, script).await.unwrap();
+        let client = Client::builder(kind)
+            .base_url(server.url())
+            .api_key("k")
+            .build()
+            .unwrap();
+        let whole = client.chat(&request()).await.unwrap();
+        let sent = &server.requests()[0].body;
+        let expected = estimate_usage(sent.to_string().chars().count(), &text_reply());
+        assert_eq!(whole.usage, Some(expected), "{kind}");
+        let stream = client.stream(&request()).await.unwrap();
+        let streamed = stream.finish().await.unwrap();
+        assert!(
+            streamed.usage.is_some_and(|u| u.output_tokens == 2),
+            "{kind}"
+        );
+        let none = client.chat(&request()).await.unwrap();
+        // Anthropic's message always has a usage object: zeros, not nothing.
+        assert!(
+            none.usage
+                .is_none_or(|u| u.input_tokens == 0 && u.output_tokens == 0),
+            "{kind}: {:?}",
+            none.usage
+        );
+    }
+}
+
+#[test]
+fn usage_estimates_are_a_token_per_four_characters() {
+    use toolwire::ToolCall;
+    use toolwire::mock::estimate_usage;
+    let u = estimate_usage(401, &text_reply());
+    assert_eq!(
+        (u.input_tokens, u.output_tokens, u.reasoning_tokens),
+        (101, 2, None)
+    );
+    let r = ChatResponse::default()
+        .with_reasoning("x".repeat(9))
+        .with_tool_calls([ToolCall::new("c1", "clock", "{}")]);
+    let u = estimate_usage(0, &r);
+    assert_eq!(
+        (u.input_tokens, u.output_tokens, u.reasoning_tokens),
+        (1, 4, Some(3))
+    );
 }

@@ -94,3 +94,17 @@ fn demo_refuses_an_unknown_provider_with_usage_status() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown provider"));
 }
+
+/// The mock sends token usage the way each wire does, so `demo -v` traces show it on every
+/// provider (the demo's scripted replies carry none: the mock estimates it).
+#[test]
+fn demo_traces_show_token_usage_on_every_provider() {
+    for kind in ProviderKind::ALL {
+        let out = demo(&["-v", "--provider", kind.name(), "--offline"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{kind}: {stderr}");
+        for field in ["gen_ai.usage.input_tokens=", "gen_ai.usage.output_tokens="] {
+            assert!(stderr.contains(field), "{kind}: no {field} in\n{stderr}");
+        }
+    }
+}

@@ -58,7 +58,10 @@ cases!(ollama: error_body, quirk_arguments_object_order, quirk_calls_with_done, 
 cases!(stepfun: quirk_cached_tokens, quirk_missing_ids, quirk_no_index, quirk_one_field_per_chunk, quirk_property_key_rule, quirk_response_format, quirk_tool_choice_auto, quirk_tool_choice_required, quirk_tool_result_image, quirk_user_image_and_pdf, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 cases!(openai_responses = "openai-responses": error_body, quirk_call_id_vs_item_id, quirk_call_without_name, quirk_custom_tool, quirk_error_event_after_output, quirk_format_switch, quirk_incomplete_max_output_tokens, quirk_item_id_rotation, quirk_max_output_tokens_mid_call, quirk_max_output_tokens_mid_call_body, quirk_reasoning_items, quirk_tool_choice_named, quirk_unknown_event, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 
-/// Every provider's registered cases.
+/// Cases registered one test each (by name, so `cargo test --test fixtures glm::single_call`
+/// runs one). The providers themselves are the provider table's
+/// (`toolwire::providers::BUILTINS`): a built-in without a `cases!` block has every case folder
+/// run by `every_case_of_an_unlisted_builtin_passes`.
 const REGISTERED: &[(&str, &[&str])] = &[
     ("openai", openai::CASES),
     ("gemini", gemini::CASES),
@@ -84,21 +87,25 @@ fn every_fixture_is_registered() {
         if provider.parse::<toolwire::realtime::RealtimeKind>().is_ok() {
             continue; // realtime dialects: tests/realtime.rs
         }
-        let registered = REGISTERED
-            .iter()
-            .find(|(p, _)| *p == provider)
-            .map(|(_, cases)| *cases)
-            .unwrap_or(&[]);
+        if !builtin_names().contains(&provider.as_str()) {
+            problems.push(format!(
+                "fixtures/{provider} is not a built-in provider (toolwire::providers::BUILTINS)"
+            ));
+        }
+        let registered = REGISTERED.iter().find(|(p, _)| *p == provider);
+        let registered = registered.map(|(_, cases)| *cases);
         for case in std::fs::read_dir(&dir).expect("readable provider folder") {
             let case = case.expect("readable case").path();
-            if case.is_dir() {
+            if case.is_dir()
+                && let Some(registered) = registered
+            {
                 let name = case.file_name().unwrap().to_string_lossy().into_owned();
                 if !registered.contains(&name.as_str()) {
                     problems.push(format!("{provider}/{name} has no test (add it to cases!)"));
                 }
             }
         }
-        for case in registered {
+        for case in registered.unwrap_or(&[]) {
             if !dir.join(case).is_dir() {
                 problems.push(format!("{provider}/{case} is registered but has no folder"));
             }
@@ -109,12 +116,57 @@ fn every_fixture_is_registered() {
             ));
         }
     }
-    for (provider, _) in REGISTERED {
+    for provider in builtin_names() {
         if !root.join(provider).is_dir() {
-            problems.push(format!("fixtures/{provider} is registered but missing"));
+            problems.push(format!(
+                "fixtures/{provider} is missing (a built-in provider)"
+            ));
+        }
+    }
+    for (provider, _) in REGISTERED {
+        if !builtin_names().contains(provider) {
+            problems.push(format!(
+                "{provider} is registered but not a built-in provider"
+            ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The provider table's names.
+fn builtin_names() -> Vec<&'static str> {
+    toolwire::providers::BUILTINS
+        .iter()
+        .map(toolwire::providers::Builtin::name)
+        .collect()
+}
+
+/// A built-in with no `cases!` block (a new provider) still has every case folder run.
+#[test]
+fn every_case_of_an_unlisted_builtin_passes() {
+    let mut failures = Vec::new();
+    for provider in builtin_names() {
+        if REGISTERED.iter().any(|(p, _)| *p == provider) {
+            continue;
+        }
+        let mut cases: Vec<_> = std::fs::read_dir(fixtures().join(provider))
+            .unwrap_or_else(|e| panic!("fixtures/{provider}: {e}"))
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .collect();
+        cases.sort();
+        for dir in cases {
+            let report = conformance::run_case(&dir, Mode::Check);
+            if !report.passed() {
+                failures.push(format!(
+                    "{}: {}",
+                    dir.display(),
+                    report.failures().join("; ")
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// Copies one case folder to a fresh temporary folder below `<tmp>/<tag>/<provider>/<case>`.

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Value, json};
+use toolwire::conformance::realtime::REALTIME_CASES;
 use toolwire::conformance::{self, Mode};
-use toolwire::realtime::fixture::REALTIME_CASES;
 use toolwire::realtime::replay::{Direction, SessionLine, parse_session, replay_lines};
 use toolwire::realtime::{RealtimeCodec, RealtimeKind};
 

@@ -94,18 +94,9 @@ fn second_turn(model: &str, response: &ChatResponse) -> ChatRequest {
     req
 }
 
-/// Every built-in wire, as a target.
-const TARGETS: &[ProviderKind] = &[
-    ProviderKind::OpenAi,
-    ProviderKind::Gemini,
-    ProviderKind::Glm,
-    ProviderKind::Qwen,
-    ProviderKind::DashScope,
-    ProviderKind::StepFun,
-    ProviderKind::OpenAiResponses,
-    ProviderKind::Anthropic,
-    ProviderKind::Ollama,
-];
+/// Every built-in wire, as a target: the provider table's list, so a new built-in joins the
+/// matrix by itself.
+const TARGETS: &[ProviderKind] = &ProviderKind::ALL;
 
 /// A model name each target's rules are the strictest for (Gemini 3 requires thought
 /// signatures on function calls of the current turn).
@@ -147,13 +138,18 @@ fn gemini_name_ok(name: &str) -> bool {
 }
 
 /// The text a call's arguments go back as on a wire that carries text: the model's own text
-/// when it is a JSON object, `{}` for a call without arguments (empty text or JSON `null`).
+/// when it is a JSON object, `{}` for a call without arguments (empty text or JSON `null`), the
+/// canonical arguments for a free-form call (its text is no JSON: `{"input": "<text>"}`).
 fn expected_text(call: &toolwire::ToolCall) -> Option<String> {
     let raw = call.raw_arguments.trim();
     if raw.is_empty() || raw == "null" {
         Some("{}".into())
+    } else if !call.is_complete() {
+        None
+    } else if call.is_free_form() {
+        call.arguments.as_ref().map(Value::to_string)
     } else {
-        call.is_complete().then(|| call.raw_arguments.clone())
+        Some(call.raw_arguments.clone())
     }
 }
 

@@ -46,21 +46,10 @@ pub(crate) struct ChatArgs {
     prompt: Vec<String>,
 }
 
-/// A model to use when none is given: small, cheap, tool-capable.
+/// A model to use when none is given: small, cheap, tool-capable (the provider table's
+/// `default_model`; a provider it does not list needs `--model`).
 pub(crate) fn default_model(kind: ProviderKind) -> &'static str {
-    match kind {
-        ProviderKind::OpenAi => "gpt-4o-mini",
-        ProviderKind::Gemini => "gemini-2.5-flash",
-        ProviderKind::Glm => "glm-4.5-flash",
-        ProviderKind::Qwen | ProviderKind::DashScope => "qwen-plus",
-        ProviderKind::StepFun => "step-3.5-flash",
-        ProviderKind::OpenAiResponses => "gpt-5-mini",
-        ProviderKind::Anthropic => "claude-haiku-4-5",
-        ProviderKind::Ollama => "qwen3:4b",
-        // `ProviderKind` may grow (it is non-exhaustive); a provider this list does not name
-        // yet needs `--model`.
-        _ => "",
-    }
+    toolwire::providers::builtin(kind).map_or("", |b| b.default_model)
 }
 
 /// Runs the conversation.

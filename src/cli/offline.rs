@@ -245,20 +245,16 @@ pub(crate) fn providers() -> Result<(), CliError> {
         "endpoint",
         "key variables"
     );
-    for kind in ProviderKind::ALL {
-        match provider_for(kind) {
-            Ok(p) => {
-                let info = p.info();
-                outln!(
-                    "{:<10} {:<55} {:<32} {}",
-                    kind.name(),
-                    info.base_url,
-                    info.key_vars.join(" or "),
-                    info.capabilities
-                );
-            }
-            Err(e) => outln!("{:<10} ({e})", kind.name()),
-        }
+    for builtin in toolwire::providers::BUILTINS {
+        let provider = (builtin.provider)();
+        let info = provider.info();
+        outln!(
+            "{:<10} {:<55} {:<32} {}",
+            builtin.name(),
+            info.base_url,
+            info.key_vars.join(" or "),
+            info.capabilities
+        );
     }
     super::realtime::providers();
     Ok(())
@@ -271,8 +267,26 @@ pub(crate) fn conformance(args: &ConformanceArgs) -> Result<(), CliError> {
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
     };
     let mode = if args.bless { Mode::Bless } else { Mode::Check };
+    let before = if args.bless {
+        goldens(&dir)
+    } else {
+        Vec::new()
+    };
     let mut reports = conformance::run_dir(&dir, args.provider.and_then(ProviderArg::http), mode)
         .map_err(|e| CliError::Input(e.to_string()))?;
+    if args.bless {
+        // Say which files were written, so a bless is never a silent rewrite.
+        let after = goldens(&dir);
+        let rewritten: Vec<&PathBuf> = after
+            .iter()
+            .filter(|(path, bytes)| !before.iter().any(|(p, b)| p == path && b == bytes))
+            .map(|(path, _)| path)
+            .collect();
+        for path in &rewritten {
+            eprintln!("rewrote {}", path.display());
+        }
+        eprintln!("--bless: {} golden files rewritten", rewritten.len());
+    }
     if let Some(ProviderArg::Realtime(k)) = args.provider {
         reports.retain(|r| r.realtime == Some(k));
     }
@@ -329,4 +343,24 @@ pub(crate) fn conformance(args: &ConformanceArgs) -> Result<(), CliError> {
     } else {
         Ok(())
     }
+}
+
+/// Every golden file of the case folders below `dir`, with its bytes (to tell what `--bless`
+/// rewrote).
+fn goldens(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    const GOLDENS: [&str; 7] = [
+        "wire_request.json",
+        "expected.json",
+        "expected_schema.json",
+        "expected.jsonl",
+        "wire_config.json",
+        "wire_update.json",
+        "wire_results.json",
+    ];
+    let cases = conformance::case_dirs(dir).unwrap_or_default();
+    cases
+        .iter()
+        .flat_map(|case| GOLDENS.iter().map(move |name| case.join(name)))
+        .filter_map(|path| std::fs::read(&path).ok().map(|bytes| (path, bytes)))
+        .collect()
 }

@@ -7,6 +7,12 @@
 //! real services produce. The server binds `127.0.0.1` on a free port, records every request it
 //! receives, and stops when dropped.
 //!
+//! Every response carries token usage, written where the provider's wire puts it (OpenAI's
+//! usage-only last chunk, Anthropic's `message_start`/`message_delta`, Gemini's
+//! `usageMetadata`, Ollama's `prompt_eval_count`/`eval_count`, ...). A scripted response
+//! without usage gets an estimate ([`estimate_usage`]: about four characters a token), so
+//! traces and cost accounting see numbers; [`MockReply::without_usage`] sends none.
+//!
 //! A request is answered as a stream when it sends `Accept: text/event-stream` (the client
 //! always does for streams) or its JSON body has `"stream": true`; [`MockReply::stream`]
 //! overrides that. When the script runs out the server answers HTTP 400 with the code
@@ -42,47 +48,18 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::error::{ApiError, Error, Result};
-use crate::provider::{Framing, Provider, ProviderKind};
+use crate::provider::{Framing, ProviderKind};
 use crate::replay::is_json_body;
-use crate::types::{ChatResponse, FinishReason, ToolCall};
+use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
 use http::{Delivery, Response};
 
-/// A provider that can also write answers in its own wire format: the inverse of decoding,
-/// which only the mock server needs. Kept out of [`Provider`] so translation code compiled
-/// without the `mock` feature carries none of it.
-pub trait Respond: Provider {
-    /// The body this provider would send for `response`, as JSON or (when `stream`) as its
-    /// stream, with arguments and text split into small fragments the way the real service
-    /// streams them.
-    fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>>;
+/// The writer contract each provider implements in its own folder; re-exported here, where
+/// it is used.
+pub use crate::provider::Respond;
 
-    /// The inverse of [`Provider::decode_error`]: the HTTP status and body this provider would
-    /// send for `error` (framed as a stream when `stream` and the provider frames errors in
-    /// streams).
-    fn encode_error(&self, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
-        let _ = stream;
-        let body = serde_json::json!({"error": {"code": error.code, "message": error.message}});
-        (error.status.unwrap_or(500), body.to_string().into_bytes())
-    }
-}
-
-/// The provider for `kind`, able to answer as the mock server.
-pub fn responder_for(kind: ProviderKind) -> Result<Box<dyn Respond>> {
-    use crate::providers::{dashscope, gemini, glm, openai, qwen, stepfun};
-    Ok(match kind {
-        ProviderKind::OpenAi => Box::new(openai::OpenAi::new()),
-        ProviderKind::Gemini => Box::new(gemini::Gemini::new()),
-        ProviderKind::DashScope => Box::new(dashscope::DashScope::new()),
-        ProviderKind::Glm => Box::new(glm::provider()),
-        ProviderKind::Qwen => Box::new(qwen::provider()),
-        ProviderKind::StepFun => Box::new(stepfun::provider()),
-        ProviderKind::OpenAiResponses => {
-            Box::new(crate::providers::openai_responses::OpenAiResponses)
-        }
-        ProviderKind::Anthropic => Box::new(crate::providers::anthropic::Anthropic::new()),
-        ProviderKind::Ollama => Box::new(crate::providers::ollama::Ollama::new()),
-    })
-}
+/// The provider for `kind`, able to answer as the mock server (read from
+/// [`crate::providers::BUILTINS`]).
+pub use crate::providers::responder_for;
 
 /// One scripted answer.
 #[derive(Debug, Clone)]
@@ -134,6 +111,9 @@ pub struct Shape {
     pub headers: Vec<(String, String)>,
     /// Answer as a stream (`true`) or a body (`false`) whatever the request asked.
     pub stream: Option<bool>,
+    /// Fill in usage a scripted response lacks (`None`: yes, estimated as
+    /// [`estimate_usage`] does); `Some(false)` sends the response without usage.
+    pub usage: Option<bool>,
 }
 
 impl MockReply {
@@ -211,6 +191,12 @@ impl MockReply {
         self.shape_mut(|s| s.headers.push((name, value)))
     }
 
+    /// Sends a response that has no usage without any (by default the mock estimates it), to
+    /// test a client's handling of `usage: null`.
+    pub fn without_usage(self) -> Self {
+        self.shape_mut(|s| s.usage = Some(false))
+    }
+
     /// Answers as a stream or a body whatever the request asked.
     pub fn stream(self, stream: bool) -> Self {
         self.shape_mut(|s| s.stream = Some(stream))
@@ -246,6 +232,7 @@ impl Shape {
             status: self.status.or(inner.status),
             headers,
             stream: self.stream.or(inner.stream),
+            usage: self.usage.or(inner.usage),
         }
     }
 }
@@ -581,6 +568,10 @@ async fn serve(mut sock: TcpStream, shared: Arc<Shared>) {
         .header("accept")
         .is_some_and(|a| a.contains("text/event-stream"))
         || body.get("stream") == Some(&Value::Bool(true));
+    let request_chars = match &body {
+        Value::String(text) => text.chars().count(),
+        json => json.to_string().chars().count(),
+    };
     let recorded = RecordedRequest {
         method: request.method,
         path: request.path,
@@ -608,6 +599,16 @@ async fn serve(mut sock: TcpStream, shared: Arc<Shared>) {
         MockReply::Error(e)
     });
     let (base, shape) = reply.unshape();
+    let estimated;
+    let base = match base {
+        MockReply::Response(r) if r.usage.is_none() && shape.usage != Some(false) => {
+            let mut r = r.clone();
+            r.usage = Some(estimate_usage(request_chars, &r));
+            estimated = MockReply::Response(r);
+            &estimated
+        }
+        other => other,
+    };
     let stream = shape.stream.unwrap_or(wants_stream);
     if matches!(base, MockReply::Close) {
         return;
@@ -628,6 +629,31 @@ async fn serve(mut sock: TcpStream, shared: Arc<Shared>) {
         stall_after: shape.stall_after,
     };
     http::write_response(&mut sock, response, &delivery).await;
+}
+
+/// The usage the mock reports for a response scripted without any: a token per four
+/// characters, rounded up (at least one), of the request body as received (`input_tokens`) and
+/// of the answer's text, reasoning, call names and argument text (`output_tokens`); the
+/// reasoning's share is `reasoning_tokens` when there is reasoning. Deterministic, so tests can
+/// assert it.
+pub fn estimate_usage(request_chars: usize, response: &ChatResponse) -> Usage {
+    fn tokens(chars: usize) -> u64 {
+        u64::try_from(chars.div_ceil(4).max(1)).unwrap_or(u64::MAX)
+    }
+    let chars = |s: &Option<String>| s.as_deref().map_or(0, |s| s.chars().count());
+    let reasoning = chars(&response.reasoning);
+    let calls: usize = response
+        .tool_calls
+        .iter()
+        .map(|c| c.name.chars().count() + c.raw_arguments.chars().count())
+        .sum();
+    let output = chars(&response.text) + reasoning + calls;
+    Usage {
+        input_tokens: tokens(request_chars),
+        output_tokens: tokens(output),
+        reasoning_tokens: (reasoning > 0).then(|| tokens(reasoning)),
+        ..Default::default()
+    }
 }
 
 /// The HTTP response for a reply; `None` for [`MockReply::Hang`] and [`MockReply::Close`].
@@ -706,7 +732,7 @@ mod tests {
 
     #[test]
     fn framed_stream_errors_are_served_as_event_streams() {
-        let qwen = crate::providers::qwen::provider();
+        let qwen = crate::providers::qwen::responder();
         let mut e = ApiError::new(ProviderKind::Qwen, Some(400), "bad request");
         e.code = Some("invalid_parameter_error".into());
         let reply = MockReply::Error(e);
@@ -718,7 +744,7 @@ mod tests {
         assert_eq!(content_type(&whole), "application/json");
         assert!(!whole.chunked);
 
-        let openai = crate::providers::openai::OpenAi::new();
+        let openai = crate::providers::openai::OpenAiResponder::default();
         let mut e = ApiError::new(ProviderKind::OpenAi, Some(500), "oops");
         let json = render(&openai, &MockReply::Error(e.clone()), true).unwrap();
         assert_eq!(content_type(&json), "application/json");

@@ -5,7 +5,8 @@
 
 #[cfg(feature = "mock")]
 use super::openai::{
-    DeltaRole, ErrorFields, IdleContent, ResponseShape, RunningFinish, StreamUsage, StreamedCalls,
+    DeltaRole, ErrorFields, IdleContent, OpenAiResponder, ResponseShape, RunningFinish,
+    StreamUsage, StreamedCalls,
 };
 use super::openai::{
     Dialect, FilePart, InlineImage, MediaSupport, OpenAi, ParallelCalls, ReasoningField,
@@ -56,41 +57,39 @@ pub const GLM: Dialect = Dialect {
     },
     // Only `{"type": "json_object"}` is documented; a `json_schema` is accepted and ignored.
     structured_output: StructuredOutput::JsonObjectOnly,
-    #[cfg(feature = "mock")]
-    response: ResponseShape {
-        role: DeltaRole::EveryDelta("assistant"),
-        idle_content: IdleContent::Absent,
-        running_finish: RunningFinish::Absent,
-        // `tool_stream` is off unless the request turns it on (docs.z.ai/guides/tools/stream-tool),
-        // so calls arrive whole; `-1` as the GLM-4.5 family sends (zai-org/GLM-4.5 issue 17).
-        calls: StreamedCalls::Whole { index: Some(-1) },
-        usage: StreamUsage::FinishChunk,
-        null_fields: &[],
-        null_choice_fields: &[],
-        body_call_index: true,
-        finish_reasons: &[
-            (FinishReason::ContentFilter, "sensitive"),
-            (FinishReason::Error, "network_error"),
-        ],
-        error_fields: ErrorFields::CodeMessage,
-        sse_errors: false,
-    },
 };
 
-/// [`GLM`] answering a request that set `tool_stream: true` (glm-4.6, glm-4.7, glm-5): the
+/// How GLM's server writes its answers, for the mock provider.
+#[cfg(feature = "mock")]
+pub const GLM_RESPONSE: ResponseShape = ResponseShape {
+    role: DeltaRole::EveryDelta("assistant"),
+    idle_content: IdleContent::Absent,
+    running_finish: RunningFinish::Absent,
+    // `tool_stream` is off unless the request turns it on (docs.z.ai/guides/tools/stream-tool),
+    // so calls arrive whole; `-1` as the GLM-4.5 family sends (zai-org/GLM-4.5 issue 17).
+    calls: StreamedCalls::Whole { index: Some(-1) },
+    usage: StreamUsage::FinishChunk,
+    null_fields: &[],
+    null_choice_fields: &[],
+    body_call_index: true,
+    finish_reasons: &[
+        (FinishReason::ContentFilter, "sensitive"),
+        (FinishReason::Error, "network_error"),
+    ],
+    error_fields: ErrorFields::CodeMessage,
+    sse_errors: false,
+};
+
+/// [`GLM_RESPONSE`] for a request that set `tool_stream: true` (glm-4.6, glm-4.7, glm-5): the
 /// mock provider streams each call's arguments in fragments keyed by `index`, as in fixture
 /// `glm/stream_single_call`. Requests encode exactly as with [`GLM`].
 #[cfg(feature = "mock")]
-pub const GLM_TOOL_STREAM: Dialect = Dialect {
-    #[cfg(feature = "mock")]
-    response: ResponseShape {
-        calls: StreamedCalls::Fragments {
-            first_piece_in_opener: false,
-            empty_id_continuations: false,
-        },
-        ..GLM.response
+pub const GLM_TOOL_STREAM_RESPONSE: ResponseShape = ResponseShape {
+    calls: StreamedCalls::Fragments {
+        first_piece_in_opener: false,
+        empty_id_continuations: false,
     },
-    ..GLM
+    ..GLM_RESPONSE
 };
 
 /// The GLM provider.
@@ -98,10 +97,16 @@ pub fn provider() -> OpenAi {
     OpenAi::with_dialect(&GLM)
 }
 
+/// The GLM writer for the mock provider: [`GLM`] answering in [`GLM_RESPONSE`].
+#[cfg(feature = "mock")]
+pub fn responder() -> OpenAiResponder {
+    OpenAiResponder::new(&GLM, &GLM_RESPONSE)
+}
+
 #[cfg(all(test, feature = "mock"))]
 mod tests {
     #[allow(unused_imports)]
-    use crate::mock::Respond;
+    use crate::provider::Respond;
     use serde_json::json;
 
     use super::*;
@@ -119,7 +124,7 @@ mod tests {
 
     #[test]
     fn tool_stream_only_when_streaming_with_tools_on_listed_models() {
-        let p = provider();
+        let p = responder();
         let body = |req: &ChatRequest, stream| p.encode(req, stream).unwrap().body;
         assert_eq!(body(&request("glm-4.7"), true)["tool_stream"], json!(true));
         assert_eq!(body(&request("glm-5"), true)["tool_stream"], json!(true));
@@ -148,7 +153,7 @@ mod tests {
 
     #[test]
     fn only_auto_tool_choice_and_no_parallel_promise() {
-        let p = provider();
+        let p = responder();
         for choice in [
             ToolChoice::None,
             ToolChoice::Required,
@@ -192,7 +197,7 @@ mod tests {
 
     #[test]
     fn finish_reasons_map_and_unknown_stays_verbatim() {
-        let p = provider();
+        let p = responder();
         for (wire, canonical) in [
             ("sensitive", "content_filter"),
             ("network_error", "error"),
@@ -209,22 +214,25 @@ mod tests {
 
     #[test]
     fn mock_answers_decode_back() {
-        use crate::providers::openai::testing::assert_round_trips;
-        assert_round_trips(&provider());
-        assert_round_trips(&OpenAi::with_dialect(&GLM_TOOL_STREAM));
+        use crate::test_support::assert_round_trips;
+        assert_round_trips(&responder());
+        assert_round_trips(&OpenAiResponder::new(&GLM, &GLM_TOOL_STREAM_RESPONSE));
     }
 
     #[test]
     fn mock_streams_have_the_fixtures_fields() {
-        use crate::providers::openai::testing::assert_streams_match_fixtures;
-        assert_streams_match_fixtures(&provider(), "glm");
-        assert_streams_match_fixtures(&OpenAi::with_dialect(&GLM_TOOL_STREAM), "glm");
+        use crate::test_support::assert_streams_match_fixtures;
+        assert_streams_match_fixtures(&responder(), "glm");
+        assert_streams_match_fixtures(
+            &OpenAiResponder::new(&GLM, &GLM_TOOL_STREAM_RESPONSE),
+            "glm",
+        );
     }
 
     #[test]
     fn whole_calls_carry_the_finish_which_repeats_with_usage() {
-        use crate::providers::openai::testing::sample_chunks;
-        let chunks = sample_chunks(&provider(), "parallel calls");
+        use crate::test_support::sample_chunks;
+        let chunks = sample_chunks(&responder(), "parallel calls");
         let (last, running) = chunks.split_last().unwrap();
         let (whole, running) = running.split_last().unwrap();
         // Reasoning fragments, each delta with its role and no finish_reason key.
@@ -257,9 +265,9 @@ mod tests {
             json!({"role": "assistant", "content": ""})
         );
         assert_eq!(last["usage"]["prompt_tokens"], 12);
-        let p = provider();
+        let p = responder();
         let sse = p
-            .encode_response(&crate::providers::openai::testing::samples()[1].1, true)
+            .encode_response(&crate::test_support::samples()[1].1, true)
             .unwrap();
         let replayed = crate::replay::replay(&p, &sse).unwrap();
         let usage_events = replayed
@@ -273,8 +281,8 @@ mod tests {
 
     #[test]
     fn text_only_turn_finishes_once_with_usage() {
-        use crate::providers::openai::testing::sample_chunks;
-        let chunks = sample_chunks(&provider(), "text");
+        use crate::test_support::sample_chunks;
+        let chunks = sample_chunks(&responder(), "text");
         let finishes = chunks
             .iter()
             .filter(|c| c["choices"][0].get("finish_reason").is_some())
@@ -287,8 +295,11 @@ mod tests {
 
     #[test]
     fn tool_stream_answers_stream_arguments_by_index() {
-        use crate::providers::openai::testing::sample_chunks;
-        let chunks = sample_chunks(&OpenAi::with_dialect(&GLM_TOOL_STREAM), "parallel calls");
+        use crate::test_support::sample_chunks;
+        let chunks = sample_chunks(
+            &OpenAiResponder::new(&GLM, &GLM_TOOL_STREAM_RESPONSE),
+            "parallel calls",
+        );
         let calls: Vec<&serde_json::Value> = chunks
             .iter()
             .filter_map(|c| c["choices"][0]["delta"].get("tool_calls"))
@@ -309,8 +320,8 @@ mod tests {
 
     #[test]
     fn finish_reasons_are_sent_in_glms_words() {
-        use crate::providers::openai::testing::{sample_chunks, samples};
-        let p = provider();
+        use crate::test_support::{sample_chunks, samples};
+        let p = responder();
         for (name, wire) in [
             ("content filter", "sensitive"),
             ("failed", "network_error"),
@@ -329,8 +340,8 @@ mod tests {
     #[test]
     fn bodies_and_errors_have_glms_shape() {
         use crate::error::ApiError;
-        use crate::providers::openai::testing::samples;
-        let p = provider();
+        use crate::test_support::samples;
+        let p = responder();
         let body: serde_json::Value =
             serde_json::from_slice(&p.encode_response(&samples()[1].1, false).unwrap()).unwrap();
         let message = &body["choices"][0]["message"];

@@ -1,10 +1,15 @@
 //! The built-in providers: pure translation, no IO.
 //!
-//! Adding a provider: an OpenAI-compatible one is a [`openai::Dialect`] value (each quirk a
-//! documented field naming its fixture); a native one gets its own folder with the same file
-//! names (`encode`, `decode`, `wire`). Either way it needs: every finish reason mapped (the rest
-//! verbatim), errors keeping the provider's code and message, the canonical fixture cases (or
-//! `SKIP` lines), and a quirk sheet in `providers/<name>.md`.
+//! One module per provider: `openai` (Chat Completions, and every OpenAI-compatible wire as an
+//! [`openai::Dialect`]), `glm`, `qwen` and `stepfun` (dialects of it), `gemini`, `dashscope`,
+//! `openai_responses`, `anthropic` and `ollama`; `shared` and `lenient` hold what their
+//! encoders and decoders share. Each writes its own answers for the mock provider
+//! (`respond.rs`, feature `mock`). [`BUILTINS`] lists them: every list of providers is read
+//! from it.
+//!
+//! Adding a provider: its folder (or, for an OpenAI-compatible one, a file with a `Dialect`
+//! and a `ResponseShape`), one [`BUILTINS`] line, its fixture cases (or `SKIP` lines) and a
+//! quirk sheet `providers/<name>.md`; the checklist is in `docs/architecture.md`.
 
 pub mod anthropic;
 pub mod dashscope;
@@ -18,21 +23,182 @@ pub mod qwen;
 pub(crate) mod shared;
 pub mod stepfun;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+#[cfg(feature = "mock")]
+use crate::provider::Respond;
 use crate::provider::{Provider, ProviderKind};
 
-/// The provider for `kind` with its default settings.
+/// One built-in provider: the one place its name, its values and its defaults are listed.
+/// `provider_for`, `mock::responder_for`, [`ProviderKind::ALL`], parsing a provider name, the
+/// CLI (`toolwire providers`, `--provider`, chat's default model) and the fixture tests all read
+/// [`BUILTINS`].
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Builtin {
+    /// Which provider; its name is [`ProviderKind::name`].
+    pub kind: ProviderKind,
+    /// The provider with its default settings.
+    pub provider: fn() -> Box<dyn Provider>,
+    /// The same wire as the mock provider's writer.
+    #[cfg(feature = "mock")]
+    pub responder: fn() -> Box<dyn Respond>,
+    /// A model to use when none is given: small, cheap, tool-capable (`toolwire chat`).
+    pub default_model: &'static str,
+}
+
+impl Builtin {
+    /// The provider's one spelling (module, `fixtures/`, `providers/*.md`, CLI).
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+}
+
+/// One [`Builtin`] line: kind, default model, provider value, writer value.
+macro_rules! builtin {
+    ($kind:expr, $model:literal, $provider:expr, $responder:expr $(,)?) => {
+        Builtin {
+            kind: $kind,
+            provider: || Box::new($provider),
+            #[cfg(feature = "mock")]
+            responder: || Box::new($responder),
+            default_model: $model,
+        }
+    };
+}
+
+/// The built-in providers, in display order. Adding one is one line here (plus its folder,
+/// its fixtures and its quirk sheet: `docs/architecture.md`, "Adding a provider").
+pub const BUILTINS: &[Builtin] = &[
+    builtin!(
+        ProviderKind::OpenAi,
+        "gpt-4o-mini",
+        openai::OpenAi::new(),
+        openai::OpenAiResponder::default()
+    ),
+    builtin!(
+        ProviderKind::Gemini,
+        "gemini-2.5-flash",
+        gemini::Gemini::new(),
+        gemini::Gemini::new()
+    ),
+    builtin!(
+        ProviderKind::Glm,
+        "glm-4.5-flash",
+        glm::provider(),
+        glm::responder()
+    ),
+    builtin!(
+        ProviderKind::Qwen,
+        "qwen-plus",
+        qwen::provider(),
+        qwen::responder()
+    ),
+    builtin!(
+        ProviderKind::DashScope,
+        "qwen-plus",
+        dashscope::DashScope::new(),
+        dashscope::DashScope::new()
+    ),
+    builtin!(
+        ProviderKind::StepFun,
+        "step-3.5-flash",
+        stepfun::provider(),
+        stepfun::responder()
+    ),
+    builtin!(
+        ProviderKind::OpenAiResponses,
+        "gpt-5-mini",
+        openai_responses::OpenAiResponses::new(),
+        openai_responses::OpenAiResponses::new()
+    ),
+    builtin!(
+        ProviderKind::Anthropic,
+        "claude-haiku-4-5",
+        anthropic::Anthropic::new(),
+        anthropic::Anthropic::new()
+    ),
+    builtin!(
+        ProviderKind::Ollama,
+        "qwen3:4b",
+        ollama::Ollama::new(),
+        ollama::Ollama::new()
+    ),
+];
+
+/// The built-in provider `kind` names; `None` for a [`ProviderKind::Custom`] one.
+pub fn builtin(kind: ProviderKind) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|b| b.kind == kind)
+}
+
+/// The kinds of [`BUILTINS`], in order, as a constant array.
+const fn builtin_kinds<const N: usize>() -> [ProviderKind; N] {
+    let mut out = [ProviderKind::OpenAi; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = BUILTINS[i].kind;
+        i += 1;
+    }
+    out
+}
+
+impl ProviderKind {
+    /// Every built-in provider, in display order (read from [`BUILTINS`]).
+    pub const ALL: [ProviderKind; BUILTINS.len()] = builtin_kinds();
+}
+
+/// Parsing a provider name reads [`BUILTINS`]: a custom provider has no name to parse.
+impl std::str::FromStr for ProviderKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        BUILTINS
+            .iter()
+            .find(|b| b.name() == s)
+            .map(|b| b.kind)
+            .ok_or_else(|| {
+                let names: Vec<_> = BUILTINS.iter().map(Builtin::name).collect();
+                Error::input(
+                    "provider",
+                    format!(
+                        "unknown provider {s:?}; expected one of {}",
+                        names.join(", ")
+                    ),
+                )
+            })
+    }
+}
+
+/// A provider name in JSON (fixture goldens, error JSON, role files): a built-in's name.
+impl<'de> serde::Deserialize<'de> for ProviderKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The provider for `kind` with its default settings. A [`ProviderKind::Custom`] kind has no
+/// default value: build the provider and hand it to `Client::builder_with`.
 pub fn provider_for(kind: ProviderKind) -> Result<Box<dyn Provider>> {
-    match kind {
-        ProviderKind::OpenAi => Ok(Box::new(openai::OpenAi::new())),
-        ProviderKind::Gemini => Ok(Box::new(gemini::Gemini::new())),
-        ProviderKind::DashScope => Ok(Box::new(dashscope::DashScope::new())),
-        ProviderKind::Glm => Ok(Box::new(glm::provider())),
-        ProviderKind::Qwen => Ok(Box::new(qwen::provider())),
-        ProviderKind::StepFun => Ok(Box::new(stepfun::provider())),
-        ProviderKind::OpenAiResponses => Ok(Box::new(openai_responses::OpenAiResponses::new())),
-        ProviderKind::Anthropic => Ok(Box::new(anthropic::Anthropic::new())),
-        ProviderKind::Ollama => Ok(Box::new(ollama::Ollama::new())),
+    builtin(kind)
+        .map(|b| (b.provider)())
+        .ok_or_else(|| not_builtin(kind))
+}
+
+/// The mock provider's writer for `kind`.
+#[cfg(feature = "mock")]
+pub fn responder_for(kind: ProviderKind) -> Result<Box<dyn Respond>> {
+    builtin(kind)
+        .map(|b| (b.responder)())
+        .ok_or_else(|| not_builtin(kind))
+}
+
+fn not_builtin(kind: ProviderKind) -> Error {
+    Error::Unsupported {
+        provider: kind,
+        feature: format!(
+            "{kind} is not a built-in provider: build its value and pass it (Client::builder_with, \
+             MockServer::start_with)"
+        ),
     }
 }
 
@@ -63,6 +229,101 @@ pub(crate) fn is_default_base_url(provider: &dyn Provider, url: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_is_consistent() {
+        let mut names = std::collections::BTreeSet::new();
+        for b in BUILTINS {
+            assert!(names.insert(b.name()), "{} twice", b.name());
+            assert_eq!((b.provider)().info().kind, b.kind);
+            #[cfg(feature = "mock")]
+            assert_eq!((b.responder)().info().kind, b.kind);
+            assert!(!b.default_model.is_empty(), "{}", b.name());
+            assert_eq!(b.name().parse::<ProviderKind>().unwrap(), b.kind);
+        }
+        assert_eq!(ProviderKind::ALL.len(), BUILTINS.len());
+        assert!(
+            ProviderKind::ALL
+                .iter()
+                .zip(BUILTINS)
+                .all(|(k, b)| *k == b.kind)
+        );
+    }
+
+    /// Every writer puts a response's usage where its wire does, and its own decoder reads it
+    /// back, as a body and as a stream (reasoning tokens where the wire has a place for them).
+    #[cfg(feature = "mock")]
+    #[test]
+    fn every_writer_keeps_usage() {
+        use crate::types::Usage;
+        let usage = Usage {
+            input_tokens: 12,
+            output_tokens: 30,
+            reasoning_tokens: Some(4),
+            ..Default::default()
+        };
+        for b in BUILTINS {
+            let w = (b.responder)();
+            let mut checked = 0;
+            for (name, mut sample) in crate::test_support::samples() {
+                sample.usage = Some(usage);
+                let Ok(body) = w.encode_response(&sample, false) else {
+                    continue; // a response this wire cannot send (its writer says so)
+                };
+                let sse = w.encode_response(&sample, true).unwrap();
+                let from_body = w.decode(&body).unwrap().usage;
+                let from_stream = crate::replay::replay(w.as_ref(), &sse)
+                    .unwrap()
+                    .response
+                    .usage;
+                for (how, got) in [("body", from_body), ("stream", from_stream)] {
+                    let got = got.unwrap_or_else(|| panic!("{} {name} {how}: no usage", b.name()));
+                    let want = Usage {
+                        reasoning_tokens: got.reasoning_tokens.and(usage.reasoning_tokens),
+                        ..usage
+                    };
+                    assert_eq!(got, want, "{} {name} {how}", b.name());
+                }
+                checked += 1;
+            }
+            assert!(checked >= 3, "{}: only {checked} samples", b.name());
+        }
+    }
+
+    /// The JSON of the built-in kinds is what `#[serde(rename_all = "lowercase")]` (and
+    /// `openai-responses`) wrote before `Custom` existed: goldens and error JSON hold it.
+    #[test]
+    fn kinds_in_json_are_their_names() {
+        let json: Vec<String> = ProviderKind::ALL
+            .iter()
+            .map(|k| serde_json::to_string(k).unwrap())
+            .collect();
+        assert_eq!(
+            json,
+            [
+                r#""openai""#,
+                r#""gemini""#,
+                r#""glm""#,
+                r#""qwen""#,
+                r#""dashscope""#,
+                r#""stepfun""#,
+                r#""openai-responses""#,
+                r#""anthropic""#,
+                r#""ollama""#
+            ]
+        );
+        for (kind, text) in ProviderKind::ALL.iter().zip(&json) {
+            assert_eq!(serde_json::from_str::<ProviderKind>(text).unwrap(), *kind);
+        }
+        let value: ProviderKind = serde_json::from_value(serde_json::json!("glm")).unwrap();
+        assert_eq!(value, ProviderKind::Glm);
+        let acme = ProviderKind::Custom("acme");
+        assert_eq!(serde_json::to_string(&acme).unwrap(), r#""acme""#);
+        assert_eq!(acme.to_string(), "acme");
+        let err = serde_json::from_str::<ProviderKind>(r#""acme""#).unwrap_err();
+        assert!(err.to_string().contains("unknown provider"), "{err}");
+        assert!(provider_for(acme).is_err());
+    }
 
     #[test]
     fn a_base_url_selects_the_compatible_dialect_only_for_openai() {

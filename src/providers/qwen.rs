@@ -5,7 +5,8 @@
 
 #[cfg(feature = "mock")]
 use super::openai::{
-    DeltaRole, ErrorFields, IdleContent, ResponseShape, RunningFinish, StreamUsage, StreamedCalls,
+    DeltaRole, ErrorFields, IdleContent, OpenAiResponder, ResponseShape, RunningFinish,
+    StreamUsage, StreamedCalls,
 };
 use super::openai::{
     Dialect, FilePart, InlineImage, MediaSupport, OpenAi, ParallelCalls, ReasoningField,
@@ -49,25 +50,27 @@ pub const QWEN: Dialect = Dialect {
     },
     // https://www.alibabacloud.com/help/en/model-studio/qwen-structured-output (non-thinking).
     structured_output: StructuredOutput::JsonSchemaNotThinking,
-    // Research 3.3 and 3.4 (the Alibaba doc example, pattern B, and the recorded qwen-max
-    // stream, pattern A); fixtures `qwen/stream_single_call`, `qwen/single_call`.
-    #[cfg(feature = "mock")]
-    response: ResponseShape {
-        role: DeltaRole::FirstDelta,
-        idle_content: IdleContent::Null,
-        running_finish: RunningFinish::Null,
-        calls: StreamedCalls::Fragments {
-            first_piece_in_opener: true,
-            empty_id_continuations: true,
-        },
-        usage: StreamUsage::LastChunk,
-        null_fields: &["usage", "system_fingerprint"],
-        null_choice_fields: &["logprobs"],
-        body_call_index: true,
-        finish_reasons: &[],
-        error_fields: ErrorFields::OpenAi,
-        sse_errors: true,
+};
+
+/// How Qwen's server writes its answers, for the mock provider: as in the Alibaba doc example
+/// (pattern B) and a recorded qwen-max stream (pattern A); fixtures `qwen/stream_single_call`,
+/// `qwen/single_call`.
+#[cfg(feature = "mock")]
+pub const QWEN_RESPONSE: ResponseShape = ResponseShape {
+    role: DeltaRole::FirstDelta,
+    idle_content: IdleContent::Null,
+    running_finish: RunningFinish::Null,
+    calls: StreamedCalls::Fragments {
+        first_piece_in_opener: true,
+        empty_id_continuations: true,
     },
+    usage: StreamUsage::LastChunk,
+    null_fields: &["usage", "system_fingerprint"],
+    null_choice_fields: &["logprobs"],
+    body_call_index: true,
+    finish_reasons: &[],
+    error_fields: ErrorFields::OpenAi,
+    sse_errors: true,
 };
 
 /// The Qwen provider.
@@ -75,10 +78,16 @@ pub fn provider() -> OpenAi {
     OpenAi::with_dialect(&QWEN)
 }
 
+/// The Qwen writer for the mock provider: [`QWEN`] answering in [`QWEN_RESPONSE`].
+#[cfg(feature = "mock")]
+pub fn responder() -> OpenAiResponder {
+    OpenAiResponder::new(&QWEN, &QWEN_RESPONSE)
+}
+
 #[cfg(all(test, feature = "mock"))]
 mod tests {
     #[allow(unused_imports)]
-    use crate::mock::Respond;
+    use crate::provider::Respond;
     use serde_json::json;
 
     use super::*;
@@ -144,18 +153,18 @@ mod tests {
 
     #[test]
     fn mock_answers_decode_back() {
-        crate::providers::openai::testing::assert_round_trips(&provider());
+        crate::test_support::assert_round_trips(&responder());
     }
 
     #[test]
     fn mock_streams_have_the_fixtures_fields() {
-        crate::providers::openai::testing::assert_streams_match_fixtures(&provider(), "qwen");
+        crate::test_support::assert_streams_match_fixtures(&responder(), "qwen");
     }
 
     #[test]
     fn continuations_carry_an_empty_id_and_usage_comes_last() {
-        use crate::providers::openai::testing::sample_chunks;
-        let chunks = sample_chunks(&provider(), "parallel calls");
+        use crate::test_support::sample_chunks;
+        let chunks = sample_chunks(&responder(), "parallel calls");
         // The role rides on the first delta, which already carries reasoning; no role after.
         let first = &chunks[0]["choices"][0]["delta"];
         assert_eq!(first["role"], "assistant");
@@ -194,9 +203,9 @@ mod tests {
 
     #[test]
     fn bodies_have_empty_content_and_call_index() {
-        use crate::providers::openai::testing::samples;
+        use crate::test_support::samples;
         let body: serde_json::Value =
-            serde_json::from_slice(&provider().encode_response(&samples()[1].1, false).unwrap())
+            serde_json::from_slice(&responder().encode_response(&samples()[1].1, false).unwrap())
                 .unwrap();
         let choice = &body["choices"][0];
         assert_eq!(choice["message"]["content"], "");
@@ -208,7 +217,7 @@ mod tests {
     #[test]
     fn stream_errors_are_sse_framed() {
         use crate::error::ApiError;
-        let p = provider();
+        let p = responder();
         let mut e = ApiError::new(
             ProviderKind::Qwen,
             Some(400),

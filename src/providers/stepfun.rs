@@ -5,7 +5,8 @@
 
 #[cfg(feature = "mock")]
 use super::openai::{
-    DeltaRole, ErrorFields, IdleContent, ResponseShape, RunningFinish, StreamUsage, StreamedCalls,
+    DeltaRole, ErrorFields, IdleContent, OpenAiResponder, ResponseShape, RunningFinish,
+    StreamUsage, StreamedCalls,
 };
 use super::openai::{
     Dialect, FilePart, InlineImage, MediaSupport, OpenAi, ParallelCalls, ReasoningField,
@@ -51,27 +52,28 @@ pub const STEPFUN: Dialect = Dialect {
     },
     // `response_format` documents `json_object`; a schema is model-dependent, so refused.
     structured_output: StructuredOutput::JsonObjectOnly,
-    // The chat/streaming doc example (platform.stepfun.ai, api-reference/chat/streaming):
-    // `role: ""`, `content: ""` and `finish_reason: ""` on running chunks, running usage
-    // totals on every chunk; fixture
-    // `stepfun/stream_single_call`. No error body is documented: OpenAI's shape is assumed.
-    #[cfg(feature = "mock")]
-    response: ResponseShape {
-        role: DeltaRole::EveryDelta(""),
-        idle_content: IdleContent::Empty,
-        running_finish: RunningFinish::Empty,
-        calls: StreamedCalls::Fragments {
-            first_piece_in_opener: false,
-            empty_id_continuations: false,
-        },
-        usage: StreamUsage::EveryChunk,
-        null_fields: &[],
-        null_choice_fields: &[],
-        body_call_index: false,
-        finish_reasons: &[],
-        error_fields: ErrorFields::OpenAi,
-        sse_errors: false,
+};
+
+/// How StepFun's server writes its answers, for the mock provider: as in the chat/streaming
+/// doc example (platform.stepfun.ai, api-reference/chat/streaming), `role: ""`, `content: ""`
+/// and `finish_reason: ""` on running chunks, running usage totals on every chunk; fixture
+/// `stepfun/stream_single_call`. No error body is documented: OpenAI's shape is assumed.
+#[cfg(feature = "mock")]
+pub const STEPFUN_RESPONSE: ResponseShape = ResponseShape {
+    role: DeltaRole::EveryDelta(""),
+    idle_content: IdleContent::Empty,
+    running_finish: RunningFinish::Empty,
+    calls: StreamedCalls::Fragments {
+        first_piece_in_opener: false,
+        empty_id_continuations: false,
     },
+    usage: StreamUsage::EveryChunk,
+    null_fields: &[],
+    null_choice_fields: &[],
+    body_call_index: false,
+    finish_reasons: &[],
+    error_fields: ErrorFields::OpenAi,
+    sse_errors: false,
 };
 
 /// The StepFun provider.
@@ -79,10 +81,16 @@ pub fn provider() -> OpenAi {
     OpenAi::with_dialect(&STEPFUN)
 }
 
+/// The StepFun writer for the mock provider: [`STEPFUN`] answering in [`STEPFUN_RESPONSE`].
+#[cfg(feature = "mock")]
+pub fn responder() -> OpenAiResponder {
+    OpenAiResponder::new(&STEPFUN, &STEPFUN_RESPONSE)
+}
+
 #[cfg(all(test, feature = "mock"))]
 mod tests {
     #[allow(unused_imports)]
-    use crate::mock::Respond;
+    use crate::provider::Respond;
     use serde_json::json;
 
     use super::*;
@@ -99,7 +107,7 @@ mod tests {
 
     #[test]
     fn property_keys_follow_the_name_rule() {
-        let p = provider();
+        let p = responder();
         let ok = tool(json!({"type": "object", "properties": {"zip-code": {}, "var_2": {}}}));
         assert!(p.encode_parameters(&ok, None).is_ok());
         for bad in ["zip.code", "城市", "has space", &"k".repeat(65)] {
@@ -131,7 +139,7 @@ mod tests {
         .map(|c| format!("data: {c}\n\n"))
         .collect::<String>()
             + "data: [DONE]\n\n";
-        let r = crate::replay::replay(&provider(), body.as_bytes())
+        let r = crate::replay::replay(&responder(), body.as_bytes())
             .unwrap()
             .response;
         let calls: Vec<_> = r
@@ -144,7 +152,7 @@ mod tests {
 
     #[test]
     fn undocumented_fields_are_not_sent() {
-        let p = provider();
+        let p = responder();
         let mut req = ChatRequest::new("step-3.5-flash", vec![Message::user("hi")])
             .with_tools([tool(json!({"type": "object", "properties": {}}))]);
         req.thinking = Some(true);
@@ -170,18 +178,18 @@ mod tests {
 
     #[test]
     fn mock_answers_decode_back() {
-        crate::providers::openai::testing::assert_round_trips(&provider());
+        crate::test_support::assert_round_trips(&responder());
     }
 
     #[test]
     fn mock_streams_have_the_fixtures_fields() {
-        crate::providers::openai::testing::assert_streams_match_fixtures(&provider(), "stepfun");
+        crate::test_support::assert_streams_match_fixtures(&responder(), "stepfun");
     }
 
     #[test]
     fn every_chunk_has_empty_role_and_finish_and_running_usage() {
-        use crate::providers::openai::testing::sample_chunks;
-        let chunks = sample_chunks(&provider(), "parallel calls");
+        use crate::test_support::sample_chunks;
+        let chunks = sample_chunks(&responder(), "parallel calls");
         let (last, running) = chunks.split_last().unwrap();
         for c in running {
             let choice = &c["choices"][0];
@@ -219,8 +227,8 @@ mod tests {
 
     #[test]
     fn text_rides_in_content_with_the_empty_role() {
-        use crate::providers::openai::testing::sample_chunks;
-        let chunks = sample_chunks(&provider(), "text");
+        use crate::test_support::sample_chunks;
+        let chunks = sample_chunks(&responder(), "text");
         assert_eq!(
             chunks[0]["choices"][0]["delta"],
             json!({"role": "", "content": "Hell"})

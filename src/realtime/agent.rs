@@ -62,7 +62,7 @@ use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::RealtimeEvent;
+use super::model::RealtimeEvent;
 use super::session::{RealtimeSession, SessionHandle};
 use crate::error::Result;
 use crate::tools::{ToolRegistry, ToolSelection};

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::dialect::{self, RealtimeDialect};
 use super::gemini_live;
+use super::model::{RealtimeEvent, RealtimeKind, SessionConfig, SessionStats};
 use super::state::State;
-use super::{RealtimeEvent, RealtimeKind, SessionConfig, SessionStats};
 use crate::error::{Error, Result};
 use crate::types::{ToolChoice, ToolDefinition, ToolResult};
 

@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value, json};
 
+use super::model::{RealtimeEvent, RealtimeKind, SessionConfig};
 use super::state::{CALL_CHARGE, Held, Open, State, forward};
-use super::{RealtimeEvent, RealtimeKind, SessionConfig};
 use crate::assemble::Fragment;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{NameMap, scalar_text};
@@ -831,7 +831,7 @@ fn call_key(d: &RealtimeDialect, open: &Open, call: CallRef<'_>) -> (String, boo
     )
 }
 
-/// The wire index toolwire gives the call at `position`: the [`Turn`](crate::assemble::Turn)
+/// The wire index toolwire gives the call at `position`: the [`Assembler`](crate::assemble::Assembler)
 /// keys each fragment by it, so calls are told apart by their key here and never by the
 /// turn's fallbacks (which continue a nameless fragment with a fresh id at its position).
 fn turn_index(position: usize) -> Option<i64> {

@@ -11,8 +11,8 @@
 
 use serde_json::{Map, Value, json};
 
+use super::model::{RealtimeEvent, RealtimeKind, SessionConfig};
 use super::state::{Held, State, forward};
-use super::{RealtimeEvent, RealtimeKind, SessionConfig};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::NameMap;
 use crate::providers::gemini::gemini_name;

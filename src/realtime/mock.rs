@@ -45,7 +45,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-use super::RealtimeKind;
+use super::model::RealtimeKind;
 use crate::error::{ApiError, Error, Result};
 use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
 

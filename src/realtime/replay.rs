@@ -15,7 +15,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{RealtimeCodec, RealtimeEvent, RealtimeKind, SessionStats};
+use super::codec::RealtimeCodec;
+use super::model::{RealtimeEvent, RealtimeKind, SessionStats};
 use crate::error::{ApiError, Error, Result};
 use crate::types::ChatResponse;
 

@@ -31,8 +31,9 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+use super::codec::RealtimeCodec;
+use super::model::{RealtimeEvent, RealtimeKind, SessionConfig, SessionStats};
 use super::replay::{Direction, SessionLine};
-use super::{RealtimeCodec, RealtimeEvent, RealtimeKind, SessionConfig, SessionStats};
 use crate::error::{Error, Result, TimeoutPhase};
 use crate::types::{ProviderKind, ToolChoice, ToolDefinition, ToolResult};
 

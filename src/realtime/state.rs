@@ -1,12 +1,12 @@
-//! What a session's codec remembers: the open response (a [`Turn`]), the calls awaiting results,
+//! What a session's codec remembers: the open response (a [`Assembler`]), the calls awaiting results,
 //! results held until they may be sent, and the client events due. Shared by every dialect.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use serde_json::Value;
 
-use super::{RealtimeEvent, SessionStats};
-use crate::assemble::Turn;
+use super::model::{RealtimeEvent, SessionStats};
+use crate::assemble::Assembler;
 use crate::error::{Error, Result};
 use crate::provider::NameMap;
 use crate::types::{ChatResponse, FinishReason, ProviderKind, StreamEvent, ToolCall, ToolResult};
@@ -58,7 +58,7 @@ pub(crate) struct Open {
     pub index: usize,
     /// The provider's id.
     pub id: Option<String>,
-    pub turn: Turn,
+    pub turn: Assembler,
     /// Call key (the call id, native or synthesized) → position in the turn.
     pub keys: HashMap<String, usize>,
     /// Item id → call key, for deltas that name only their item.
@@ -160,7 +160,7 @@ impl State {
         self.open = Some(Open {
             index,
             id,
-            turn: Turn::new(self.provider).with_explicit_call_ends(),
+            turn: Assembler::new(self.provider).with_explicit_call_ends(),
             keys: HashMap::new(),
             items: HashMap::new(),
             outputs: HashMap::new(),

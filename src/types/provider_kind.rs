@@ -2,13 +2,14 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::{Serialize, Serializer};
 
-use crate::error::{Error, Result};
-
-/// The built-in providers. One spelling everywhere: module, `fixtures/`, `providers/*.md`, CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// Which provider. One spelling everywhere: module, `fixtures/`, `providers/*.md`, CLI, JSON.
+///
+/// The built-in providers are listed in `providers::BUILTINS` (which `ALL` and parsing read);
+/// a provider of the user's own names itself with [`ProviderKind::Custom`], so errors and
+/// traces say its name. In JSON a kind is its name, a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum ProviderKind {
     /// OpenAI Chat Completions, and any OpenAI-compatible server given a base URL.
@@ -24,28 +25,16 @@ pub enum ProviderKind {
     /// StepFun.
     StepFun,
     /// OpenAI Responses API (`POST /responses`).
-    #[serde(rename = "openai-responses")]
     OpenAiResponses,
     /// Anthropic Messages API.
     Anthropic,
     /// Ollama's native chat API (`/api/chat`).
     Ollama,
+    /// A provider that is not built in, by its own name (`ProviderKind::Custom("acme")`).
+    Custom(&'static str),
 }
 
 impl ProviderKind {
-    /// Every provider, in display order.
-    pub const ALL: [ProviderKind; 9] = [
-        Self::OpenAi,
-        Self::Gemini,
-        Self::Glm,
-        Self::Qwen,
-        Self::DashScope,
-        Self::StepFun,
-        Self::OpenAiResponses,
-        Self::Anthropic,
-        Self::Ollama,
-    ];
-
     /// The provider's one spelling.
     pub fn name(self) -> &'static str {
         match self {
@@ -58,6 +47,7 @@ impl ProviderKind {
             Self::OpenAiResponses => "openai-responses",
             Self::Anthropic => "anthropic",
             Self::Ollama => "ollama",
+            Self::Custom(name) => name,
         }
     }
 }
@@ -68,22 +58,11 @@ impl fmt::Display for ProviderKind {
     }
 }
 
-impl std::str::FromStr for ProviderKind {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
-                Error::input(
-                    "provider",
-                    format!(
-                        "unknown provider {s:?}; expected one of {}",
-                        names.join(", ")
-                    ),
-                )
-            })
+/// Its name, as a string (what `#[serde(rename_all = "lowercase")]` wrote for the built-ins,
+/// `openai-responses` included). Reading one back is beside the built-ins' list, in
+/// `providers`.
+impl Serialize for ProviderKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }

@@ -10,7 +10,7 @@ use super::{
     CACHE_CREATION_INPUT_TOKENS, CACHE_READ_INPUT_TOKENS, STOP_DETAILS, STOP_SEQUENCE,
     THINKING_BLOCKS, UNKNOWN_EVENTS,
 };
-use crate::assemble::{Fragment, Turn};
+use crate::assemble::{Assembler, Fragment};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
 use crate::providers::shared::{foreign_body, or_foreign, stops_mid_json};
@@ -87,7 +87,7 @@ struct Stop {
 /// applied as whole blocks.
 #[derive(Debug)]
 pub(crate) struct Decoder {
-    turn: Turn,
+    turn: Assembler,
     open: HashMap<i64, Open>,
     usage: WireUsage,
     /// Thinking blocks that came before any other block: echoed first.
@@ -102,7 +102,7 @@ pub(crate) struct Decoder {
 impl Decoder {
     pub(crate) fn new() -> Self {
         Self {
-            turn: Turn::new(KIND),
+            turn: Assembler::new(KIND),
             open: HashMap::new(),
             usage: WireUsage::default(),
             thinking: Vec::new(),

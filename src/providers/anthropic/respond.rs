@@ -24,7 +24,7 @@ fn unsupported(what: impl Into<String>) -> Error {
     Error::unsupported(ProviderKind::Anthropic, what)
 }
 
-impl crate::mock::Respond for super::Anthropic {
+impl crate::provider::Respond for super::Anthropic {
     fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
         if stream {
             stream_body(response)
@@ -344,9 +344,9 @@ pub(crate) fn encode_error(error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    #[allow(unused_imports)]
-    use crate::mock::Respond;
     use crate::provider::Provider;
+    #[allow(unused_imports)]
+    use crate::provider::Respond;
     use crate::providers::anthropic::Anthropic;
     use crate::replay::replay;
 

@@ -13,7 +13,7 @@
 //! the form detected: the first time a field that already holds text
 //! arrives again non-empty, a value that starts with everything received so far means
 //! cumulative, anything else incremental, and the decision holds for the rest of the stream.
-//! A cumulative value is then cut after the known prefix, so both forms feed [`Turn`] the same
+//! A cumulative value is then cut after the known prefix, so both forms feed [`Assembler`] the same
 //! deltas and decode to the same response.
 //!
 //! Cost stays linear in the bytes received: each value is compared once against what is
@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 
 use super::wire::{Choice, Output, Payload, Usage as WireUsage, content_text};
-use crate::assemble::{Fragment, Turn};
+use crate::assemble::{Assembler, Fragment};
 use crate::error::{Error, Result};
 use crate::provider::{ProviderKind, generic_error};
 use crate::providers::shared::{foreign_body, or_foreign};
@@ -81,7 +81,7 @@ enum Form {
     Cumulative,
 }
 
-/// Where a tool-call entry is kept, the same rule [`Turn`] keys fragments by.
+/// Where a tool-call entry is kept, the same rule [`Assembler`] keys fragments by.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum CallKey {
     Index(i64),
@@ -178,7 +178,7 @@ impl Deltas {
     }
 
     /// The slot of a tool-call entry; a new non-empty id that comes with a name, at a key
-    /// holding another call, starts a new one, as in [`Turn::fragment`]. Only tracked while the
+    /// holding another call, starts a new one, as in [`Assembler::fragment`]. Only tracked while the
     /// form may be cumulative.
     fn call_slot(
         &mut self,
@@ -222,7 +222,7 @@ impl Deltas {
 /// Applies one payload's output to the turn: reasoning, text, every tool-call entry, and only
 /// then the finish reason.
 fn apply_output(
-    turn: &mut Turn,
+    turn: &mut Assembler,
     deltas: &mut Deltas,
     output: &Output,
     out: &mut Vec<StreamEvent>,
@@ -297,7 +297,7 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
         .as_ref()
         .filter(|o| !o.choices.is_empty() || o.text.is_some() || o.finish_reason.is_some())
         .ok_or_else(|| foreign_body(KIND, SHAPE, body))?;
-    let mut turn = Turn::new(KIND);
+    let mut turn = Assembler::new(KIND);
     let mut sink = Vec::new();
     let mut deltas = Deltas::new(Form::Incremental);
     if let Some(u) = &payload.usage {
@@ -311,7 +311,7 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
 /// The stream decoder: one per turn.
 #[derive(Debug)]
 pub(crate) struct Decoder {
-    turn: Turn,
+    turn: Assembler,
     deltas: Deltas,
     /// Whether any result event arrived (an error before any has no partial response).
     started: bool,
@@ -330,7 +330,7 @@ impl Decoder {
             None => Form::Unknown,
         };
         Self {
-            turn: Turn::new(KIND),
+            turn: Assembler::new(KIND),
             deltas: Deltas::new(form),
             started: false,
             payloads: 0,

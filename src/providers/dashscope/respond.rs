@@ -78,7 +78,7 @@ fn payload(message: Value, finish_reason: &str, usage: Option<Value>) -> Value {
 }
 
 /// The body (or SSE stream) for `response`.
-impl crate::mock::Respond for super::DashScope {
+impl crate::provider::Respond for super::DashScope {
     fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
         encode_response(response, stream)
     }
@@ -184,11 +184,11 @@ pub(crate) fn encode_error(error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
 mod tests {
     use super::*;
     #[allow(unused_imports)]
-    use crate::mock::Respond;
+    use crate::provider::Respond;
     use crate::provider::{Provider, ProviderKind};
     use crate::providers::dashscope::DashScope;
-    use crate::providers::openai::testing::with_raw_finish;
     use crate::replay::replay;
+    use crate::test_support::with_raw_finish;
     use crate::types::{FinishReason, ToolCall};
 
     fn sample() -> ChatResponse {

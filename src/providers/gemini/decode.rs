@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::partial::ArgsWriter;
 use super::wire::{FunctionCall, Part, Response, UsageMetadata};
 use super::{BLOCK_REASON, FINISH_MESSAGE, REASONING_SIGNATURE, THOUGHT_SIGNATURE};
-use crate::assemble::{Fragment, Turn};
+use crate::assemble::{Assembler, Fragment};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error, scalar_text};
 use crate::providers::shared::{foreign_body, or_foreign};
@@ -69,7 +69,7 @@ struct OpenCall {
 /// of a JSON array, the form `streamGenerateContent` takes without `alt=sse`).
 #[derive(Debug)]
 pub(crate) struct Decoder {
-    turn: Turn,
+    turn: Assembler,
     open: Option<OpenCall>,
     saw_candidate: bool,
     /// Payloads seen, and whether any had the shape of a `GenerateContentResponse`.
@@ -80,7 +80,7 @@ pub(crate) struct Decoder {
 impl Decoder {
     pub(crate) fn new() -> Self {
         Self {
-            turn: Turn::new(KIND),
+            turn: Assembler::new(KIND),
             open: None,
             saw_candidate: false,
             payloads: 0,

@@ -118,7 +118,7 @@ fn pieces(text: &str) -> Vec<&str> {
 }
 
 /// The body (or SSE stream) Gemini would send for `r`.
-impl crate::mock::Respond for super::Gemini {
+impl crate::provider::Respond for super::Gemini {
     fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
         encode_response(response, stream)
     }
@@ -285,9 +285,9 @@ pub(crate) fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    #[allow(unused_imports)]
-    use crate::mock::Respond;
     use crate::provider::Provider;
+    #[allow(unused_imports)]
+    use crate::provider::Respond;
     use crate::providers::gemini::Gemini;
     use crate::replay::replay;
 

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::wire::{Chunk, ToolCall};
-use crate::assemble::Turn;
+use crate::assemble::Assembler;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
 use crate::providers::shared::{foreign_body, stops_mid_json};
@@ -35,7 +35,7 @@ fn arguments_text(arguments: Option<&Value>) -> String {
 /// The decoder of one turn, fed one line at a time.
 #[derive(Debug)]
 pub(crate) struct Decoder {
-    turn: Turn,
+    turn: Assembler,
     /// A JSON object spread over several lines (a pretty-printed body pasted into `replay`),
     /// gathered until its braces balance.
     pending: Option<Spread>,
@@ -78,7 +78,7 @@ impl Spread {
 impl Decoder {
     pub(crate) fn new() -> Self {
         Self {
-            turn: Turn::new(KIND),
+            turn: Assembler::new(KIND),
             pending: None,
             shaped: false,
         }

@@ -22,7 +22,7 @@ fn unsupported(what: impl Into<String>) -> Error {
     Error::unsupported(ProviderKind::Ollama, what)
 }
 
-impl crate::mock::Respond for super::Ollama {
+impl crate::provider::Respond for super::Ollama {
     fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
         encode_response(response, stream)
     }
@@ -207,9 +207,9 @@ pub(crate) fn encode_error(error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    #[allow(unused_imports)]
-    use crate::mock::Respond;
     use crate::provider::Provider;
+    #[allow(unused_imports)]
+    use crate::provider::Respond;
     use crate::providers::ollama::Ollama;
     use crate::replay::replay;
     use crate::types::Usage;

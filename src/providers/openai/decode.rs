@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::wire::{Choice, Chunk, Delta};
 use super::{Dialect, ReasoningField};
-use crate::assemble::{Fragment, Turn};
+use crate::assemble::{Assembler, Fragment};
 use crate::error::{Error, Result};
 use crate::provider::{StreamDecoder, generic_error};
 use crate::providers::lenient::{raw_content_text, string_token_lossy};
@@ -51,7 +51,7 @@ fn choice_finish<'c>(
 }
 
 /// Keeps a choice's `native_finish_reason` on the response.
-fn keep_native(turn: &mut Turn, choice: &Choice<'_>) {
+fn keep_native(turn: &mut Assembler, choice: &Choice<'_>) {
     if let Some(native) = choice
         .native_finish_reason
         .as_deref()
@@ -83,7 +83,7 @@ fn usage(u: &super::wire::Usage) -> Usage {
 /// the text read is no JSON text (see `raw_content_text`).
 fn apply_choice(
     dialect: &Dialect,
-    turn: &mut Turn,
+    turn: &mut Assembler,
     choice: &Choice<'_>,
     buf: &mut String,
     out: &mut Vec<StreamEvent>,
@@ -102,7 +102,7 @@ fn apply_choice(
 
 fn apply_delta(
     dialect: &Dialect,
-    turn: &mut Turn,
+    turn: &mut Assembler,
     delta: &Delta<'_>,
     buf: &mut String,
     out: &mut Vec<StreamEvent>,
@@ -177,7 +177,7 @@ pub(crate) fn decode_body(dialect: &Dialect, body: &[u8]) -> Result<ChatResponse
     if chunk.choices.is_none() {
         return Err(foreign_body(kind, "`choices`", body));
     }
-    let mut turn = Turn::new(kind);
+    let mut turn = Assembler::new(kind);
     let mut sink = Vec::new();
     let choice = chunk
         .choices()
@@ -203,7 +203,7 @@ pub(crate) fn decode_body(dialect: &Dialect, body: &[u8]) -> Result<ChatResponse
 #[derive(Debug)]
 pub(crate) struct Decoder {
     dialect: &'static Dialect,
-    turn: Turn,
+    turn: Assembler,
     done: bool,
     /// Payloads seen (`[DONE]` aside), and whether any had the shape of a chunk.
     payloads: usize,
@@ -216,7 +216,7 @@ impl Decoder {
     pub(crate) fn new(dialect: &'static Dialect) -> Self {
         Self {
             dialect,
-            turn: Turn::new(dialect.info.kind),
+            turn: Assembler::new(dialect.info.kind),
             done: false,
             payloads: 0,
             shaped: false,

@@ -104,10 +104,6 @@ pub struct Dialect {
     pub media: MediaSupport,
     /// What [`crate::ChatRequest::response_format`] becomes on this wire.
     pub structured_output: StructuredOutput,
-    /// How this wire's server writes its answers, for the mock provider (only with the `mock`
-    /// feature: decoding never looks at it).
-    #[cfg(feature = "mock")]
-    pub response: super::respond::ResponseShape,
 }
 
 impl Dialect {
@@ -249,13 +245,6 @@ impl Dialect {
     /// Sets [`Dialect::structured_output`].
     pub const fn with_structured_output(mut self, structured_output: StructuredOutput) -> Self {
         self.structured_output = structured_output;
-        self
-    }
-
-    /// Sets [`Dialect::response`].
-    #[cfg(feature = "mock")]
-    pub const fn with_response(mut self, response: super::respond::ResponseShape) -> Self {
-        self.response = response;
         self
     }
 }
@@ -452,8 +441,6 @@ pub const OPENAI: Dialect = Dialect {
     },
     // https://platform.openai.com/docs/guides/structured-outputs
     structured_output: StructuredOutput::JsonSchema,
-    #[cfg(feature = "mock")]
-    response: super::respond::OPENAI_RESPONSE,
 };
 
 /// Any other OpenAI-compatible server (vLLM, Ollama, DeepSeek, a gateway): the `openai` wire

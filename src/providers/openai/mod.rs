@@ -18,12 +18,9 @@ pub use dialect::{
 };
 #[cfg(feature = "mock")]
 pub use respond::{
-    DeltaRole, ErrorFields, IdleContent, OPENAI_RESPONSE, ResponseShape, RunningFinish,
-    StreamUsage, StreamedCalls,
+    DeltaRole, ErrorFields, IdleContent, OPENAI_RESPONSE, OpenAiResponder, ResponseShape,
+    RunningFinish, StreamUsage, StreamedCalls,
 };
-
-#[cfg(all(test, feature = "mock"))]
-pub(crate) use respond::testing;
 use serde_json::Value;
 
 use crate::error::Result;

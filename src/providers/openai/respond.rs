@@ -10,26 +10,113 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Dialect, OpenAi};
+use super::{Dialect, OPENAI, OpenAi};
 use crate::error::{ApiError, Result};
-use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
+use crate::provider::{Framing, HttpRequest, Provider, ProviderInfo, Respond, StreamDecoder};
+use crate::types::{
+    ChatRequest, ChatResponse, FinishReason, SchemaMode, ToolCall, ToolDefinition, Usage,
+};
 
-impl crate::mock::Respond for OpenAi {
+/// The Chat Completions writer: a [`Dialect`] and the [`ResponseShape`] its server writes in.
+/// What the mock provider serves for every OpenAI-compatible wire (`glm::responder()`, ...);
+/// decoding is the dialect's own, so what it writes reads back through it.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenAiResponder {
+    provider: OpenAi,
+    shape: &'static ResponseShape,
+}
+
+impl OpenAiResponder {
+    /// The writer for `dialect`, answering in `shape`.
+    pub fn new(dialect: &'static Dialect, shape: &'static ResponseShape) -> Self {
+        Self {
+            provider: OpenAi::with_dialect(dialect),
+            shape,
+        }
+    }
+
+    /// The dialect it decodes and encodes requests with.
+    pub fn dialect(&self) -> &'static Dialect {
+        self.provider.dialect()
+    }
+
+    /// How it writes its answers.
+    pub fn shape(&self) -> &'static ResponseShape {
+        self.shape
+    }
+
+    fn wire(&self) -> Wire<'static> {
+        Wire {
+            dialect: self.provider.dialect(),
+            shape: self.shape,
+        }
+    }
+}
+
+impl Default for OpenAiResponder {
+    /// OpenAI itself.
+    fn default() -> Self {
+        Self::new(&OPENAI, &OPENAI_RESPONSE)
+    }
+}
+
+impl Provider for OpenAiResponder {
+    fn info(&self) -> &ProviderInfo {
+        self.provider.info()
+    }
+
+    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
+        self.provider.encode(req, stream)
+    }
+
+    fn decode(&self, body: &[u8]) -> Result<ChatResponse> {
+        self.provider.decode(body)
+    }
+
+    fn decoder(&self) -> Box<dyn StreamDecoder> {
+        self.provider.decoder()
+    }
+
+    fn decoder_for(&self, request: &HttpRequest) -> Box<dyn StreamDecoder> {
+        self.provider.decoder_for(request)
+    }
+
+    fn framing(&self) -> Framing {
+        self.provider.framing()
+    }
+
+    fn decode_error(&self, status: Option<u16>, body: &[u8]) -> ApiError {
+        self.provider.decode_error(status, body)
+    }
+
+    fn encode_parameters(&self, tool: &ToolDefinition, mode: Option<SchemaMode>) -> Result<Value> {
+        self.provider.encode_parameters(tool, mode)
+    }
+}
+
+impl Respond for OpenAiResponder {
     fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
         Ok(if stream {
-            self::stream(self.dialect(), response)
+            self::stream(self.wire(), response)
         } else {
-            body(self.dialect(), response)
+            body(self.wire(), response)
         })
     }
 
     fn encode_error(&self, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
-        self::error(self.dialect(), error, stream)
+        self::error(self.wire(), error, stream)
     }
 }
 
+/// A dialect and its response shape: what every writer function below reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Wire<'a> {
+    dialect: &'a Dialect,
+    shape: &'a ResponseShape,
+}
+
 /// How a server of this wire writes its bodies, streams and errors: what
-/// [`crate::mock::Respond::encode_response`] and [`crate::mock::Respond::encode_error`] produce for the
+/// [`crate::provider::Respond::encode_response`] and [`crate::provider::Respond::encode_error`] produce for the
 /// mock provider. Decoding accepts far more than this; these fields only make the mock speak
 /// the provider's documented shape, so a client tested against it meets the real quirks.
 ///
@@ -266,13 +353,12 @@ fn envelope(shape: &ResponseShape, object: &str) -> Map<String, Value> {
 /// The wire `finish_reason` of a response: its `raw_finish_reason` verbatim when set (a
 /// scripted GLM `sensitive`), else the wire's own spelling of the canonical reason where it has
 /// one, else the canonical name.
-fn finish_wire<'a>(dialect: &'a Dialect, response: &'a ChatResponse) -> &'a str {
+fn finish_wire<'a>(w: Wire<'a>, response: &'a ChatResponse) -> &'a str {
     if let Some(raw) = &response.raw_finish_reason {
         return raw;
     }
     let reason = &response.finish_reason;
-    dialect
-        .response
+    w.shape
         .finish_reasons
         .iter()
         .find(|(canonical, _)| canonical == reason)
@@ -334,16 +420,17 @@ fn pieces(text: &str, n: usize) -> impl Iterator<Item = &str> {
 }
 
 /// A whole `chat.completion` body.
-pub(crate) fn body(dialect: &Dialect, response: &ChatResponse) -> Vec<u8> {
-    let shape = &dialect.response;
+pub(crate) fn body(w: Wire<'_>, response: &ChatResponse) -> Vec<u8> {
+    let shape = w.shape;
     let mut message = Map::new();
     message.insert("role".into(), json!("assistant"));
     let content = match &response.text {
-        None if dialect.empty_content_as_string => json!(""),
+        None if w.dialect.empty_content_as_string => json!(""),
         text => json!(text),
     };
     message.insert("content".into(), content);
-    if let (Some(reasoning), Some(field)) = (&response.reasoning, dialect.reasoning_fields.first())
+    if let (Some(reasoning), Some(field)) =
+        (&response.reasoning, w.dialect.reasoning_fields.first())
     {
         message.insert(field.name().into(), json!(reasoning));
     }
@@ -357,10 +444,7 @@ pub(crate) fn body(dialect: &Dialect, response: &ChatResponse) -> Vec<u8> {
     let mut choice = Map::new();
     choice.insert("index".into(), json!(0));
     choice.insert("message".into(), Value::Object(message));
-    choice.insert(
-        "finish_reason".into(),
-        json!(finish_wire(dialect, response)),
-    );
+    choice.insert("finish_reason".into(), json!(finish_wire(w, response)));
     for field in shape.null_choice_fields {
         choice.insert((*field).into(), Value::Null);
     }
@@ -390,10 +474,10 @@ struct Chunks<'d> {
 }
 
 impl<'d> Chunks<'d> {
-    fn new(dialect: &'d Dialect) -> Self {
+    fn new(w: Wire<'d>) -> Self {
         let mut chunks = Self {
-            dialect,
-            shape: &dialect.response,
+            dialect: w.dialect,
+            shape: w.shape,
             chunks: Vec::new(),
             role_sent: false,
         };
@@ -577,9 +661,9 @@ fn push_data(out: &mut Vec<u8>, data: &str) {
 }
 
 /// A whole SSE stream for `response`.
-pub(crate) fn stream(dialect: &Dialect, response: &ChatResponse) -> Vec<u8> {
-    let reason = finish_wire(dialect, response);
-    let mut chunks = Chunks::new(dialect);
+pub(crate) fn stream(w: Wire<'_>, response: &ChatResponse) -> Vec<u8> {
+    let reason = finish_wire(w, response);
+    let mut chunks = Chunks::new(w);
     chunks.text(response);
     chunks.calls(&response.tool_calls, Some(reason));
     chunks.finish(reason);
@@ -591,11 +675,11 @@ pub(crate) fn stream(dialect: &Dialect, response: &ChatResponse) -> Vec<u8> {
 }
 
 /// The chunks of a turn cut short: its content without a finish.
-fn interrupted(dialect: &Dialect, partial: &ChatResponse, out: &mut Vec<u8>) {
-    let mut chunks = Chunks::new(dialect);
+fn interrupted(w: Wire<'_>, partial: &ChatResponse, out: &mut Vec<u8>) {
+    let mut chunks = Chunks::new(w);
     chunks.text(partial);
     chunks.calls(&partial.tool_calls, None);
-    if dialect.response.usage == StreamUsage::EveryChunk {
+    if w.shape.usage == StreamUsage::EveryChunk {
         chunks.usage(partial.usage.as_ref());
     }
     chunks.write(out);
@@ -603,9 +687,9 @@ fn interrupted(dialect: &Dialect, partial: &ChatResponse, out: &mut Vec<u8>) {
 
 /// The error body. OpenAI's `type` repeats the code when there is one and is left out
 /// otherwise, so reading the body back gives the same code.
-fn error_json(dialect: &Dialect, error: &ApiError) -> Value {
+fn error_json(w: Wire<'_>, error: &ApiError) -> Value {
     let mut e = Map::new();
-    match dialect.response.error_fields {
+    match w.shape.error_fields {
         ErrorFields::OpenAi => {
             e.insert("message".into(), json!(error.message));
             if let Some(code) = &error.code {
@@ -627,18 +711,18 @@ fn error_json(dialect: &Dialect, error: &ApiError) -> Value {
 /// The status and body for `error`. An error without a status in a stream is an error event
 /// inside a 200 stream, after the content of its partial response if it has one; a 4xx
 /// answering a stream is SSE-framed where the wire does that.
-pub(crate) fn error(dialect: &Dialect, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
-    let body = error_json(dialect, error).to_string();
+pub(crate) fn error(w: Wire<'_>, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
+    let body = error_json(w, error).to_string();
     match error.status {
         None if stream => {
             let mut out = Vec::new();
             if let Some(partial) = &error.partial {
-                interrupted(dialect, partial, &mut out);
+                interrupted(w, partial, &mut out);
             }
             push_data(&mut out, &body);
             (200, out)
         }
-        Some(status) if stream && dialect.response.sse_errors && (400..500).contains(&status) => {
+        Some(status) if stream && w.shape.sse_errors && (400..500).contains(&status) => {
             let mut out = Vec::new();
             push_data(&mut out, &body);
             (status, out)
@@ -647,264 +731,47 @@ pub(crate) fn error(dialect: &Dialect, error: &ApiError, stream: bool) -> (u16, 
     }
 }
 
-/// Test helpers shared by the providers built on this wire.
-#[cfg(test)]
-pub(crate) mod testing {
-    use std::collections::BTreeSet;
-
-    use serde_json::Value;
-
-    use crate::replay::replay;
-    use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
-
-    fn minted(id: &str, name: &str, raw: &str) -> ToolCall {
-        let mut c = ToolCall::new(id, name, raw);
-        c.extra
-            .insert(ToolCall::SYNTHETIC_ID.into(), Value::Bool(true));
-        c
-    }
-
-    /// Responses every encoder must give back through its own decoder.
-    pub(crate) fn samples() -> Vec<(&'static str, ChatResponse)> {
-        let usage = Some(Usage {
-            input_tokens: 12,
-            output_tokens: 30,
-            reasoning_tokens: Some(4),
-            ..Default::default()
-        });
-        let text = |text: &str, finish_reason| ChatResponse {
-            text: Some(text.into()),
-            finish_reason,
-            usage,
-            ..ChatResponse::default()
-        };
-        vec![
-            (
-                "text",
-                text("Hello, 北京 — it's 22 °C.", FinishReason::Stop),
-            ),
-            (
-                "parallel calls",
-                ChatResponse {
-                    reasoning: Some("Two cities, two calls.".into()),
-                    tool_calls: vec![
-                        ToolCall::new("call_tw_1", "get_weather", r#"{"city":"Paris","unit":"c"}"#),
-                        ToolCall::new(
-                            "call_tw_2",
-                            "get_weather",
-                            r#"{"city": "北京", "q": "a\"b"}"#,
-                        ),
-                    ],
-                    finish_reason: FinishReason::ToolCalls,
-                    usage,
-                    ..ChatResponse::default()
-                },
-            ),
-            (
-                "zero-arg call",
-                ChatResponse {
-                    text: Some("Checking the time.".into()),
-                    tool_calls: vec![ToolCall::new("call_tw_3", "clock", "")],
-                    finish_reason: FinishReason::ToolCalls,
-                    usage: Some(Usage {
-                        input_tokens: 9,
-                        output_tokens: 3,
-                        reasoning_tokens: None,
-                        ..Default::default()
-                    }),
-                    ..ChatResponse::default()
-                },
-            ),
-            (
-                // No usage either: nothing is invented for it.
-                "minted ids",
-                ChatResponse {
-                    tool_calls: vec![
-                        minted("call_0", "clock", "{}"),
-                        minted("call_1", "get_weather", r#"{"city":"Oslo"}"#),
-                    ],
-                    finish_reason: FinishReason::ToolCalls,
-                    ..ChatResponse::default()
-                },
-            ),
-            (
-                "cut short",
-                ChatResponse {
-                    text: Some("Let me look.".into()),
-                    tool_calls: vec![ToolCall::new_cut_short(
-                        "call_tw_4",
-                        "get_weather",
-                        r#"{"city":"Pa"#,
-                    )],
-                    finish_reason: FinishReason::Length,
-                    usage,
-                    ..ChatResponse::default()
-                },
-            ),
-            (
-                "content filter",
-                text("I can't", FinishReason::ContentFilter),
-            ),
-            ("failed", text("The weather in", FinishReason::Error)),
-            (
-                "unknown finish",
-                text("ok", FinishReason::Other("brand_new_reason".into())),
-            ),
-        ]
-    }
-
-    /// Decoding what `p` encodes gives back every sample, as a body and as a stream.
-    pub(crate) fn assert_round_trips(p: &dyn crate::mock::Respond) {
-        let kind = p.info().kind;
-        for (name, response) in samples() {
-            let body = p.encode_response(&response, false).unwrap();
-            let expected = with_raw_finish(&response, &body);
-            assert_eq!(p.decode(&body).unwrap(), expected, "{kind} {name}: body");
-            let sse = p.encode_response(&response, true).unwrap();
-            let replayed = replay(p, &sse).unwrap();
-            let expected = with_raw_finish(&response, &sse);
-            assert_eq!(replayed.response, expected, "{kind} {name}: stream");
-            assert!(sse.ends_with(b"data: [DONE]\n\n"), "{kind} {name}");
-        }
-    }
-
-    /// `response` as it decodes from `wire`: its `raw_finish_reason` is the one `finish_reason`
-    /// value the mock provider wrote there.
-    pub(crate) fn with_raw_finish(response: &ChatResponse, wire: &[u8]) -> ChatResponse {
-        let text = String::from_utf8_lossy(wire);
-        let values: std::collections::BTreeSet<&str> = text
-            .match_indices("\"finish_reason\":\"")
-            .filter_map(|(at, key)| text[at + key.len()..].split('"').next())
-            .filter(|v| !v.is_empty() && *v != "null")
-            .collect();
-        assert_eq!(values.len(), 1, "one finish value in {text}");
-        ChatResponse {
-            raw_finish_reason: values.first().map(|v| (*v).to_owned()),
-            ..response.clone()
-        }
-    }
-
-    /// The JSON chunks of a stream, `[DONE]` left out.
-    pub(crate) fn chunks(sse: &[u8]) -> Vec<Value> {
-        crate::sse::parse_all(sse)
-            .unwrap()
-            .iter()
-            .filter(|e| e.data != "[DONE]")
-            .map(|e| serde_json::from_str(&e.data).unwrap())
-            .collect()
-    }
-
-    /// The key sets found in a stream, each with where it was: chunk, choice, delta, call,
-    /// function.
-    fn key_sets(chunks: &[Value]) -> BTreeSet<(&'static str, Vec<String>)> {
-        fn keys(v: &Value) -> Vec<String> {
-            let mut k: Vec<String> = v
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(k, _)| k.clone())
-                .collect();
-            k.sort();
-            k
-        }
-        let mut out = BTreeSet::new();
-        for chunk in chunks {
-            out.insert(("chunk", keys(chunk)));
-            for choice in chunk["choices"].as_array().into_iter().flatten() {
-                out.insert(("choice", keys(choice)));
-                let delta = &choice["delta"];
-                out.insert(("delta", keys(delta)));
-                for call in delta["tool_calls"].as_array().into_iter().flatten() {
-                    out.insert(("call", keys(call)));
-                    out.insert(("function", keys(&call["function"])));
-                }
-            }
-        }
-        out
-    }
-
-    /// Every object in the streams `p` writes for the samples has a key set that the
-    /// provider's stream fixtures show at the same place: the mock speaks the shapes the
-    /// fixtures document, field for field. Samples with minted ids or without usage are left
-    /// out: the services these fixtures record always send both.
-    pub(crate) fn assert_streams_match_fixtures(p: &dyn crate::mock::Respond, provider_dir: &str) {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures")
-            .join(provider_dir);
-        let mut seen = BTreeSet::new();
-        for case in std::fs::read_dir(&dir).unwrap() {
-            let path = case.unwrap().path().join("response.sse");
-            if let Ok(body) = std::fs::read(&path) {
-                let recorded: Vec<Value> = chunks(&body)
-                    .into_iter()
-                    .filter(|c| c.get("error").is_none())
-                    .collect();
-                seen.extend(key_sets(&recorded));
-            }
-        }
-        assert!(!seen.is_empty(), "no stream fixtures in {}", dir.display());
-        for (name, response) in samples() {
-            if response.usage.is_none()
-                || response.tool_calls.iter().any(ToolCall::has_synthetic_id)
-            {
-                continue;
-            }
-            let ours = chunks(&p.encode_response(&response, true).unwrap());
-            for (place, keys) in key_sets(&ours) {
-                assert!(
-                    seen.contains(&(place, keys.clone())),
-                    "{provider_dir} {name}: no fixture has a {place} with keys {keys:?}"
-                );
-            }
-        }
-    }
-
-    /// The stream `p` writes for the sample called `name`, as JSON chunks.
-    pub(crate) fn sample_chunks(p: &dyn crate::mock::Respond, name: &str) -> Vec<Value> {
-        let (_, response) = samples().into_iter().find(|(n, _)| *n == name).unwrap();
-        chunks(&p.encode_response(&response, true).unwrap())
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::testing::{assert_round_trips, chunks, sample_chunks, samples, with_raw_finish};
     use super::*;
-    #[allow(unused_imports)]
-    use crate::mock::Respond;
-    use crate::provider::Provider;
-    use crate::providers::openai::{OPENAI, OPENAI_COMPATIBLE, OpenAi, decode};
+    use crate::providers::openai::{OPENAI_COMPATIBLE, decode};
     use crate::providers::{glm, qwen, stepfun};
     use crate::replay::replay;
+    use crate::test_support::{
+        assert_round_trips, chunks, sample_chunks, samples, with_raw_finish,
+    };
 
     #[test]
     fn decode_inverts_encode_response() {
-        assert_round_trips(&OpenAi::new());
-        assert_round_trips(&OpenAi::compatible());
+        assert_round_trips(&OpenAiResponder::default());
+        assert_round_trips(&OpenAiResponder::new(&OPENAI_COMPATIBLE, &OPENAI_RESPONSE));
     }
 
     #[test]
     fn every_wire_finish_reason_decodes_back() {
-        for d in [
-            &OPENAI,
-            &OPENAI_COMPATIBLE,
-            &glm::GLM,
-            &glm::GLM_TOOL_STREAM,
-            &qwen::QWEN,
-            &stepfun::STEPFUN,
+        let compatible = OpenAiResponder::new(&OPENAI_COMPATIBLE, &OPENAI_RESPONSE);
+        let glm_tool_stream = OpenAiResponder::new(&glm::GLM, &glm::GLM_TOOL_STREAM_RESPONSE);
+        for r in [
+            OpenAiResponder::default(),
+            compatible,
+            glm::responder(),
+            glm_tool_stream,
+            qwen::responder(),
+            stepfun::responder(),
         ] {
-            for (canonical, wire) in d.response.finish_reasons {
+            let (w, d) = (r.wire(), r.dialect());
+            for (canonical, wire) in r.shape().finish_reasons {
                 let response = ChatResponse {
                     finish_reason: canonical.clone(),
                     ..ChatResponse::default()
                 };
-                assert_eq!(finish_wire(d, &response), *wire);
+                assert_eq!(finish_wire(w, &response), *wire);
                 let scripted = ChatResponse {
                     raw_finish_reason: Some("tw_scripted".into()),
                     ..response
                 };
                 assert_eq!(
-                    finish_wire(d, &scripted),
+                    finish_wire(w, &scripted),
                     "tw_scripted",
                     "raw goes out verbatim"
                 );
@@ -920,7 +787,7 @@ mod tests {
 
     #[test]
     fn stream_shape_follows_the_recordings() {
-        let chunks = sample_chunks(&OpenAi::new(), "parallel calls");
+        let chunks = sample_chunks(&OpenAiResponder::default(), "parallel calls");
         assert_eq!(
             chunks[0]["choices"][0]["delta"],
             json!({"role": "assistant", "content": ""})
@@ -953,7 +820,7 @@ mod tests {
 
     #[test]
     fn minted_ids_stay_minted() {
-        let p = OpenAi::new();
+        let p = OpenAiResponder::default();
         let (_, response) = samples()
             .into_iter()
             .find(|(n, _)| *n == "minted ids")
@@ -968,7 +835,7 @@ mod tests {
 
     #[test]
     fn errors_round_trip() {
-        let p = OpenAi::new();
+        let p = OpenAiResponder::default();
         let mut e = ApiError::new(crate::ProviderKind::OpenAi, Some(429), "Rate limit reached");
         e.code = Some("rate_limit_exceeded".into());
         for stream in [false, true] {

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::wire::{Event, Item, ResponseObject, Usage as WireUsage};
 use super::{CUSTOM_TOOL, ITEM_ID, OTHER_ITEMS, REASONING_ITEMS, REFUSAL, UNKNOWN_EVENTS};
-use crate::assemble::{Fragment, Turn};
+use crate::assemble::{Assembler, Fragment};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error, scalar_text};
 use crate::providers::shared::{foreign_body, stops_mid_json};
@@ -182,7 +182,7 @@ struct ItemState {
 /// The decoder of one turn.
 #[derive(Debug)]
 pub(crate) struct Decoder {
-    turn: Turn,
+    turn: Assembler,
     /// Items by `output_index`.
     items: HashMap<i64, ItemState>,
     /// `output_index` by item id, for events that carry only `item_id`.
@@ -205,7 +205,7 @@ pub(crate) struct Decoder {
 impl Decoder {
     pub(crate) fn new() -> Self {
         Self {
-            turn: Turn::new(KIND),
+            turn: Assembler::new(KIND),
             items: HashMap::new(),
             ids: HashMap::new(),
             pending: Vec::new(),

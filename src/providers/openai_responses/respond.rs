@@ -19,7 +19,7 @@ fn unsupported(what: impl Into<String>) -> Error {
     Error::unsupported(ProviderKind::OpenAiResponses, what)
 }
 
-impl crate::mock::Respond for super::OpenAiResponses {
+impl crate::provider::Respond for super::OpenAiResponses {
     fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
         let items = output(response)?;
         let (status, details) = status(&response.finish_reason)?;
@@ -496,8 +496,8 @@ fn merge(a: &Value, b: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mock::Respond;
     use crate::provider::Provider;
+    use crate::provider::Respond;
     use crate::providers::openai_responses::OpenAiResponses;
     use crate::replay::replay;
 
