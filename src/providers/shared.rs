@@ -14,7 +14,6 @@ use crate::types::{
 /// after the run, each result's media introduced by a text part naming its call, so the model
 /// can tell which result showed what. Returns, for the last tool message of each run that had
 /// media, the parts of that user message; every part moved is recorded in `downgrades`.
-#[allow(dead_code)] // FOUNDATION: used by the encoders that take parts
 pub(crate) fn tool_media_after_runs(
     messages: &[Message],
     wire: &str,
