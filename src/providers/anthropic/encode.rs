@@ -62,6 +62,17 @@ fn part_block(part: &Part, place: &str) -> Result<Value> {
                 Source::Data { media_type, data } if media_type == "application/pdf" => {
                     json!({"type": "base64", "media_type": media_type, "data": data})
                 }
+                // A plain-text document's source is the text itself.
+                Source::Data { media_type, data } if media_type == "text/plain" => {
+                    let Some(text) = decode_base64(data).and_then(|b| String::from_utf8(b).ok())
+                    else {
+                        return Err(Error::input(
+                            place,
+                            "a text/plain file whose data is not base64 of UTF-8 text",
+                        ));
+                    };
+                    json!({"type": "text", "media_type": "text/plain", "data": text})
+                }
                 Source::Url { url, media_type }
                     if media_type.as_deref().is_none_or(|t| t == "application/pdf") =>
                 {
@@ -70,7 +81,7 @@ fn part_block(part: &Part, place: &str) -> Result<Value> {
                 other => {
                     return refuse(format!(
                         "a file of type {:?} at {place}: Anthropic document blocks take PDFs \
-                         (application/pdf) as base64 or URL",
+                         (application/pdf, as data or by URL) and plain text (text/plain, as data)",
                         other.media_type().unwrap_or("unknown")
                     ));
                 }
@@ -87,6 +98,34 @@ fn part_block(part: &Part, place: &str) -> Result<Value> {
             "audio at {place}: the Messages API has no audio input"
         )),
     }
+}
+
+/// Standard base64 (padding optional, no whitespace) to bytes; `None` when it is not.
+fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    let digits = text.trim_end_matches('=').as_bytes();
+    if text.len() - digits.len() > 2 || digits.len() % 4 == 1 {
+        return None;
+    }
+    let value = |c: u8| -> Option<u32> {
+        Some(u32::from(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        }))
+    };
+    let mut out = Vec::with_capacity(digits.len() / 4 * 3 + 2);
+    for chunk in digits.chunks(4) {
+        let mut n = 0u32;
+        for (k, &c) in chunk.iter().enumerate() {
+            n |= value(c)? << (18 - 6 * k);
+        }
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    Some(out)
 }
 
 /// The blocks of a list of parts; empty text parts are left out (the API rejects empty text
@@ -664,5 +703,23 @@ mod tests {
         );
         let err = encode(&req, false, 4096).unwrap_err().to_string();
         assert!(err.contains("audio at messages[2].content[0]"), "{err}");
+    }
+
+    #[test]
+    fn plain_text_documents_carry_their_text() {
+        assert_eq!(decode_base64("aGVsbG8=").as_deref(), Some(&b"hello"[..]));
+        assert_eq!(decode_base64("aGk").as_deref(), Some(&b"hi"[..]));
+        assert_eq!(decode_base64("").as_deref(), Some(&b""[..]));
+        assert!(decode_base64("a").is_none());
+        assert!(decode_base64("aGk*").is_none());
+        assert!(decode_base64("aG===").is_none());
+        let block = part_block(&Part::file("text/plain", "aGVsbG8=", "note.txt"), "p").unwrap();
+        assert_eq!(
+            block,
+            json!({"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                   "data": "hello"}, "title": "note.txt"})
+        );
+        let err = part_block(&Part::file("text/plain", "//8=", "bin.txt"), "p").unwrap_err();
+        assert!(matches!(err, Error::Input { .. }), "{err:?}");
     }
 }
