@@ -33,7 +33,9 @@ pub(crate) fn finish_reason(wire: &str) -> FinishReason {
 }
 
 /// Canonical counts: every prompt token (uncached, written to and read from the cache) is
-/// input, as the other wires count it; the cache parts stay in `extra`.
+/// input, as the other wires count it; the cache parts, when the wire sends them, are
+/// `cached_input_tokens` (`cache_read_input_tokens`) and `cache_creation_input_tokens` (and
+/// stay in `extra` too, as before).
 fn usage(u: &WireUsage) -> Option<Usage> {
     if *u == WireUsage::default() {
         return None;
@@ -50,7 +52,8 @@ fn usage(u: &WireUsage) -> Option<Usage> {
         input_tokens: input,
         output_tokens: u.output_tokens.unwrap_or(0),
         reasoning_tokens: None,
-        ..Default::default()
+        cached_input_tokens: u.cache_read_input_tokens,
+        cache_creation_input_tokens: u.cache_creation_input_tokens,
     })
 }
 

@@ -9,8 +9,135 @@ use crate::providers::shared::{
     ToolResultRun, check_tools, replay_arguments, request_names, tool_result_run,
 };
 use crate::types::{
-    AssistantMessage, ChatRequest, Message, ToolCall, ToolChoice, ToolDefinition, ToolResult,
+    AssistantMessage, ChatRequest, Content, Message, Part, ResponseFormat, Source, ToolCall,
+    ToolChoice, ToolDefinition, ToolResult,
 };
+
+/// Image media types the Messages API takes inline (vision guide).
+const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// Whether a URL is one Anthropic fetches itself (`http`/`https`); anything else (`gs://`, a
+/// provider's file URI, a `data:` URL) is refused rather than guessed at.
+fn fetchable(url: &str) -> bool {
+    let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
+    lower.starts_with("https://") || lower.starts_with("http://")
+}
+
+/// One content part as a Messages API block: `text`, `image` (base64 or URL source) or
+/// `document` (a PDF, base64 or URL, titled with its file name). `place` names the part in
+/// errors (`messages[2].content[1]`). Audio has no block and is refused, as are media types
+/// and URLs the API does not take.
+fn part_block(part: &Part, place: &str) -> Result<Value> {
+    let refuse = |what: String| Err(Error::unsupported(ProviderKind::Anthropic, what));
+    let url_source = |url: &str| -> Result<Value> {
+        if fetchable(url) {
+            Ok(json!({"type": "url", "url": url}))
+        } else {
+            refuse(format!(
+                "the {} at {place}: Anthropic fetches only http(s) URLs, not {url:?}; send the \
+                 bytes as data instead",
+                part.kind()
+            ))
+        }
+    };
+    match part {
+        Part::Text { text } => Ok(json!({"type": "text", "text": text})),
+        Part::Image { source } => {
+            let source = match source {
+                Source::Data { media_type, data } if IMAGE_TYPES.contains(&media_type.as_str()) => {
+                    json!({"type": "base64", "media_type": media_type, "data": data})
+                }
+                Source::Data { media_type, .. } => {
+                    return refuse(format!(
+                        "an image of type {media_type:?} at {place}: Anthropic takes {}",
+                        IMAGE_TYPES.join(", ")
+                    ));
+                }
+                Source::Url { url, .. } => url_source(url)?,
+            };
+            Ok(json!({"type": "image", "source": source}))
+        }
+        Part::File { source, filename } => {
+            let source = match source {
+                Source::Data { media_type, data } if media_type == "application/pdf" => {
+                    json!({"type": "base64", "media_type": media_type, "data": data})
+                }
+                // A plain-text document's source is the text itself.
+                Source::Data { media_type, data } if media_type == "text/plain" => {
+                    let Some(text) = decode_base64(data).and_then(|b| String::from_utf8(b).ok())
+                    else {
+                        return Err(Error::input(
+                            place,
+                            "a text/plain file whose data is not base64 of UTF-8 text",
+                        ));
+                    };
+                    json!({"type": "text", "media_type": "text/plain", "data": text})
+                }
+                Source::Url { url, media_type }
+                    if media_type.as_deref().is_none_or(|t| t == "application/pdf") =>
+                {
+                    url_source(url)?
+                }
+                other => {
+                    return refuse(format!(
+                        "a file of type {:?} at {place}: Anthropic document blocks take PDFs \
+                         (application/pdf, as data or by URL) and plain text (text/plain, as data)",
+                        other.media_type().unwrap_or("unknown")
+                    ));
+                }
+            };
+            let mut block = Map::new();
+            block.insert("type".into(), json!("document"));
+            block.insert("source".into(), source);
+            if let Some(name) = filename.as_deref().filter(|n| !n.is_empty()) {
+                block.insert("title".into(), json!(name));
+            }
+            Ok(Value::Object(block))
+        }
+        Part::Audio { .. } => refuse(format!(
+            "audio at {place}: the Messages API has no audio input"
+        )),
+    }
+}
+
+/// Standard base64 (padding optional, no whitespace) to bytes; `None` when it is not.
+fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    let digits = text.trim_end_matches('=').as_bytes();
+    if text.len() - digits.len() > 2 || digits.len() % 4 == 1 {
+        return None;
+    }
+    let value = |c: u8| -> Option<u32> {
+        Some(u32::from(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        }))
+    };
+    let mut out = Vec::with_capacity(digits.len() / 4 * 3 + 2);
+    for chunk in digits.chunks(4) {
+        let mut n = 0u32;
+        for (k, &c) in chunk.iter().enumerate() {
+            n |= value(c)? << (18 - 6 * k);
+        }
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    Some(out)
+}
+
+/// The blocks of a list of parts; empty text parts are left out (the API rejects empty text
+/// blocks, and they carry nothing).
+fn part_blocks(parts: &[Part], place: &str) -> Result<Vec<Value>> {
+    parts
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.as_text() != Some(""))
+        .map(|(j, p)| part_block(p, &format!("{place}[{j}]")))
+        .collect()
+}
 
 /// The smallest `budget_tokens` Anthropic accepts for extended thinking.
 const MIN_THINKING_BUDGET: u32 = 1024;
@@ -179,8 +306,8 @@ fn tool_results(
     ids: &NameMap,
 ) -> Result<Vec<Value>> {
     let calls = &turn.tool_calls;
-    let mut answers: Vec<Option<&ToolResult>> = vec![None; calls.len()];
-    for (at, result) in results {
+    let mut answers: Vec<Option<(usize, &ToolResult)>> = vec![None; calls.len()];
+    for &(at, result) in results {
         let Some(i) = calls.iter().position(|c| c.id == result.call_id) else {
             let known: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
             return Err(Error::input(
@@ -201,11 +328,11 @@ fn tool_results(
                 format!("a second result for call {:?}", result.call_id),
             ));
         }
-        answers[i] = Some(result);
+        answers[i] = Some((at, result));
     }
     let mut blocks = Vec::with_capacity(calls.len());
     for (i, (call, answer)) in calls.iter().zip(&answers).enumerate() {
-        let Some(result) = answer else {
+        let Some((at, result)) = answer else {
             return Err(Error::input(
                 format!("messages[{turn_at}].tool_calls[{i}]"),
                 format!(
@@ -218,7 +345,15 @@ fn tool_results(
         let mut block = Map::new();
         block.insert("type".into(), json!("tool_result"));
         block.insert("tool_use_id".into(), json!(ids.wire(&call.id)));
-        if let Some(content) = result_content(result) {
+        if !result.content.is_empty() {
+            let mut content = Vec::new();
+            if let Some(message) = result.error.as_deref().filter(|m| !m.is_empty()) {
+                content.push(json!({"type": "text", "text": message}));
+            }
+            let place = format!("messages[{at}].content");
+            content.extend(part_blocks(&result.content, &place)?);
+            block.insert("content".into(), Value::Array(content));
+        } else if let Some(content) = result_content(result) {
             block.insert("content".into(), json!(content));
         }
         if result.is_error || result.error.is_some() {
@@ -244,15 +379,25 @@ fn history(
         match &messages[i] {
             Message::System { content } => system.push(content.clone()),
             Message::User { content } => {
-                let joined = results_open
-                    && out
-                        .last_mut()
+                let blocks = match content {
+                    Content::Text(text) => vec![json!({"type": "text", "text": text})],
+                    Content::Parts(parts) => part_blocks(parts, &format!("messages[{i}].content"))?,
+                };
+                let open = if results_open {
+                    out.last_mut()
                         .and_then(|m| m.get_mut("content"))
                         .and_then(Value::as_array_mut)
-                        .map(|blocks| blocks.push(json!({"type": "text", "text": content})))
-                        .is_some();
-                if !joined {
-                    out.push(json!({"role": "user", "content": content}));
+                } else {
+                    None
+                };
+                match (open, content) {
+                    (Some(results), _) => results.extend(blocks),
+                    (None, Content::Text(text)) => {
+                        out.push(json!({"role": "user", "content": text}));
+                    }
+                    (None, Content::Parts(_)) => {
+                        out.push(json!({"role": "user", "content": blocks}));
+                    }
                 }
                 results_open = false;
             }
@@ -321,6 +466,16 @@ fn tool_choice(req: &ChatRequest, names: &NameMap) -> Result<Option<Value>> {
         m.insert("disable_parallel_tool_use".into(), Value::Bool(!parallel));
     }
     Ok(Some(choice))
+}
+
+/// `output_config`: structured outputs, `{"format": {"type": "json_schema", "schema"}}` (no
+/// beta header since the feature became generally available). The schema's objects are
+/// closed (`additionalProperties: false`), as the API requires; the format has no name or
+/// description field, so those stay behind (quirk sheet).
+fn output_config(format: &ResponseFormat) -> Value {
+    let mut schema = format.schema.clone();
+    close_objects(&mut schema, 0);
+    json!({"format": {"type": "json_schema", "schema": schema}})
 }
 
 fn thinking(req: &ChatRequest, max_tokens: u32) -> Result<Option<Value>> {
@@ -404,6 +559,9 @@ pub(crate) fn encode(
     }
     if let Some(thinking) = thinking(req, max_tokens)? {
         body.insert("thinking".into(), thinking);
+    }
+    if let Some(format) = &req.response_format {
+        body.insert("output_config".into(), output_config(format));
     }
     if stream {
         body.insert("stream".into(), Value::Bool(true));
@@ -500,5 +658,68 @@ mod tests {
             json!({"type": "object", "properties": {"a": {"type": "object", "properties": {},
                 "additionalProperties": false}}, "additionalProperties": false})
         );
+    }
+
+    #[test]
+    fn parts_the_api_cannot_take_are_refused_by_name_and_place() {
+        let cases = [
+            (
+                Part::image("image/bmp", "Qk0="),
+                "an image of type \"image/bmp\" at messages[0].content[1]",
+            ),
+            (Part::image_url("gs://bucket/a.png"), "only http(s) URLs"),
+            (
+                Part::file("text/csv", "YSxi", "a.csv"),
+                "a file of type \"text/csv\"",
+            ),
+            (
+                Part::audio("audio/wav", "UklGRg=="),
+                "audio at messages[0].content[1]",
+            ),
+        ];
+        for (part, want) in cases {
+            let req = ChatRequest::new(
+                "claude-sonnet-4-5",
+                vec![Message::user(vec![Part::text("look"), part])],
+            );
+            match encode(&req, false, 4096) {
+                Err(Error::Unsupported { provider, feature }) => {
+                    assert_eq!(provider, ProviderKind::Anthropic);
+                    assert!(feature.contains(want), "{feature}");
+                }
+                other => panic!("{want}: {other:?}"),
+            }
+        }
+        // In a tool result too, with the tool message's own index.
+        let turn = Message::Assistant(AssistantMessage {
+            tool_calls: vec![call("toolu_a")],
+            ..AssistantMessage::default()
+        });
+        let result = ToolResult::ok(&call("toolu_a"), json!(null))
+            .with_content([Part::audio("audio/wav", "UklGRg==")]);
+        let req = ChatRequest::new(
+            "claude-sonnet-4-5",
+            vec![Message::user("q"), turn, Message::Tool(result)],
+        );
+        let err = encode(&req, false, 4096).unwrap_err().to_string();
+        assert!(err.contains("audio at messages[2].content[0]"), "{err}");
+    }
+
+    #[test]
+    fn plain_text_documents_carry_their_text() {
+        assert_eq!(decode_base64("aGVsbG8=").as_deref(), Some(&b"hello"[..]));
+        assert_eq!(decode_base64("aGk").as_deref(), Some(&b"hi"[..]));
+        assert_eq!(decode_base64("").as_deref(), Some(&b""[..]));
+        assert!(decode_base64("a").is_none());
+        assert!(decode_base64("aGk*").is_none());
+        assert!(decode_base64("aG===").is_none());
+        let block = part_block(&Part::file("text/plain", "aGVsbG8=", "note.txt"), "p").unwrap();
+        assert_eq!(
+            block,
+            json!({"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                   "data": "hello"}, "title": "note.txt"})
+        );
+        let err = part_block(&Part::file("text/plain", "//8=", "bin.txt"), "p").unwrap_err();
+        assert!(matches!(err, Error::Input { .. }), "{err:?}");
     }
 }

@@ -64,21 +64,34 @@ fn stop_reason(r: &ChatResponse) -> Result<String> {
     })
 }
 
-fn count(extra: &Map<String, Value>, key: &str) -> u64 {
-    extra.get(key).and_then(Value::as_u64).unwrap_or(0)
+fn count(u: Option<u64>, extra: &Map<String, Value>, key: &str) -> Option<u64> {
+    u.or_else(|| extra.get(key).and_then(Value::as_u64))
 }
 
-/// `usage` as the wire counts it: uncached input apart from the cache parts.
+/// `usage` as the wire counts it: uncached input apart from the cache parts, each cache part
+/// written when it is known (the canonical usage, else the response's `extra`).
 fn usage_json(u: &Usage, extra: &Map<String, Value>, output: bool) -> Value {
-    let created = count(extra, CACHE_CREATION_INPUT_TOKENS);
-    let read = count(extra, CACHE_READ_INPUT_TOKENS);
+    let created = count(
+        u.cache_creation_input_tokens,
+        extra,
+        CACHE_CREATION_INPUT_TOKENS,
+    );
+    let read = count(u.cached_input_tokens, extra, CACHE_READ_INPUT_TOKENS);
     let mut m = Map::new();
     m.insert(
         "input_tokens".into(),
-        json!(u.input_tokens.saturating_sub(created).saturating_sub(read)),
+        json!(
+            u.input_tokens
+                .saturating_sub(created.unwrap_or(0))
+                .saturating_sub(read.unwrap_or(0))
+        ),
     );
-    m.insert("cache_creation_input_tokens".into(), json!(created));
-    m.insert("cache_read_input_tokens".into(), json!(read));
+    if let Some(n) = created {
+        m.insert("cache_creation_input_tokens".into(), json!(n));
+    }
+    if let Some(n) = read {
+        m.insert("cache_read_input_tokens".into(), json!(n));
+    }
     m.insert(
         "output_tokens".into(),
         json!(if output { u.output_tokens } else { 0 }),
@@ -366,6 +379,7 @@ mod tests {
                 input_tokens: 40,
                 output_tokens: 31,
                 reasoning_tokens: None,
+                cached_input_tokens: Some(30),
                 ..Default::default()
             }),
             raw_finish_reason: None,

@@ -36,13 +36,15 @@ pub(crate) fn finish_reason(wire: &str) -> FinishReason {
 }
 
 /// Token counts: output counts thoughts too (they are generated and billed as output), with
-/// the thoughts also reported as reasoning. `None` when the report has no counts (Vertex
-/// chunks carry `usageMetadata` with only `trafficType`).
+/// the thoughts also reported as reasoning; `cachedContentTokenCount` (part of the prompt
+/// count) is `cached_input_tokens`. `None` when the report has no counts (Vertex chunks carry
+/// `usageMetadata` with only `trafficType`).
 fn usage(u: &UsageMetadata) -> Option<Usage> {
     if u.prompt_token_count.is_none()
         && u.candidates_token_count.is_none()
         && u.thoughts_token_count.is_none()
         && u.total_token_count.is_none()
+        && u.cached_content_token_count.is_none()
     {
         return None;
     }
@@ -54,6 +56,7 @@ fn usage(u: &UsageMetadata) -> Option<Usage> {
             .unwrap_or(0)
             .saturating_add(thoughts),
         reasoning_tokens: u.thoughts_token_count,
+        cached_input_tokens: u.cached_content_token_count,
         ..Default::default()
     })
 }

@@ -4,13 +4,101 @@ use serde_json::{Map, Value, json};
 
 use super::{REASONING_SIGNATURE, SKIP_SIGNATURE, THOUGHT_SIGNATURE, gemini_name};
 use crate::error::{Error, Result};
-use crate::provider::{HttpRequest, NameMap, ProviderKind};
-use crate::providers::shared::{ToolResultRun, check_tools, request_names, tool_result_run};
+use crate::provider::{Downgrade, HttpRequest, NameMap, ProviderKind};
+use crate::providers::shared::{
+    ToolResultRun, check_tools, request_names, tool_media_after_runs, tool_result_run,
+};
 use crate::schema;
 use crate::types::{
-    AssistantMessage, ChatRequest, Message, SchemaMode, ToolCall, ToolChoice, ToolDefinition,
-    ToolResult, parse_arguments,
+    AssistantMessage, ChatRequest, Content, Message, Part, ResponseFormat, SchemaMode, Source,
+    ToolCall, ToolChoice, ToolDefinition, ToolResult, parse_arguments,
 };
+
+/// Media types a function response may carry in its `parts` (multimodal function responses).
+const FUNCTION_RESPONSE_TYPES: [&str; 5] = [
+    "image/png",
+    "image/jpeg",
+    "image/webp",
+    "application/pdf",
+    "text/plain",
+];
+
+/// One content part as a Gemini `Part`: `text`, `inlineData` (`mimeType`, base64 `data`) or
+/// `fileData` (`mimeType`, `fileUri`). A URL needs its media type (`fileData` requires one);
+/// `place` names the part in that error.
+fn content_part(part: &Part, place: &str) -> Result<Value> {
+    Ok(match part.source() {
+        None => json!({"text": part.as_text().unwrap_or_default()}),
+        Some(Source::Data { media_type, data }) => {
+            json!({"inlineData": {"mimeType": media_type, "data": data}})
+        }
+        Some(Source::Url {
+            url,
+            media_type: Some(media_type),
+        }) => json!({"fileData": {"mimeType": media_type, "fileUri": url}}),
+        Some(Source::Url { url, .. }) => {
+            return Err(Error::input(
+                place,
+                format!(
+                    "the {} at {url:?} has no media_type, and Gemini's fileData needs one",
+                    part.kind()
+                ),
+            ));
+        }
+    })
+}
+
+/// The parts of a list of content parts; empty text parts are left out (they carry nothing).
+fn content_parts(parts: &[Part], place: &str) -> Result<Vec<Value>> {
+    parts
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.as_text() != Some(""))
+        .map(|(j, p)| content_part(p, &format!("{place}[{j}]")))
+        .collect()
+}
+
+/// A tool result's media as `functionResponse.parts` (Gemini 3): inline bytes of the media
+/// types a function response takes; a URL, audio or another type is refused, naming it.
+fn function_response_parts(r: &ToolResult, at: usize) -> Result<Vec<Value>> {
+    let mut parts = Vec::new();
+    for (j, part) in r.content.iter().enumerate() {
+        let Some(source) = part.source() else {
+            continue;
+        };
+        let place = format!("messages[{at}].content[{j}]");
+        match source {
+            Source::Data { media_type, data }
+                if !matches!(part, Part::Audio { .. })
+                    && FUNCTION_RESPONSE_TYPES.contains(&media_type.as_str()) =>
+            {
+                parts.push(json!({"inlineData": {"mimeType": media_type, "data": data}}));
+            }
+            Source::Data { media_type, .. } => {
+                return Err(Error::unsupported(
+                    ProviderKind::Gemini,
+                    format!(
+                        "the {} part of type {media_type:?} in the tool result at {place}: \
+                         Gemini function responses take {}",
+                        part.kind(),
+                        FUNCTION_RESPONSE_TYPES.join(", ")
+                    ),
+                ));
+            }
+            Source::Url { .. } => {
+                return Err(Error::unsupported(
+                    ProviderKind::Gemini,
+                    format!(
+                        "the {} part by URL in the tool result at {place}: Gemini function \
+                         responses take inline bytes only",
+                        part.kind()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(parts)
+}
 
 /// What toolwire assumes about a model from its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,6 +331,22 @@ pub(crate) fn response_object(r: &ToolResult) -> Value {
     }
 }
 
+/// What the model sees of a result: with `content`, its text parts (joined) stand for the
+/// output in [`response_object`]; without, the output itself.
+fn shown_response(r: &ToolResult) -> Value {
+    if r.content.is_empty() {
+        return response_object(r);
+    }
+    let text: String = r.content.iter().filter_map(Part::as_text).collect();
+    let mut shown = ToolResult::new(r.call_id.clone(), r.name.clone(), Value::Null);
+    if !text.is_empty() {
+        shown.output = Value::String(text);
+    }
+    shown.is_error = r.is_error;
+    shown.error = r.error.clone();
+    response_object(&shown)
+}
+
 /// The user turn answering the call turn at `messages[turn_at]` with the results at
 /// `messages[start..]`: one `functionResponse` per call, in call order.
 fn function_responses(
@@ -253,8 +357,8 @@ fn function_responses(
     traits: ModelTraits,
 ) -> Result<Value> {
     let calls = &turn.tool_calls;
-    let mut answers: Vec<Option<&ToolResult>> = vec![None; calls.len()];
-    for (at, result) in results {
+    let mut answers: Vec<Option<(usize, &ToolResult)>> = vec![None; calls.len()];
+    for &(at, result) in results {
         let Some(i) = calls.iter().position(|c| c.id == result.call_id) else {
             let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
             return Err(Error::input(
@@ -284,11 +388,11 @@ fn function_responses(
                 ),
             ));
         }
-        answers[i] = Some(result);
+        answers[i] = Some((at, result));
     }
     let mut parts = Vec::with_capacity(calls.len());
     for (i, (call, answer)) in calls.iter().zip(&answers).enumerate() {
-        let Some(result) = answer else {
+        let Some((at, result)) = *answer else {
             return Err(Error::input(
                 format!("messages[{turn_at}].tool_calls[{i}]"),
                 format!(
@@ -303,26 +407,47 @@ fn function_responses(
             function_response.insert("id".into(), json!(call.id));
         }
         function_response.insert("name".into(), json!(names.wire(&call.name)));
-        function_response.insert("response".into(), response_object(result));
+        function_response.insert("response".into(), shown_response(result));
+        // Legacy models take no media here: the downgrade moved it after the results.
+        if !traits.legacy {
+            let media = function_response_parts(result, at)?;
+            if !media.is_empty() {
+                function_response.insert("parts".into(), Value::Array(media));
+            }
+        }
         parts.push(json!({"functionResponse": function_response}));
     }
     Ok(json!({"role": "user", "parts": parts}))
 }
 
-/// `systemInstruction` parts and `contents`.
+/// `systemInstruction` parts and `contents`. Models before Gemini 3 take no media in a
+/// function response: theirs goes in one user turn right after the results, each move
+/// recorded in `downgrades`.
 fn history(
     messages: &[Message],
     names: &NameMap,
     traits: ModelTraits,
+    downgrades: &mut Vec<Downgrade>,
 ) -> Result<(Vec<Value>, Vec<Value>)> {
     let mut system = Vec::new();
     let mut contents = Vec::new();
+    let moved = if traits.legacy {
+        tool_media_after_runs(messages, "gemini (before Gemini 3)", downgrades)
+    } else {
+        std::collections::HashMap::new()
+    };
     let mut i = 0;
     while i < messages.len() {
         match &messages[i] {
             Message::System { content } => system.push(json!({"text": content})),
             Message::User { content } => {
-                contents.push(json!({"role": "user", "parts": [{"text": content}]}));
+                let parts = match content {
+                    Content::Text(text) => vec![json!({"text": text})],
+                    Content::Parts(parts) => {
+                        content_parts(parts, &format!("messages[{i}].content"))?
+                    }
+                };
+                contents.push(json!({"role": "user", "parts": parts}));
             }
             Message::Assistant(a) => {
                 if let Some(content) = model_content(a, names, traits) {
@@ -336,6 +461,11 @@ fn history(
                     "Gemini answers all calls of a turn in the next turn",
                 )?;
                 contents.push(function_responses(turn, i - 1, &results, names, traits)?);
+                if let Some(media) = end.checked_sub(1).and_then(|last| moved.get(&last)) {
+                    let place = format!("messages[{i}..{end}].content");
+                    let parts = content_parts(media, &place)?;
+                    contents.push(json!({"role": "user", "parts": parts}));
+                }
                 i = end;
                 continue;
             }
@@ -363,6 +493,41 @@ fn tool_config(choice: &ToolChoice, names: &NameMap) -> Value {
     json!({"functionCallingConfig": config})
 }
 
+/// Structured output: `responseMimeType: "application/json"` and the schema, as
+/// `responseJsonSchema` (JSON Schema unchanged) or `responseSchema` (lowered like tool
+/// parameters), following the request's `schema_mode` as tools do. Models before Gemini 3
+/// cannot combine it with function calling: that is refused, not dropped.
+fn response_format(
+    req: &ChatRequest,
+    format: &ResponseFormat,
+    traits: ModelTraits,
+    default_mode: SchemaMode,
+    generation: &mut Map<String, Value>,
+) -> Result<()> {
+    if traits.legacy && !req.tools.is_empty() {
+        return Err(Error::unsupported(
+            ProviderKind::Gemini,
+            format!(
+                "response_format with tools on {:?}: models before Gemini 3 cannot combine \
+                 structured output with function calling (send one or the other)",
+                req.model
+            ),
+        ));
+    }
+    generation.insert("responseMimeType".into(), json!("application/json"));
+    match req.schema_mode.unwrap_or(default_mode) {
+        SchemaMode::JsonSchema => {
+            generation.insert("responseJsonSchema".into(), format.schema.clone());
+        }
+        SchemaMode::Lowered => {
+            if let Some(lowered) = schema::to_gemini(&format.schema, "response_format.schema")? {
+                generation.insert("responseSchema".into(), lowered);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The whole request.
 pub(crate) fn encode(
     req: &ChatRequest,
@@ -373,7 +538,8 @@ pub(crate) fn encode(
     let path = path(&req.model, stream)?;
     let traits = ModelTraits::of(&req.model);
     let names = NameMap::build(request_names(req), gemini_name)?;
-    let (system, contents) = history(&req.messages, &names, traits)?;
+    let mut downgrades = Vec::new();
+    let (system, contents) = history(&req.messages, &names, traits, &mut downgrades)?;
 
     let mut body = Map::new();
     body.insert("contents".into(), Value::Array(contents));
@@ -428,6 +594,9 @@ pub(crate) fn encode(
             ));
         }
     }
+    if let Some(format) = &req.response_format {
+        response_format(req, format, traits, default_mode, &mut generation)?;
+    }
     if !generation.is_empty() {
         body.insert("generationConfig".into(), Value::Object(generation));
     }
@@ -437,7 +606,7 @@ pub(crate) fn encode(
         headers: Vec::new(),
         body: Value::Object(body),
         names,
-        downgrades: Vec::new(),
+        downgrades,
     })
 }
 
@@ -551,5 +720,65 @@ mod tests {
             response_object(&ToolResult::error(&call, "no such city")),
             json!({"error": "no such city"})
         );
+    }
+
+    /// A legacy model's tool media moves after the results, each move reported on the
+    /// request; Gemini 3 keeps it in the function response and reports nothing.
+    fn screenshot_history() -> Vec<Message> {
+        let call = ToolCall::new("c1", "shot", "{}");
+        let result = ToolResult::ok(&call, json!({"w": 1})).with_content([
+            Part::text("the page"),
+            Part::image("image/png", "iVBORw0KGgo="),
+        ]);
+        vec![
+            Message::user("look"),
+            Message::Assistant(AssistantMessage::default().with_tool_calls([call])),
+            Message::Tool(result),
+        ]
+    }
+
+    #[test]
+    fn legacy_tool_media_is_moved_and_reported() {
+        let req = ChatRequest::new("gemini-2.5-flash", screenshot_history());
+        let sent = encode(&req, false, SchemaMode::Lowered).unwrap();
+        assert_eq!(sent.downgrades.len(), 1);
+        let d = &sent.downgrades[0];
+        assert_eq!((d.message, d.part), (2, 1));
+        assert!(d.note.contains("image"), "{}", d.note);
+        let contents = sent.body["contents"].as_array().unwrap();
+        assert_eq!(contents.len(), 4);
+        assert!(
+            contents[2]["parts"][0]["functionResponse"]
+                .get("parts")
+                .is_none()
+        );
+        assert_eq!(contents[3]["role"], "user");
+        assert_eq!(
+            contents[3]["parts"][1]["inlineData"]["mimeType"],
+            "image/png"
+        );
+
+        let req = ChatRequest::new("gemini-3-pro-preview", screenshot_history());
+        let sent = encode(&req, false, SchemaMode::Lowered).unwrap();
+        assert!(sent.downgrades.is_empty());
+        assert_eq!(sent.body["contents"].as_array().map(Vec::len), Some(3));
+    }
+
+    #[test]
+    fn a_url_without_a_media_type_is_refused_with_its_place() {
+        let req = ChatRequest::new(
+            "gemini-3-pro-preview",
+            vec![Message::user(vec![
+                Part::text("look"),
+                Part::image_url("https://example.com/a.png"),
+            ])],
+        );
+        match encode(&req, false, SchemaMode::Lowered) {
+            Err(Error::Input { path, message }) => {
+                assert_eq!(path, "messages[0].content[1]");
+                assert!(message.contains("media_type"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -112,6 +112,8 @@ pub(crate) struct UsageMetadata {
     pub thoughts_token_count: Option<u64>,
     #[serde(default)]
     pub total_token_count: Option<u64>,
+    #[serde(default)]
+    pub cached_content_token_count: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -71,6 +71,12 @@ fn usage(u: &WireUsage) -> Usage {
             .output_tokens_details
             .as_ref()
             .and_then(|d| d.reasoning_tokens),
+        // `input_tokens_details.cached_tokens`: prompt tokens read from the cache (part of
+        // `input_tokens`).
+        cached_input_tokens: u
+            .input_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens),
         ..Default::default()
     }
 }

@@ -5,12 +5,109 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 
 use super::{CUSTOM_FORMAT, CUSTOM_TOOL, ITEM_ID, REASONING_ITEMS};
-use crate::error::Result;
-use crate::provider::{HttpRequest, NameMap};
+use crate::error::{Error, Result};
+use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::openai::openai_name;
 use crate::providers::shared::{check_tools, replay_arguments, request_names};
 use crate::schema;
-use crate::types::{AssistantMessage, ChatRequest, Message, ToolCall, ToolChoice, ToolDefinition};
+use crate::types::{
+    AssistantMessage, ChatRequest, Content, Message, Part, ResponseFormat, Source, ToolCall,
+    ToolChoice, ToolDefinition, ToolResult,
+};
+
+/// Image media types the API takes inline (images and vision guide).
+const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/webp", "image/gif"];
+
+/// One content part as a Responses input content item: `input_text`; `input_image` with its
+/// URL or a `data:` URL and `detail: "auto"` (the documented default, written out because the
+/// API reference lists the field as required); `input_file` with `filename` and `file_data` (a
+/// `data:` URL) or `file_url`. Audio is refused: the Responses API takes no audio input.
+/// `place` names the part in errors.
+fn input_part(part: &Part, place: &str) -> Result<Value> {
+    match part {
+        Part::Text { text } => Ok(json!({"type": "input_text", "text": text})),
+        Part::Image { source } => {
+            if let Source::Data { media_type, .. } = source
+                && !IMAGE_TYPES.contains(&media_type.as_str())
+            {
+                return Err(Error::unsupported(
+                    ProviderKind::OpenAiResponses,
+                    format!(
+                        "an image of type {media_type:?} at {place}: the Responses API takes {}",
+                        IMAGE_TYPES.join(", ")
+                    ),
+                ));
+            }
+            Ok(json!({"type": "input_image", "image_url": source.as_url(), "detail": "auto"}))
+        }
+        Part::File { source, filename } => match source {
+            Source::Data { .. } => {
+                let Some(name) = filename.as_deref().filter(|n| !n.is_empty()) else {
+                    return Err(Error::input(
+                        place,
+                        "a file given as data needs its filename: the Responses API's \
+                         input_file sends file_data with a filename",
+                    ));
+                };
+                Ok(json!({"type": "input_file", "filename": name, "file_data": source.as_url()}))
+            }
+            Source::Url { url, .. } => Ok(json!({"type": "input_file", "file_url": url})),
+        },
+        Part::Audio { .. } => Err(Error::unsupported(
+            ProviderKind::OpenAiResponses,
+            format!("audio at {place}: the Responses API takes no audio input"),
+        )),
+    }
+}
+
+/// The content items of a list of parts; empty text parts are left out (they carry nothing).
+fn input_parts(parts: &[Part], place: &str) -> Result<Vec<Value>> {
+    parts
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.as_text() != Some(""))
+        .map(|(j, p)| input_part(p, &format!("{place}[{j}]")))
+        .collect()
+}
+
+/// A result's `output`: with `content`, a list of content items (after an `input_text` with
+/// the failure, if any) — what the model sees; without, the result as text, as before.
+fn result_output(r: &ToolResult, at: usize) -> Result<Value> {
+    if r.content.is_empty() {
+        return Ok(json!(r.content_text()));
+    }
+    let mut items = Vec::new();
+    if r.is_error || r.error.is_some() {
+        let text = match r.error.as_deref().filter(|m| !m.is_empty()) {
+            Some(message) => format!("Error: {message}"),
+            None => "Error".to_owned(),
+        };
+        items.push(json!({"type": "input_text", "text": text}));
+    }
+    items.extend(input_parts(&r.content, &format!("messages[{at}].content"))?);
+    Ok(Value::Array(items))
+}
+
+/// `text.format` for structured output: `{"type": "json_schema", "name", "description"?,
+/// "schema", "strict"?}`; a strict format's schema gets the same rewrite as a strict tool's.
+fn text_format(format: &ResponseFormat) -> Value {
+    let mut m = Map::new();
+    m.insert("type".into(), json!("json_schema"));
+    m.insert("name".into(), json!(format.name));
+    if let Some(description) = &format.description {
+        m.insert("description".into(), json!(description));
+    }
+    let schema = if format.strict == Some(true) {
+        schema::to_strict(&format.schema)
+    } else {
+        format.schema.clone()
+    };
+    m.insert("schema".into(), schema);
+    if let Some(strict) = format.strict {
+        m.insert("strict".into(), json!(strict));
+    }
+    json!({"format": m})
+}
 
 /// The `format` of a custom (free-form) tool, when `tool` is one: the value of the
 /// [`CUSTOM_FORMAT`] keyword at the root of its parameters schema.
@@ -151,14 +248,24 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
 
     let mut instructions: Vec<&str> = Vec::new();
     let mut input = Vec::new();
-    for m in &req.messages {
+    for (i, m) in req.messages.iter().enumerate() {
         match m {
             // Leading system messages are the instructions; a later one stays in place.
             Message::System { content } if input.is_empty() => instructions.push(content),
             Message::System { content } => {
                 input.push(json!({"role": "system", "content": content}));
             }
-            Message::User { content } => input.push(json!({"role": "user", "content": content})),
+            Message::User {
+                content: Content::Text(text),
+            } => {
+                input.push(json!({"role": "user", "content": text}));
+            }
+            Message::User {
+                content: Content::Parts(parts),
+            } => {
+                let content = input_parts(parts, &format!("messages[{i}].content"))?;
+                input.push(json!({"role": "user", "content": content}));
+            }
             Message::Assistant(a) => assistant_items(a, &names, stateless, &mut input),
             Message::Tool(r) => {
                 let kind = if custom_calls.contains(r.call_id.as_str()) {
@@ -166,7 +273,8 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
                 } else {
                     "function_call_output"
                 };
-                input.push(json!({"type": kind, "call_id": r.call_id, "output": r.content_text()}));
+                let output = result_output(r, i)?;
+                input.push(json!({"type": kind, "call_id": r.call_id, "output": output}));
             }
         }
     }
@@ -203,6 +311,9 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         }
         None => {}
     }
+    if let Some(format) = &req.response_format {
+        body.insert("text".into(), text_format(format));
+    }
     if stateless {
         // Nothing is stored: the next turn needs the reasoning in the items themselves.
         body.insert("include".into(), json!(["reasoning.encrypted_content"]));
@@ -220,4 +331,67 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         names,
         downgrades: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode_user(parts: Vec<Part>) -> Result<HttpRequest> {
+        encode(
+            &ChatRequest::new("gpt-5-mini", vec![Message::user(parts)]),
+            false,
+        )
+    }
+
+    #[test]
+    fn parts_the_api_cannot_take_are_refused_by_name_and_place() {
+        match encode_user(vec![Part::text("a"), Part::image("image/bmp", "Qk0=")]) {
+            Err(Error::Unsupported { feature, .. }) => {
+                assert!(
+                    feature.contains("image/bmp") && feature.contains("messages[0].content[1]"),
+                    "{feature}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let nameless = Part::File {
+            source: Source::Data {
+                media_type: "application/pdf".into(),
+                data: "JVBERi0=".into(),
+            },
+            filename: None,
+        };
+        match encode_user(vec![nameless]) {
+            Err(Error::Input { path, .. }) => assert_eq!(path, "messages[0].content[0]"),
+            other => panic!("{other:?}"),
+        }
+        let call = ToolCall::new("call_1", "f", "{}");
+        let req = ChatRequest::new(
+            "gpt-5-mini",
+            vec![
+                Message::user("q"),
+                Message::Assistant(AssistantMessage::default().with_tool_calls([call.clone()])),
+                Message::Tool(
+                    ToolResult::ok(&call, json!(1))
+                        .with_content([Part::audio("audio/wav", "UklGRg==")]),
+                ),
+            ],
+        );
+        let err = encode(&req, false).unwrap_err().to_string();
+        assert!(err.contains("audio at messages[2].content[0]"), "{err}");
+    }
+
+    #[test]
+    fn a_failed_result_with_content_leads_with_its_message() {
+        let call = ToolCall::new("call_1", "f", "{}");
+        let result = ToolResult::error(&call, "boom").with_content([Part::text("partial page")]);
+        assert_eq!(
+            result_output(&result, 2).unwrap(),
+            json!([{"type": "input_text", "text": "Error: boom"},
+                   {"type": "input_text", "text": "partial page"}])
+        );
+        let plain = ToolResult::ok(&call, json!({"t": 1}));
+        assert_eq!(result_output(&plain, 2).unwrap(), json!("{\"t\":1}"));
+    }
 }

@@ -106,7 +106,12 @@ fn status(reason: &FinishReason) -> Result<(&'static str, Option<Value>)> {
 fn usage_json(u: &Usage) -> Value {
     let mut m = Map::new();
     m.insert("input_tokens".into(), json!(u.input_tokens));
-    m.insert("input_tokens_details".into(), json!({"cached_tokens": 0}));
+    if let Some(cached) = u.cached_input_tokens {
+        m.insert(
+            "input_tokens_details".into(),
+            json!({"cached_tokens": cached}),
+        );
+    }
     m.insert("output_tokens".into(), json!(u.output_tokens));
     if let Some(r) = u.reasoning_tokens {
         m.insert(

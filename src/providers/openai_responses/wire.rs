@@ -74,6 +74,14 @@ pub(crate) struct Usage {
     pub output_tokens: Option<u64>,
     #[serde(default, deserialize_with = "lenient::object")]
     pub output_tokens_details: Option<OutputDetails>,
+    #[serde(default, deserialize_with = "lenient::object")]
+    pub input_tokens_details: Option<InputDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct InputDetails {
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub cached_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
