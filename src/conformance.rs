@@ -633,7 +633,10 @@ mod tests {
         use crate::types::{ArgumentsError, ArgumentsErrorKind, ToolCall, Usage};
         let mut call = ToolCall::new("c", "f", "{");
         call.error = Some(ArgumentsError::new(ArgumentsErrorKind::Malformed, "m"));
-        let usage = Usage::new(1, 2).with_reasoning_tokens(3);
+        let usage = Usage::new(1, 2)
+            .with_reasoning_tokens(3)
+            .with_cached_input_tokens(4)
+            .with_cache_creation_input_tokens(5);
         let response = ChatResponse::default()
             .with_text("t")
             .with_reasoning("r")
