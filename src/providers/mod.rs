@@ -260,7 +260,8 @@ mod tests {
             input_tokens: 12,
             output_tokens: 30,
             reasoning_tokens: Some(4),
-            ..Default::default()
+            cached_input_tokens: Some(8),
+            cache_creation_input_tokens: Some(2),
         };
         for b in BUILTINS {
             let w = (b.responder)();
@@ -278,10 +279,31 @@ mod tests {
                     .usage;
                 for (how, got) in [("body", from_body), ("stream", from_stream)] {
                     let got = got.unwrap_or_else(|| panic!("{} {name} {how}: no usage", b.name()));
+                    // A count the wire has no field for is absent; every other comes back.
                     let want = Usage {
                         reasoning_tokens: got.reasoning_tokens.and(usage.reasoning_tokens),
+                        cached_input_tokens: got.cached_input_tokens.and(usage.cached_input_tokens),
+                        cache_creation_input_tokens: got
+                            .cache_creation_input_tokens
+                            .and(usage.cache_creation_input_tokens),
                         ..usage
                     };
+                    let carries = |count: &str| {
+                        b.kind != ProviderKind::Ollama
+                            && (count != "creation" || b.kind == ProviderKind::Anthropic)
+                    };
+                    assert_eq!(
+                        got.cached_input_tokens.is_some(),
+                        carries("cached"),
+                        "{} {name} {how}: cached",
+                        b.name()
+                    );
+                    assert_eq!(
+                        got.cache_creation_input_tokens.is_some(),
+                        carries("creation"),
+                        "{} {name} {how}: cache creation",
+                        b.name()
+                    );
                     assert_eq!(got, want, "{} {name} {how}", b.name());
                 }
                 checked += 1;

@@ -46,6 +46,9 @@ fn usage_json(u: &Usage, output_tokens: u64) -> Value {
         "total_tokens".into(),
         json!(u.input_tokens.saturating_add(output_tokens)),
     );
+    if let Some(c) = u.cached_input_tokens {
+        usage.insert("prompt_tokens_details".into(), json!({"cached_tokens": c}));
+    }
     if let Some(r) = u.reasoning_tokens {
         usage.insert(
             "output_tokens_details".into(),

@@ -77,6 +77,9 @@ fn usage_json(u: &Usage, done: usize, total: usize) -> Value {
                 .saturating_add(thoughts)
         ),
     );
+    if let Some(c) = u.cached_input_tokens {
+        m.insert("cachedContentTokenCount".into(), json!(c));
+    }
     if let Some(t) = u.reasoning_tokens {
         m.insert("thoughtsTokenCount".into(), json!(t));
     }

@@ -373,6 +373,9 @@ fn usage_json(u: &Usage) -> Value {
         "total_tokens".into(),
         json!(u.input_tokens.saturating_add(u.output_tokens)),
     );
+    if let Some(c) = u.cached_input_tokens {
+        m.insert("prompt_tokens_details".into(), json!({"cached_tokens": c}));
+    }
     if let Some(r) = u.reasoning_tokens {
         m.insert(
             "completion_tokens_details".into(),
@@ -639,7 +642,8 @@ impl<'d> Chunks<'d> {
                         input_tokens: u.input_tokens,
                         output_tokens: share(u.output_tokens, k + 1, n),
                         reasoning_tokens: u.reasoning_tokens.map(|r| share(r, k + 1, n)),
-                        ..Default::default()
+                        // The prompt (and what of it was cached) is known from the first chunk.
+                        ..*u
                     };
                     chunk.insert("usage".into(), usage_json(&running));
                 }
