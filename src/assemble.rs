@@ -52,6 +52,9 @@ struct Slot {
     name: String,
     args: String,
     extra: Map<String, Value>,
+    /// The call is final already (in `Assembler::early`): one flag, so a fragment's hot path
+    /// asks no map.
+    done: bool,
     /// Argument text arrived after the call was final (see [`Assembler::complete_call`]).
     late: bool,
     /// In [`Assembler::waiting`] already.
@@ -362,7 +365,7 @@ impl Assembler {
         }
         if let Some(args) = f.arguments.filter(|a| !a.is_empty()) {
             s.args.push_str(args);
-            if self.early.contains_key(&slot) {
+            if s.done {
                 // Text for a call already final: its arguments could still change, so its final
                 // state is an error (see `finalize_calls`), never a silent extra.
                 s.late = true;
@@ -467,6 +470,7 @@ impl Assembler {
             index: position,
             call: call.clone(),
         });
+        slot.done = true;
         self.early.insert(position, call);
         true
     }
