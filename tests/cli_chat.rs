@@ -243,3 +243,22 @@ async fn chat_on_the_responses_wire_records_cases_that_check() {
     assert!(reports.iter().all(|r| r.passed()), "{reports:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn chat_without_a_key_tells_a_cli_user_what_to_do() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolwire"))
+        .args(["chat", "--provider", "gemini", "hi"])
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("GOOGLE_API_KEY")
+        .output()
+        .expect("the binary runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("GEMINI_API_KEY")
+            && stderr.contains("toolwire demo")
+            && stderr.contains("--base-url")
+            && !stderr.contains("ClientBuilder"),
+        "{stderr}"
+    );
+}

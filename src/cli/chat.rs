@@ -81,7 +81,20 @@ pub(crate) fn chat(args: ChatArgs) -> Result<(), CliError> {
     if let Some(dir) = &args.record {
         builder = builder.record_to(dir);
     }
-    let client = builder.build().map_err(|e| classify(&e))?;
+    let client = builder.build().map_err(|e| match &e {
+        // Said for a CLI user: what to set, or how to go on without a key.
+        Error::Input { path, .. } if path == "api_key" => {
+            let vars = toolwire::provider_for(args.provider)
+                .map(|p| p.info().key_vars.join(" or "))
+                .unwrap_or_default();
+            CliError::Input(format!(
+                "no API key for {}: set {vars}, or point --base-url at a local OpenAI-compatible \
+                 server (with --model), or run `toolwire demo` to try the agent offline",
+                args.provider
+            ))
+        }
+        _ => classify(&e),
+    })?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
