@@ -504,3 +504,58 @@ async fn client_frames_pass_through_byte_for_byte() {
     assert_eq!(received[2]["type"], "input_audio_buffer.commit");
     assert_eq!(session.stats().client_events, 3);
 }
+
+#[tokio::test]
+async fn answer_ends_the_run_at_the_answer_or_says_the_session_closed_first() {
+    let tools = ToolRegistry::new();
+    tools
+        .register_fn(
+            "add",
+            "Adds",
+            json!({"type": "object"}),
+            |args| async move {
+                Ok(json!(
+                    args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)
+                ))
+            },
+        )
+        .unwrap();
+    let agent = RealtimeAgent::new(tools);
+    let kind = RealtimeKind::GeminiLive;
+    let script = RealtimeScript::new()
+        .then(RealtimeReply::tool_calls([ToolCall::new(
+            "c1",
+            "add",
+            r#"{"a":2,"b":2}"#,
+        )]))
+        .then(RealtimeReply::text("4"));
+    let server = RealtimeMockServer::start(kind, script).await.unwrap();
+    let config = SessionConfig::new("gemini-live-2.5-flash", agent.definitions());
+    let session = RealtimeSession::builder(kind, config)
+        .url(server.url())
+        .connect()
+        .await
+        .unwrap();
+    session.send_text("2 + 2?").unwrap();
+    let answer = agent.run(session).answer().await.unwrap();
+    assert_eq!(answer.text.as_deref(), Some("4"));
+    assert!(answer.tool_calls.is_empty());
+
+    // A session closed before any answer ends with a stream error, never a hang.
+    let server = RealtimeMockServer::start(kind, RealtimeScript::new())
+        .await
+        .unwrap();
+    let config = SessionConfig::new("gemini-live-2.5-flash", agent.definitions());
+    let session = RealtimeSession::builder(kind, config)
+        .url(server.url())
+        .connect()
+        .await
+        .unwrap();
+    let run = agent.run(session);
+    run.close();
+    let err = run.answer().await.unwrap_err();
+    assert!(
+        err.to_string().contains("closed before the model answered"),
+        "{err}"
+    );
+}

@@ -48,6 +48,17 @@
 //!     }
 //! }
 //! assert_eq!(answer.as_deref(), Some("2 + 3 = 5"));
+//!
+//! // The one-shot use: run until the model answers without a tool call.
+//! let script = RealtimeScript::new()
+//!     .then(RealtimeReply::tool_calls([ToolCall::new("call_2", "add", r#"{"a":1,"b":1}"#)]))
+//!     .then(RealtimeReply::text("1 + 1 = 2"));
+//! let server = RealtimeMockServer::start(kind, script).await?;
+//! let config = SessionConfig::new("gpt-realtime", agent.definitions());
+//! let session = RealtimeSession::builder(kind, config).url(server.url()).connect().await?;
+//! session.send_text("What is 1 + 1?")?;
+//! let answer = agent.run(session).answer().await?;
+//! assert_eq!(answer.text.as_deref(), Some("1 + 1 = 2"));
 //! # Ok(()) }
 //! ```
 
@@ -64,9 +75,9 @@ use tokio::time::Instant;
 
 use super::model::RealtimeEvent;
 use super::session::{RealtimeSession, SessionHandle};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::tools::{ToolRegistry, ToolSelection};
-use crate::types::{ToolCall, ToolDefinition, ToolResult};
+use crate::types::{ChatResponse, ToolCall, ToolDefinition, ToolResult};
 
 /// At most `max_calls` tool calls run within `window`; past that, calls are not run and get an
 /// error result telling the model to stop calling tools and answer (N.E.K.O's guard: 4 in 15 s).
@@ -194,6 +205,7 @@ impl RealtimeAgent {
     /// [`SessionHandle`] ([`RealtimeSession::handle`]) or [`RealtimeAgentStream::handle`].
     pub fn run(&self, session: RealtimeSession) -> RealtimeAgentStream {
         RealtimeAgentStream {
+            kind: session.kind(),
             handle: session.handle(),
             session: Some(session),
             agent: self.clone(),
@@ -233,6 +245,7 @@ type Running = Abortable<BoxFuture<'static, ToolResult>>;
 /// A running realtime agent: a [`Stream`] of [`RealtimeAgentEvent`]s. Dropping it cancels the
 /// running tools and closes the session.
 pub struct RealtimeAgentStream {
+    kind: super::RealtimeKind,
     handle: SessionHandle,
     session: Option<RealtimeSession>,
     agent: RealtimeAgent,
@@ -271,6 +284,28 @@ impl RealtimeAgentStream {
     /// Asks the server to close the session; the stream ends after it closed.
     pub fn close(&self) {
         self.handle.close();
+    }
+
+    /// Runs until the model answers without calling a tool (a response that finished with no
+    /// calls, once every tool of the turn ran), closes the session and returns that answer: the
+    /// one-shot use, which ends by itself as [`crate::agent::Agent::run`] does. Events on the
+    /// way are not kept (iterate the stream to see them); a session error ends it with that
+    /// error, and a session that closes before any answer is [`Error::Stream`].
+    pub async fn answer(mut self) -> Result<ChatResponse> {
+        while let Some(event) = self.next().await {
+            if let RealtimeAgentEvent::Session(RealtimeEvent::ResponseDone { result, .. }) = event?
+                && result.tool_calls.is_empty()
+                && self.running.is_empty()
+            {
+                self.close();
+                return Ok(result);
+            }
+        }
+        Err(Error::Stream {
+            provider: self.kind.provider(),
+            reason: "the session closed before the model answered without a tool call".into(),
+            partial: None,
+        })
     }
 
     fn finished(&mut self, result: ToolResult) {
