@@ -239,22 +239,39 @@ pub(crate) fn schema(args: &SchemaArgs) -> Result<(), CliError> {
 }
 
 pub(crate) fn providers() -> Result<(), CliError> {
+    let rows: Vec<[String; 4]> = toolwire::providers::BUILTINS
+        .iter()
+        .map(|builtin| {
+            let provider = (builtin.provider)();
+            let info = provider.info();
+            [
+                builtin.name().to_owned(),
+                info.base_url.to_owned(),
+                info.key_vars.join(" or "),
+                info.capabilities.to_owned(),
+            ]
+        })
+        .collect();
+    // Columns as wide as their longest cell, so no name runs into the next column.
+    let width = |i: usize, head: &str| {
+        (rows.iter().map(|r| r[i].chars().count()))
+            .chain([head.len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1, w2) = (
+        width(0, "name"),
+        width(1, "endpoint"),
+        width(2, "key variables"),
+    );
     outln!(
-        "{:<10} {:<55} {:<32} capabilities",
+        "{:<w0$} {:<w1$} {:<w2$} capabilities",
         "name",
         "endpoint",
         "key variables"
     );
-    for builtin in toolwire::providers::BUILTINS {
-        let provider = (builtin.provider)();
-        let info = provider.info();
-        outln!(
-            "{:<10} {:<55} {:<32} {}",
-            builtin.name(),
-            info.base_url,
-            info.key_vars.join(" or "),
-            info.capabilities
-        );
+    for [name, url, keys, capabilities] in &rows {
+        outln!("{name:<w0$} {url:<w1$} {keys:<w2$} {capabilities}");
     }
     super::realtime::providers();
     Ok(())
@@ -305,8 +322,21 @@ pub(crate) fn conformance(args: &ConformanceArgs) -> Result<(), CliError> {
         Some(c) if c.outcome == Outcome::Pass => "pass",
         Some(_) => "FAIL",
     };
+    let provider_of = |r: &conformance::CaseReport| match r.realtime {
+        Some(k) => k.name(),
+        None => r.provider.map_or("?", ProviderKind::name),
+    };
+    // Columns as wide as their longest cell (`openai-responses`, long case names).
+    let wp = (reports.iter().map(|r| provider_of(r).len()))
+        .chain(["provider".len()])
+        .max()
+        .unwrap_or(0);
+    let wc = (reports.iter().map(|r| r.case.chars().count()))
+        .chain(["case".len()])
+        .max()
+        .unwrap_or(0);
     outln!(
-        "{:<10} {:<40} {:<6} {:<6} {:<6} result",
+        "{:<wp$} {:<wc$} {:<6} {:<6} {:<6} result",
         "provider",
         "case",
         "encode",
@@ -315,13 +345,10 @@ pub(crate) fn conformance(args: &ConformanceArgs) -> Result<(), CliError> {
     );
     let mut failed = 0;
     for r in &reports {
-        let provider = match r.realtime {
-            Some(k) => k.name(),
-            None => r.provider.map_or("?", ProviderKind::name),
-        };
+        let provider = provider_of(r);
         let result = if r.passed() { "ok" } else { "FAILED" };
         outln!(
-            "{:<10} {:<40} {:<6} {:<6} {:<6} {result}",
+            "{:<wp$} {:<wc$} {:<6} {:<6} {:<6} {result}",
             provider,
             r.case,
             cell(r, "encode"),

@@ -92,9 +92,12 @@ pub(crate) fn replay(kind: RealtimeKind, file: &Path, bytes: &[u8]) -> Result<()
 /// `toolwire providers`: the realtime dialects.
 pub(crate) fn providers() {
     outln!("\nrealtime (WebSocket):");
+    let width = (RealtimeKind::ALL.iter().map(|k| k.name().len()))
+        .max()
+        .unwrap_or(0);
     for kind in RealtimeKind::ALL {
         outln!(
-            "{:<17} {:<55} {}",
+            "{:<width$} {:<55} {}",
             kind.name(),
             short(kind.url()),
             kind.key_vars().join(" or ")
