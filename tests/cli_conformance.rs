@@ -100,3 +100,31 @@ fn a_wire_golden_stays_exact() {
     );
     std::fs::remove_dir_all(&root).ok();
 }
+
+#[test]
+fn tables_keep_their_columns_for_long_names() {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolwire"))
+        .arg("providers")
+        .output()
+        .expect("the binary runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Every endpoint (HTTP and realtime) starts in its section's one column.
+    for section in text.split("\n\n") {
+        let starts: Vec<usize> = section
+            .lines()
+            .filter_map(|l| l.find(" http").or_else(|| l.find(" ws")))
+            .collect();
+        assert!(!starts.is_empty(), "{section}");
+        assert!(
+            starts.iter().all(|&s| s == starts[0]),
+            "columns shift: {starts:?}\n{section}"
+        );
+    }
+    let root = copy_case("openai-responses", "single_call", "table");
+    let out = conformance(&root, false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let header = text.lines().next().unwrap_or_default();
+    let row = text.lines().nth(1).unwrap_or_default();
+    assert_eq!(header.find("case"), row.find("single_call"), "{text}");
+    std::fs::remove_dir_all(&root).ok();
+}
