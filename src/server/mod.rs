@@ -229,9 +229,16 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
     let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, config.port))
         .await
         .map_err(|e| {
+            // A taken port is the common case: say how to go on.
+            let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
+                " (another process is listening there: stop it, or pick another port with \
+                 --port, or --port 0 for any free one)"
+            } else {
+                ""
+            };
             Error::input(
                 "port",
-                format!("cannot listen on 127.0.0.1:{}: {e}", config.port),
+                format!("cannot listen on 127.0.0.1:{}: {e}{hint}", config.port),
             )
         })?;
     let addr = listener
