@@ -1594,10 +1594,9 @@ async fn the_page_shows_a_call_made_through_chat_in_headless_chromium() {
 async fn a_taken_port_says_how_to_go_on() {
     let first = start(ServerConfig::default()).await;
     let taken = first.addr().port();
-    let err = toolwire::server::start(ServerConfig::default().with_port(taken))
-        .await
-        .err()
-        .expect("the port is taken");
+    let Err(err) = toolwire::server::start(ServerConfig::default().with_port(taken)).await else {
+        panic!("port {taken} is taken, yet a second server started on it");
+    };
     let text = err.to_string();
     assert!(
         text.contains(&format!("127.0.0.1:{taken}")) && text.contains("--port 0"),
