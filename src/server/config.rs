@@ -235,10 +235,14 @@ fn parse_roles(text: &str) -> std::result::Result<Vec<RoleConfig>, (Option<usize
         let at = |field: &str| format!("role #{} ({field})", i + 1);
         let provider = match entry.provider.as_deref() {
             None | Some("mock") => None,
-            Some(name) => Some(
-                name.parse::<ProviderKind>()
-                    .map_err(|e| (None, format!("{}: {e}", at("provider"))))?,
-            ),
+            Some(name) => Some(name.parse::<ProviderKind>().map_err(|e| {
+                // The place is said once: the role's, not the parser's own "at provider".
+                let reason = match &e {
+                    crate::Error::Input { message, .. } => message.clone(),
+                    other => other.to_string(),
+                };
+                (None, format!("{}: {reason}", at("provider")))
+            })?),
         };
         let model = match (entry.model, provider) {
             (Some(m), _) => m,
@@ -302,7 +306,14 @@ name = "offline"
         assert!(message.contains("colour"), "{message}");
         let (_, message) =
             parse_roles("[[role]]\nname = \"a\"\nprovider = \"nope\"\n").unwrap_err();
-        assert!(message.contains("provider"), "{message}");
+        assert!(
+            message.starts_with("role #1 (provider): unknown provider \"nope\""),
+            "{message}"
+        );
+        assert!(
+            !message.contains("invalid input"),
+            "one place per message: {message}"
+        );
         let (_, message) =
             parse_roles("[[role]]\nname = \"a\"\nprovider = \"openai\"\n").unwrap_err();
         assert!(message.contains("needs a model"), "{message}");
