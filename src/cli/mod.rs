@@ -59,7 +59,8 @@ enum Command {
 /// Why a command failed, mapped to the exit status.
 #[derive(Debug)]
 pub(crate) enum CliError {
-    /// The provider answered with an error (exit 1).
+    /// The exchange failed: the provider answered with an error, could not be reached or broke
+    /// off (exit 1).
     Provider(String),
     /// Checks failed (exit 1); the report is already printed.
     Failed,
