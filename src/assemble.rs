@@ -208,6 +208,7 @@ pub struct Assembler {
     slots: Vec<Slot>,
     keys: Keys,
     usage: Option<Usage>,
+    raw_usage: Option<Value>,
     finish: Option<FinishReason>,
     raw_finish: Option<String>,
     finalized: Option<Vec<ToolCall>>,
@@ -238,6 +239,7 @@ impl Assembler {
             slots: Vec::new(),
             keys: Keys::default(),
             usage: None,
+            raw_usage: None,
             finish: None,
             raw_finish: None,
             finalized: None,
@@ -287,6 +289,12 @@ impl Assembler {
             self.usage = Some(usage);
             out.push(StreamEvent::Usage { usage });
         }
+    }
+
+    /// Records the provider's own usage report, verbatim, beside the counts given to
+    /// [`Assembler::usage`]; the last report wins, like the counts.
+    pub fn raw_usage(&mut self, raw: Value) {
+        self.raw_usage = Some(raw);
     }
 
     /// Sets a provider field on the response (e.g. a finish message).
@@ -636,6 +644,7 @@ impl Assembler {
             finish_reason: self.finish.take().unwrap_or(FinishReason::Error),
             raw_finish_reason: self.raw_finish.take(),
             usage: self.usage,
+            raw_usage: self.raw_usage.take(),
             extra: std::mem::take(&mut self.extra),
         }
     }

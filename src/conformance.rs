@@ -465,6 +465,7 @@ pub(crate) const CANONICAL_FIELDS: &[&str] = &[
     "finish_reason",
     "raw_finish_reason",
     "usage",
+    "raw_usage",
     "id",
     "name",
     "raw_arguments",
@@ -642,7 +643,8 @@ mod tests {
             .with_reasoning("r")
             .with_tool_calls([call])
             .with_raw_finish_reason("stop")
-            .with_usage(usage);
+            .with_usage(usage)
+            .with_raw_usage(json!({}));
         fn keys(v: &Value, out: &mut Vec<String>) {
             match v {
                 Value::Object(m) => {

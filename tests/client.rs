@@ -46,6 +46,8 @@ fn text_reply() -> ChatResponse {
         // The mock provider sends the raw value as scripted, and it decodes back verbatim.
         .with_raw_finish_reason("stop")
         .with_usage(Usage::new(21, 9))
+        // The usage object the mock writes for those counts, as it decodes back.
+        .with_raw_usage(json!({"prompt_tokens": 21, "completion_tokens": 9, "total_tokens": 30}))
 }
 
 fn parallel_reply() -> ChatResponse {
@@ -58,6 +60,7 @@ fn parallel_reply() -> ChatResponse {
         .with_finish_reason(FinishReason::ToolCalls)
         .with_raw_finish_reason("tool_calls")
         .with_usage(Usage::new(40, 18))
+        .with_raw_usage(json!({"prompt_tokens": 40, "completion_tokens": 18, "total_tokens": 58}))
 }
 
 fn zero_arg_reply() -> ChatResponse {

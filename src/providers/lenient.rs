@@ -340,6 +340,36 @@ where
     })
 }
 
+/// An object read as `T`, with the object itself kept verbatim beside it: a provider's own
+/// usage report, whose fields the canonical counts keep only in part.
+#[derive(Debug, Clone)]
+pub(crate) struct Kept<T> {
+    /// What was read.
+    pub value: T,
+    /// The object as sent.
+    pub raw: Value,
+}
+
+impl<T> std::ops::Deref for Kept<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+/// Like [`object`], keeping the object too. Nothing is allocated when the field is absent or
+/// `null`.
+pub(crate) fn object_kept<'de, D, T>(d: D) -> Result<Option<Kept<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    Ok(match Value::deserialize(d)? {
+        raw @ Value::Object(_) => T::deserialize(&raw).ok().map(|value| Kept { value, raw }),
+        _ => None,
+    })
+}
+
 /// Text of a `content`-like field: a string, or the `text` of every part of an array, joined.
 pub(crate) fn content_text(v: &Value) -> Cow<'_, str> {
     match v {

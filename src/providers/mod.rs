@@ -377,4 +377,149 @@ mod tests {
         assert_eq!(qwen.info().kind, ProviderKind::Qwen);
         assert!(is_default_base_url(qwen.as_ref(), qwen.info().base_url));
     }
+
+    /// The usage objects a fixture's answer sent, payload by payload: the value at `at` in
+    /// each payload (a body, an SSE `data:` payload, an NDJSON line) that holds an object.
+    fn sent_usage(provider: &str, case: &str, file: &str, at: &str) -> Vec<serde_json::Value> {
+        let path = format!(
+            "{}/fixtures/{provider}/{case}/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let payloads: Vec<&str> = if file.ends_with(".json") {
+            vec![text.as_str()]
+        } else if file.ends_with(".sse") {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim)
+                .filter(|d| d.starts_with('{'))
+                .collect()
+        } else {
+            text.lines().filter(|l| l.starts_with('{')).collect()
+        };
+        payloads
+            .into_iter()
+            .map(|p| serde_json::from_str::<serde_json::Value>(p).unwrap())
+            .filter_map(|v| v.pointer(at).filter(|u| u.is_object()).cloned())
+            .collect()
+    }
+
+    /// The `raw_usage` a fixture's answer decodes to.
+    fn decoded_raw_usage(kind: ProviderKind, case: &str, file: &str) -> serde_json::Value {
+        let path = format!(
+            "{}/fixtures/{}/{case}/{file}",
+            env!("CARGO_MANIFEST_DIR"),
+            kind.name()
+        );
+        let body = std::fs::read(&path).unwrap();
+        let provider = provider_for(kind).unwrap();
+        let r = crate::replay::replay(provider.as_ref(), &body)
+            .unwrap()
+            .response;
+        assert!(r.usage.is_some(), "{path}: counts beside the raw report");
+        r.raw_usage
+            .unwrap_or_else(|| panic!("{path}: no raw_usage"))
+    }
+
+    /// Each case's `raw_usage` is the last usage object its wire sent at `at` (in a body,
+    /// `body_at`), as sent.
+    fn assert_raw_usage_is_last_sent(kind: ProviderKind, body_at: &str, stream_at: &str) {
+        for (case, file, at) in [
+            ("single_call", "response.json", body_at),
+            ("stream_single_call", "response.sse", stream_at),
+        ] {
+            let sent = sent_usage(kind.name(), case, file, at);
+            let last = sent
+                .last()
+                .unwrap_or_else(|| panic!("{kind} {case}: no usage sent"));
+            assert_eq!(&decoded_raw_usage(kind, case, file), last, "{kind} {case}");
+        }
+    }
+
+    #[test]
+    fn openai_style_raw_usage_is_the_usage_object() {
+        for kind in [
+            ProviderKind::OpenAi,
+            ProviderKind::Glm,
+            ProviderKind::Qwen,
+            ProviderKind::StepFun,
+        ] {
+            assert_raw_usage_is_last_sent(kind, "/usage", "/usage");
+        }
+    }
+
+    #[test]
+    fn dashscope_raw_usage_is_the_usage_object() {
+        assert_raw_usage_is_last_sent(ProviderKind::DashScope, "/usage", "/usage");
+    }
+
+    #[test]
+    fn gemini_raw_usage_is_usage_metadata() {
+        assert_raw_usage_is_last_sent(ProviderKind::Gemini, "/usageMetadata", "/usageMetadata");
+    }
+
+    #[test]
+    fn responses_raw_usage_is_the_response_usage() {
+        assert_raw_usage_is_last_sent(ProviderKind::OpenAiResponses, "/usage", "/response/usage");
+    }
+
+    #[test]
+    fn anthropic_raw_usage_lays_message_delta_over_message_start() {
+        let kind = ProviderKind::Anthropic;
+        let body = sent_usage("anthropic", "single_call", "response.json", "/usage");
+        assert_eq!(
+            decoded_raw_usage(kind, "single_call", "response.json"),
+            body[0]
+        );
+        let file = "response.sse";
+        let start = sent_usage("anthropic", "stream_single_call", file, "/message/usage");
+        let deltas = sent_usage("anthropic", "stream_single_call", file, "/usage");
+        let mut expected = start[0].as_object().unwrap().clone();
+        for delta in &deltas {
+            for (k, v) in delta.as_object().unwrap() {
+                if !v.is_null() {
+                    expected.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        let raw = decoded_raw_usage(kind, "stream_single_call", file);
+        assert_eq!(raw, serde_json::Value::Object(expected));
+        // The case shows the overlay: a field only `message_start` sent is kept.
+        assert!(
+            raw.get("service_tier").is_some()
+                && deltas.iter().all(|d| d.get("service_tier").is_none())
+        );
+    }
+
+    #[test]
+    fn ollama_raw_usage_is_its_count_and_duration_fields() {
+        const FIELDS: &[&str] = &[
+            "total_duration",
+            "load_duration",
+            "prompt_eval_count",
+            "prompt_eval_duration",
+            "eval_count",
+            "eval_duration",
+        ];
+        for (case, file) in [
+            ("single_call", "response.json"),
+            ("stream_single_call", "response.ndjson"),
+        ] {
+            let lines = sent_usage("ollama", case, file, "");
+            let done = lines.iter().rfind(|l| l["done"] == true).unwrap();
+            let expected: serde_json::Map<String, serde_json::Value> = FIELDS
+                .iter()
+                .filter_map(|k| Some(((*k).to_owned(), done.get(*k)?.clone())))
+                .collect();
+            assert!(
+                expected.contains_key("eval_duration"),
+                "{case}: timings sent"
+            );
+            assert_eq!(
+                decoded_raw_usage(ProviderKind::Ollama, case, file),
+                serde_json::Value::Object(expected),
+                "{case}"
+            );
+        }
+    }
 }

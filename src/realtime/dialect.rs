@@ -673,6 +673,9 @@ pub(crate) fn feed(
             let mut events = Vec::new();
             if let Some(u) = usage(&response) {
                 open.turn.usage(u, &mut events);
+                if let Some(raw) = response.get("usage") {
+                    open.turn.raw_usage(raw.clone());
+                }
             }
             forward(open.index, events, out);
             if text(&response, "status") == Some("failed") {

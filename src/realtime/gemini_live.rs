@@ -162,6 +162,7 @@ pub(crate) fn feed(state: &mut State, message: Value, out: &mut Vec<RealtimeEven
             (Some(u), Some(open)) => {
                 let mut events = Vec::new();
                 open.turn.usage(u, &mut events);
+                open.turn.raw_usage(meta.clone());
                 forward(open.index, events, out);
             }
             // Usage between responses: nothing to attach it to; kept as it came.

@@ -155,6 +155,12 @@ pub struct ChatResponse {
     pub raw_finish_reason: Option<String>,
     /// Token counts; `None` when the provider sent none.
     pub usage: Option<Usage>,
+    /// The provider's own usage report, verbatim (OpenAI-style `usage`, Gemini
+    /// `usageMetadata`, Anthropic's `message_start` usage with `message_delta`'s laid over it):
+    /// the counts `usage` was read from, and every field it has no place for. `None` exactly
+    /// when `usage` is; not serialized then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_usage: Option<Value>,
     /// Provider data (e.g. a Gemini text signature, a finish message); flattened into the object.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -194,6 +200,12 @@ impl ChatResponse {
     /// Sets the token counts.
     pub fn with_usage(mut self, usage: Usage) -> Self {
         self.usage = Some(usage);
+        self
+    }
+
+    /// Sets the provider's own usage report.
+    pub fn with_raw_usage(mut self, raw: Value) -> Self {
+        self.raw_usage = Some(raw);
         self
     }
 

@@ -13,6 +13,7 @@ use super::{
 use crate::assemble::{Assembler, Fragment};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
+use crate::providers::lenient::Kept;
 use crate::providers::shared::{foreign_body, or_foreign, stops_mid_json};
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
@@ -93,6 +94,8 @@ pub(crate) struct Decoder {
     turn: Assembler,
     open: HashMap<i64, Open>,
     usage: WireUsage,
+    /// The usage objects as sent, each laid over the ones before (see `add_usage`).
+    raw_usage: Option<Map<String, Value>>,
     /// Thinking blocks that came before any other block: echoed first.
     thinking: Vec<Value>,
     /// Thinking blocks after another block, waiting for the call they precede.
@@ -108,6 +111,7 @@ impl Decoder {
             turn: Assembler::new(KIND),
             open: HashMap::new(),
             usage: WireUsage::default(),
+            raw_usage: None,
             thinking: Vec::new(),
             pending: Vec::new(),
             content_seen: false,
@@ -116,10 +120,28 @@ impl Decoder {
         }
     }
 
-    fn add_usage(&mut self, u: &WireUsage, out: &mut Vec<StreamEvent>) {
+    /// One usage object: a body's, `message_start`'s, or a `message_delta`'s. The raw report
+    /// is the first object as sent with each later one laid over it key by key, a later
+    /// `null` replacing nothing: what Anthropic's SDKs accumulate into the final message's
+    /// `usage` (anthropic-sdk-python `accumulate_event`).
+    fn add_usage(&mut self, u: &Kept<WireUsage>, out: &mut Vec<StreamEvent>) {
         self.usage = self.usage.merged(u);
-        if let Some(u) = usage(&self.usage) {
-            self.turn.usage(u, out);
+        let Value::Object(fields) = &u.raw else {
+            return;
+        };
+        match &mut self.raw_usage {
+            None => self.raw_usage = Some(fields.clone()),
+            Some(raw) => {
+                for (k, v) in fields.iter().filter(|(_, v)| !v.is_null()) {
+                    raw.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        if let Some(counts) = usage(&self.usage) {
+            self.turn.usage(counts, out);
+            if let Some(raw) = &self.raw_usage {
+                self.turn.raw_usage(Value::Object(raw.clone()));
+            }
         }
     }
 

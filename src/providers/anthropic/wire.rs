@@ -21,8 +21,9 @@ pub(crate) struct Message {
     pub stop_sequence: Option<String>,
     #[serde(default)]
     pub stop_details: Option<Value>,
-    #[serde(default, deserialize_with = "lenient::object")]
-    pub usage: Option<Usage>,
+    /// Kept verbatim too: the response's `raw_usage`.
+    #[serde(default, deserialize_with = "lenient::object_kept")]
+    pub usage: Option<lenient::Kept<Usage>>,
     #[serde(default)]
     pub error: Option<Value>,
 }
@@ -95,9 +96,9 @@ pub(crate) struct Event {
     /// `content_block_delta` and `message_delta`.
     #[serde(default, deserialize_with = "lenient::object")]
     pub delta: Option<Delta>,
-    /// `message_delta`.
-    #[serde(default, deserialize_with = "lenient::object")]
-    pub usage: Option<Usage>,
+    /// `message_delta`; kept verbatim too, laid over `message_start`'s.
+    #[serde(default, deserialize_with = "lenient::object_kept")]
+    pub usage: Option<lenient::Kept<Usage>>,
 }
 
 /// A `content_block_delta`'s delta, or a `message_delta`'s.

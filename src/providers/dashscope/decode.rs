@@ -302,6 +302,7 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
     let mut deltas = Deltas::new(Form::Incremental);
     if let Some(u) = &payload.usage {
         turn.usage(usage(u), &mut sink);
+        turn.raw_usage(u.raw.clone());
     }
     apply_output(&mut turn, &mut deltas, output, &mut sink)?;
     // A body always ends the turn; a missing finish reason is a normal end.
@@ -371,9 +372,10 @@ impl crate::provider::StreamDecoder for Decoder {
             self.started = true;
             apply_output(&mut self.turn, &mut self.deltas, output, out)?;
         }
-        if let Some(u) = &payload.usage {
+        if let Some(u) = payload.usage {
             // Running totals on every event: the last one wins.
-            self.turn.usage(usage(u), out);
+            self.turn.usage(usage(&u), out);
+            self.turn.raw_usage(u.raw);
         }
         Ok(())
     }

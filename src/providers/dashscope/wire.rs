@@ -14,8 +14,9 @@ use serde_json::value::RawValue;
 pub(crate) struct Payload {
     #[serde(default)]
     pub output: Option<Output>,
-    #[serde(default)]
-    pub usage: Option<Usage>,
+    /// Kept verbatim too: the response's `raw_usage`.
+    #[serde(default, deserialize_with = "lenient::object_kept")]
+    pub usage: Option<lenient::Kept<Usage>>,
     /// Set on error bodies (`{"code","message","request_id"}`); `""` on some success bodies.
     #[serde(default, deserialize_with = "lenient::text")]
     pub code: Option<String>,

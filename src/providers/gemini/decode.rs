@@ -115,8 +115,11 @@ impl Decoder {
                 finish = Some((finish_reason(reason), Some(reason.as_str())));
             }
         }
-        if let Some(u) = chunk.usage_metadata.as_ref().and_then(usage) {
+        if let Some(kept) = &chunk.usage_metadata
+            && let Some(u) = usage(kept)
+        {
             self.turn.usage(u, out);
+            self.turn.raw_usage(kept.raw.clone());
         }
         if chunk.candidates.is_empty()
             && let Some(reason) = chunk

@@ -10,8 +10,9 @@ use serde_json::{Number, Value};
 pub(crate) struct Response {
     #[serde(default, deserialize_with = "crate::providers::lenient::null_default")]
     pub candidates: Vec<Candidate>,
-    #[serde(default)]
-    pub usage_metadata: Option<UsageMetadata>,
+    /// Kept verbatim too: the response's `raw_usage`.
+    #[serde(default, deserialize_with = "crate::providers::lenient::object_kept")]
+    pub usage_metadata: Option<crate::providers::lenient::Kept<UsageMetadata>>,
     #[serde(default)]
     pub prompt_feedback: Option<PromptFeedback>,
     /// An error object sent in place of a chunk.

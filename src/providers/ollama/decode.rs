@@ -123,14 +123,18 @@ impl Decoder {
             }
         }
         if chunk.done {
-            if chunk.prompt_eval_count.is_some() || chunk.eval_count.is_some() {
+            let input = Chunk::count(chunk.prompt_eval_count.as_ref());
+            let output = Chunk::count(chunk.eval_count.as_ref());
+            if input.is_some() || output.is_some() {
                 let usage = Usage {
-                    input_tokens: chunk.prompt_eval_count.unwrap_or(0),
-                    output_tokens: chunk.eval_count.unwrap_or(0),
+                    input_tokens: input.unwrap_or(0),
+                    output_tokens: output.unwrap_or(0),
                     reasoning_tokens: None,
                     ..Default::default()
                 };
                 self.turn.usage(usage, out);
+                // Ollama has no usage object: its counts and timings stand in for one.
+                self.turn.raw_usage(Value::Object(chunk.usage_fields()));
             }
             let raw = chunk.done_reason.as_deref().filter(|r| !r.is_empty());
             self.turn.finish(finish_reason(raw), raw, out);

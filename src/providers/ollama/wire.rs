@@ -16,14 +16,47 @@ pub(crate) struct Chunk {
     pub done: bool,
     #[serde(default, deserialize_with = "lenient::text")]
     pub done_reason: Option<String>,
-    /// Absent when zero (the server omits empty counts).
-    #[serde(default, deserialize_with = "lenient::count")]
-    pub prompt_eval_count: Option<u64>,
-    #[serde(default, deserialize_with = "lenient::count")]
-    pub eval_count: Option<u64>,
+    /// The `done` line's counts and timings, as sent (`null` read as absent): the usage
+    /// report Ollama has no object for ([`Chunk::usage_fields`]). The counts are absent when
+    /// zero (the server omits empty counts).
+    #[serde(default)]
+    pub total_duration: Option<Value>,
+    #[serde(default)]
+    pub load_duration: Option<Value>,
+    #[serde(default)]
+    pub prompt_eval_count: Option<Value>,
+    #[serde(default)]
+    pub prompt_eval_duration: Option<Value>,
+    #[serde(default)]
+    pub eval_count: Option<Value>,
+    #[serde(default)]
+    pub eval_duration: Option<Value>,
     /// `{"error": "…"}`: a failure, in place of a line (mid-stream) or of the body.
     #[serde(default)]
     pub error: Option<Value>,
+}
+
+impl Chunk {
+    /// A count field read leniently (`"12"` is 12; anything else absent).
+    pub(crate) fn count(field: Option<&Value>) -> Option<u64> {
+        field.and_then(|v| lenient::count(v).ok().flatten())
+    }
+
+    /// The usage fields present, in the order Ollama's server writes them (`api/types.go`
+    /// `Metrics`), each value as sent.
+    pub(crate) fn usage_fields(&self) -> serde_json::Map<String, Value> {
+        [
+            ("total_duration", &self.total_duration),
+            ("load_duration", &self.load_duration),
+            ("prompt_eval_count", &self.prompt_eval_count),
+            ("prompt_eval_duration", &self.prompt_eval_duration),
+            ("eval_count", &self.eval_count),
+            ("eval_duration", &self.eval_duration),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_owned(), v.clone().filter(|v| !v.is_null())?)))
+        .collect()
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -172,21 +172,22 @@ pub(crate) fn decode_body(dialect: &Dialect, body: &[u8]) -> Result<ChatResponse
     let text = std::str::from_utf8(body)
         .map_err(|e| Error::decode(dialect.info.kind, "response body", e))?;
     let kind = dialect.info.kind;
-    let chunk = parse_chunk(dialect, text, "response body")
+    let mut chunk = parse_chunk(dialect, text, "response body")
         .map_err(|e| or_foreign(kind, "`choices`", body, e))?;
     if chunk.choices.is_none() {
         return Err(foreign_body(kind, "`choices`", body));
     }
     let mut turn = Assembler::new(kind);
     let mut sink = Vec::new();
+    if let Some(u) = chunk.usage.take() {
+        turn.usage(usage(&u), &mut sink);
+        turn.raw_usage(u.raw);
+    }
     let choice = chunk
         .choices()
         .iter()
         .find(|c| c.index.unwrap_or(0) == 0)
         .ok_or_else(|| Error::decode(kind, "response body", "no choice at index 0"))?;
-    if let Some(u) = &chunk.usage {
-        turn.usage(usage(u), &mut sink);
-    }
     if let Some(delta) = choice.delta.as_ref().or(choice.message.as_ref()) {
         apply_delta(dialect, &mut turn, delta, &mut String::new(), &mut sink)
             .map_err(|e| Error::decode(dialect.info.kind, "response body", e))?;
@@ -235,7 +236,7 @@ impl StreamDecoder for Decoder {
         if data.is_empty() {
             return Ok(());
         }
-        let chunk = match parse_chunk(self.dialect, data, "stream payload") {
+        let mut chunk = match parse_chunk(self.dialect, data, "stream payload") {
             Err(Error::Api(mut api)) => {
                 api.partial = Some(Box::new(self.turn.interrupt()));
                 return Err(Error::Api(api));
@@ -248,8 +249,9 @@ impl StreamDecoder for Decoder {
             apply_choice(self.dialect, &mut self.turn, choice, &mut self.buf, out)
                 .map_err(|e| Error::decode(self.dialect.info.kind, "stream payload", e))?;
         }
-        if let Some(u) = &chunk.usage {
-            self.turn.usage(usage(u), out);
+        if let Some(u) = chunk.usage.take() {
+            self.turn.usage(usage(&u), out);
+            self.turn.raw_usage(u.raw);
         }
         Ok(())
     }

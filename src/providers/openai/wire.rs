@@ -17,8 +17,9 @@ pub(crate) struct Chunk<'a> {
     /// unless it carries usage).
     #[serde(borrow, default, deserialize_with = "lenient::null_default")]
     pub choices: Option<Vec<Choice<'a>>>,
-    #[serde(default, deserialize_with = "lenient::object")]
-    pub usage: Option<Usage>,
+    /// Kept verbatim too: the response's `raw_usage`.
+    #[serde(default, deserialize_with = "lenient::object_kept")]
+    pub usage: Option<lenient::Kept<Usage>>,
     #[serde(default)]
     pub error: Option<Value>,
 }

@@ -649,6 +649,7 @@ impl Decoder {
     fn terminal(&mut self, response: &ResponseObject, out: &mut Vec<StreamEvent>) -> Result<()> {
         if let Some(u) = &response.usage {
             self.turn.usage(usage(u), out);
+            self.turn.raw_usage(u.raw.clone());
         }
         if self.items.is_empty() {
             // A stream that sent only its terminal event: its output is the whole answer.

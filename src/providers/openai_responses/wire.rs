@@ -52,8 +52,9 @@ pub(crate) struct ResponseObject {
     pub status: Option<String>,
     #[serde(default, deserialize_with = "lenient::null_default")]
     pub output: Vec<Value>,
-    #[serde(default, deserialize_with = "lenient::object")]
-    pub usage: Option<Usage>,
+    /// Kept verbatim too: the response's `raw_usage`.
+    #[serde(default, deserialize_with = "lenient::object_kept")]
+    pub usage: Option<lenient::Kept<Usage>>,
     #[serde(default, deserialize_with = "lenient::object")]
     pub incomplete_details: Option<IncompleteDetails>,
     #[serde(default)]
