@@ -245,7 +245,7 @@ type Running = Abortable<BoxFuture<'static, ToolResult>>;
 /// A running realtime agent: a [`Stream`] of [`RealtimeAgentEvent`]s. Dropping it cancels the
 /// running tools and closes the session.
 pub struct RealtimeAgentStream {
-    kind: super::RealtimeKind,
+    kind: super::model::RealtimeKind,
     handle: SessionHandle,
     session: Option<RealtimeSession>,
     agent: RealtimeAgent,
