@@ -1,11 +1,12 @@
 //! Checks and policies every provider's encoder shares.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::provider::{Downgrade, ProviderKind};
 use crate::types::{
-    AssistantMessage, ChatRequest, Message, Part, ToolCall, ToolChoice, ToolResult, parse_arguments,
+    AssistantMessage, ChatRequest, Message, Part, ResponseFormat, ToolCall, ToolChoice, ToolResult,
+    parse_arguments,
 };
 
 /// Media parts of tool results, for a wire whose tool messages take text only: the downgrade
@@ -130,6 +131,42 @@ fn likely_api(v: &Value) -> Option<(&'static str, &'static [ProviderKind])> {
             return None;
         },
     )
+}
+
+/// A JSON Schema answer format as OpenAI's wires take it (Chat Completions' `json_schema`,
+/// Responses' `text.format`, DashScope's `response_format`): `{"name", "description"?,
+/// "schema", "strict"?}`, the schema given the strict rewrite a strict tool's gets when the
+/// format asks for strictness.
+pub(crate) fn json_schema_format(format: &ResponseFormat) -> Map<String, Value> {
+    let mut spec = Map::new();
+    spec.insert("name".into(), Value::String(format.name.clone()));
+    if let Some(description) = &format.description {
+        spec.insert("description".into(), Value::String(description.clone()));
+    }
+    let schema = if format.strict == Some(true) {
+        crate::schema::to_strict(&format.schema)
+    } else {
+        format.schema.clone()
+    };
+    spec.insert("schema".into(), schema);
+    if let Some(strict) = format.strict {
+        spec.insert("strict".into(), Value::Bool(strict));
+    }
+    spec
+}
+
+/// Each part of a list encoded by the wire's `encode` (given the part and its place, e.g.
+/// `messages[2].content[1]`), empty text parts left out: they carry nothing, and some APIs
+/// reject empty text blocks.
+pub(crate) fn encode_parts(
+    parts: &[Part],
+    place: &str,
+    encode: impl Fn(&Part, &str) -> Result<Value>,
+) -> Result<Vec<Value>> {
+    (parts.iter().enumerate())
+        .filter(|(_, p)| p.as_text() != Some(""))
+        .map(|(j, p)| encode(p, &format!("{place}[{j}]")))
+        .collect()
 }
 
 /// Every tool name in the request, tools first, then history, for [`NameMap::build`].

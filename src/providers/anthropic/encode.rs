@@ -6,7 +6,7 @@ use super::{API_VERSION, THINKING_BLOCKS, anthropic_name};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::shared::{
-    ToolResultRun, check_tools, replay_arguments, request_names, tool_result_run,
+    ToolResultRun, check_tools, encode_parts, replay_arguments, request_names, tool_result_run,
 };
 use crate::types::{
     AssistantMessage, ChatRequest, Content, Message, Part, ResponseFormat, Source, ToolCall,
@@ -131,12 +131,7 @@ fn decode_base64(text: &str) -> Option<Vec<u8>> {
 /// The blocks of a list of parts; empty text parts are left out (the API rejects empty text
 /// blocks, and they carry nothing).
 fn part_blocks(parts: &[Part], place: &str) -> Result<Vec<Value>> {
-    parts
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.as_text() != Some(""))
-        .map(|(j, p)| part_block(p, &format!("{place}[{j}]")))
-        .collect()
+    encode_parts(parts, place, part_block)
 }
 
 /// The smallest `budget_tokens` Anthropic accepts for extended thinking.

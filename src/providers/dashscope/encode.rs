@@ -7,8 +7,9 @@ use super::Endpoint;
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::openai::openai_name;
-use crate::providers::shared::{check_tools, history_call, request_names, tool_media_after_runs};
-use crate::schema;
+use crate::providers::shared::{
+    check_tools, history_call, json_schema_format, request_names, tool_media_after_runs,
+};
 use crate::types::{ChatRequest, Content, Message, Part, Source, ToolChoice, ToolDefinition};
 
 /// The header that turns a generation request into an SSE stream.
@@ -161,20 +162,7 @@ fn response_format_json(req: &ChatRequest) -> Result<Option<Value>> {
             ),
         ));
     }
-    let mut spec = Map::new();
-    spec.insert("name".into(), json!(format.name));
-    if let Some(description) = &format.description {
-        spec.insert("description".into(), json!(description));
-    }
-    let schema = if format.strict == Some(true) {
-        schema::to_strict(&format.schema)
-    } else {
-        format.schema.clone()
-    };
-    spec.insert("schema".into(), schema);
-    if let Some(strict) = format.strict {
-        spec.insert("strict".into(), json!(strict));
-    }
+    let spec = json_schema_format(format);
     Ok(Some(json!({"type": "json_schema", "json_schema": spec})))
 }
 

@@ -6,7 +6,7 @@ use super::{REASONING_SIGNATURE, SKIP_SIGNATURE, THOUGHT_SIGNATURE, gemini_name}
 use crate::error::{Error, Result};
 use crate::provider::{Downgrade, HttpRequest, NameMap, ProviderKind};
 use crate::providers::shared::{
-    ToolResultRun, check_tools, request_names, tool_media_after_runs, tool_result_run,
+    ToolResultRun, check_tools, encode_parts, request_names, tool_media_after_runs, tool_result_run,
 };
 use crate::schema;
 use crate::types::{
@@ -50,12 +50,7 @@ fn content_part(part: &Part, place: &str) -> Result<Value> {
 
 /// The parts of a list of content parts; empty text parts are left out (they carry nothing).
 fn content_parts(parts: &[Part], place: &str) -> Result<Vec<Value>> {
-    parts
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.as_text() != Some(""))
-        .map(|(j, p)| content_part(p, &format!("{place}[{j}]")))
-        .collect()
+    encode_parts(parts, place, content_part)
 }
 
 /// A tool result's media as `functionResponse.parts` (Gemini 3): inline bytes of the media

@@ -7,7 +7,8 @@ use super::dialect::{FilePart, InlineImage, ParallelCalls, StructuredOutput, Thi
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap};
 use crate::providers::shared::{
-    check_tools, history_call, invalid_property_key, request_names, tool_media_after_runs,
+    check_tools, history_call, invalid_property_key, json_schema_format, request_names,
+    tool_media_after_runs,
 };
 use crate::schema;
 use crate::types::{
@@ -168,21 +169,7 @@ fn response_format_json(
             ),
         ));
     }
-    let strict = format.strict == Some(true);
-    let mut spec = Map::new();
-    spec.insert("name".into(), json!(format.name));
-    if let Some(description) = &format.description {
-        spec.insert("description".into(), json!(description));
-    }
-    let schema = if strict {
-        schema::to_strict(&format.schema)
-    } else {
-        format.schema.clone()
-    };
-    spec.insert("schema".into(), schema);
-    if let Some(strict) = format.strict {
-        spec.insert("strict".into(), json!(strict));
-    }
+    let spec = json_schema_format(format);
     Ok(json!({"type": "json_schema", "json_schema": spec}))
 }
 

@@ -8,7 +8,9 @@ use super::{CUSTOM_FORMAT, CUSTOM_TOOL, ITEM_ID, REASONING_ITEMS};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::openai::openai_name;
-use crate::providers::shared::{check_tools, replay_arguments, request_names};
+use crate::providers::shared::{
+    check_tools, encode_parts, json_schema_format, replay_arguments, request_names,
+};
 use crate::schema;
 use crate::types::{
     AssistantMessage, ChatRequest, Content, Message, Part, ResponseFormat, Source, ToolCall,
@@ -62,12 +64,7 @@ fn input_part(part: &Part, place: &str) -> Result<Value> {
 
 /// The content items of a list of parts; empty text parts are left out (they carry nothing).
 fn input_parts(parts: &[Part], place: &str) -> Result<Vec<Value>> {
-    parts
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.as_text() != Some(""))
-        .map(|(j, p)| input_part(p, &format!("{place}[{j}]")))
-        .collect()
+    encode_parts(parts, place, input_part)
 }
 
 /// A result's `output`: with `content`, a list of content items (after an `input_text` with
@@ -93,19 +90,7 @@ fn result_output(r: &ToolResult, at: usize) -> Result<Value> {
 fn text_format(format: &ResponseFormat) -> Value {
     let mut m = Map::new();
     m.insert("type".into(), json!("json_schema"));
-    m.insert("name".into(), json!(format.name));
-    if let Some(description) = &format.description {
-        m.insert("description".into(), json!(description));
-    }
-    let schema = if format.strict == Some(true) {
-        schema::to_strict(&format.schema)
-    } else {
-        format.schema.clone()
-    };
-    m.insert("schema".into(), schema);
-    if let Some(strict) = format.strict {
-        m.insert("strict".into(), json!(strict));
-    }
+    m.extend(json_schema_format(format));
     json!({"format": m})
 }
 
