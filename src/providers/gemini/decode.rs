@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::partial::ArgsWriter;
 use super::wire::{FunctionCall, Part, Response, UsageMetadata};
-use super::{BLOCK_REASON, FINISH_MESSAGE, REASONING_SIGNATURE, THOUGHT_SIGNATURE};
+use super::{BLOCK_REASON, FINISH_MESSAGE, OTHER_PARTS, REASONING_SIGNATURE, THOUGHT_SIGNATURE};
 use crate::assemble::{Assembler, Fragment};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error, scalar_text};
@@ -73,6 +73,8 @@ struct OpenCall {
 #[derive(Debug)]
 pub(crate) struct Decoder {
     turn: Assembler,
+    /// Parts that are neither text nor a call, verbatim (see [`OTHER_PARTS`]).
+    other_parts: Vec<Value>,
     open: Option<OpenCall>,
     saw_candidate: bool,
     /// Payloads seen, and whether any had the shape of a `GenerateContentResponse`.
@@ -84,6 +86,7 @@ impl Decoder {
     pub(crate) fn new() -> Self {
         Self {
             turn: Assembler::new(KIND),
+            other_parts: Vec::new(),
             open: None,
             saw_candidate: false,
             payloads: 0,
@@ -151,6 +154,35 @@ impl Decoder {
         let signature = part.thought_signature.as_deref().filter(|s| !s.is_empty());
         if let Some(call) = &part.function_call {
             return self.function_call(call, signature, out);
+        }
+        let others = [
+            ("inlineData", &part.inline_data),
+            ("fileData", &part.file_data),
+            ("executableCode", &part.executable_code),
+            ("codeExecutionResult", &part.code_execution_result),
+        ];
+        let mut kept = false;
+        for (key, value) in others {
+            if let Some(value) = value {
+                let mut other = Map::new();
+                other.insert(key.to_owned(), value.clone());
+                if let Some(signature) = signature {
+                    other.insert(
+                        "thoughtSignature".into(),
+                        Value::String(signature.to_owned()),
+                    );
+                }
+                self.other_parts.push(Value::Object(other));
+                kept = true;
+            }
+        }
+        if kept {
+            // Rare (media models): the list is set again whole each time one comes.
+            self.turn
+                .set_extra(OTHER_PARTS, Value::Array(self.other_parts.clone()));
+            if part.text.is_none() {
+                return Ok(());
+            }
         }
         let thought = part.thought == Some(true);
         if let Some(text) = &part.text {

@@ -35,6 +35,11 @@ pub const FINISH_MESSAGE: &str = "finish_message";
 /// blocked (no candidate; finish reason `content_filter`).
 pub const BLOCK_REASON: &str = "block_reason";
 
+/// Key (on [`ChatResponse::extra`]) of the answer's parts that are neither text nor a call
+/// (`inlineData` an image model made, `fileData`, `executableCode`, `codeExecutionResult`),
+/// each verbatim as `{"<kind>": {...}}` with its `thoughtSignature` when it had one.
+pub const OTHER_PARTS: &str = "other_parts";
+
 /// The signature Google documents for calls that have no real one (injected, or made by
 /// another provider); Gemini 3 requires one on the first call of each model turn.
 pub const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";

@@ -64,6 +64,16 @@ pub(crate) struct Part {
     pub thought_signature: Option<String>,
     #[serde(default)]
     pub function_call: Option<FunctionCall>,
+    /// Parts that are neither text nor a call (media an image or audio model made, code it
+    /// ran), kept verbatim: the canonical answer has no place for them, and nothing is dropped.
+    #[serde(default)]
+    pub inline_data: Option<Value>,
+    #[serde(default)]
+    pub file_data: Option<Value>,
+    #[serde(default)]
+    pub executable_code: Option<Value>,
+    #[serde(default)]
+    pub code_execution_result: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
