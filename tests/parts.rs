@@ -187,3 +187,22 @@ fn answer_schemas_are_refused_where_the_wire_cannot_keep_them() {
         Err(Error::Input { .. })
     ));
 }
+
+#[test]
+fn an_answer_schema_name_follows_the_name_rule_on_every_openai_wire() {
+    use toolwire::providers::openai_responses::OpenAiResponses;
+    let schema = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+    let req = ChatRequest::new("m", vec![Message::user("hi")])
+        .with_response_format(ResponseFormat::json_schema("not a name!", schema));
+    let wires: Vec<Box<dyn Provider>> = vec![
+        Box::new(OpenAi::new()),
+        Box::new(OpenAiResponses::new()),
+        Box::new(DashScope::new()),
+    ];
+    for wire in wires {
+        match wire.encode(&req, false) {
+            Err(Error::Input { path, .. }) => assert_eq!(path, "response_format.name"),
+            other => panic!("{:?}: {other:?}", wire.info().kind),
+        }
+    }
+}

@@ -136,8 +136,17 @@ fn likely_api(v: &Value) -> Option<(&'static str, &'static [ProviderKind])> {
 /// A JSON Schema answer format as OpenAI's wires take it (Chat Completions' `json_schema`,
 /// Responses' `text.format`, DashScope's `response_format`): `{"name", "description"?,
 /// "schema", "strict"?}`, the schema given the strict rewrite a strict tool's gets when the
-/// format asks for strictness.
-pub(crate) fn json_schema_format(format: &ResponseFormat) -> Map<String, Value> {
+/// format asks for strictness. The name must pass OpenAI's name rule, as a tool's does.
+pub(crate) fn json_schema_format(format: &ResponseFormat) -> Result<Map<String, Value>> {
+    if !crate::providers::openai::openai_name(&format.name) {
+        return Err(Error::input(
+            "response_format.name",
+            format!(
+                "{:?} breaks the name rule (letters, digits, '_' and '-', at most 64)",
+                format.name
+            ),
+        ));
+    }
     let mut spec = Map::new();
     spec.insert("name".into(), Value::String(format.name.clone()));
     if let Some(description) = &format.description {
@@ -152,7 +161,7 @@ pub(crate) fn json_schema_format(format: &ResponseFormat) -> Map<String, Value> 
     if let Some(strict) = format.strict {
         spec.insert("strict".into(), Value::Bool(strict));
     }
-    spec
+    Ok(spec)
 }
 
 /// Each part of a list encoded by the wire's `encode` (given the part and its place, e.g.

@@ -160,16 +160,7 @@ fn response_format_json(
         }
         _ => {}
     }
-    if !super::openai_name(&format.name) {
-        return Err(Error::input(
-            "response_format.name",
-            format!(
-                "{:?} breaks the name rule (letters, digits, '_' and '-', at most 64)",
-                format.name
-            ),
-        ));
-    }
-    let spec = json_schema_format(format);
+    let spec = json_schema_format(format)?;
     Ok(json!({"type": "json_schema", "json_schema": spec}))
 }
 

@@ -87,11 +87,11 @@ fn result_output(r: &ToolResult, at: usize) -> Result<Value> {
 
 /// `text.format` for structured output: `{"type": "json_schema", "name", "description"?,
 /// "schema", "strict"?}`; a strict format's schema gets the same rewrite as a strict tool's.
-fn text_format(format: &ResponseFormat) -> Value {
+fn text_format(format: &ResponseFormat) -> Result<Value> {
     let mut m = Map::new();
     m.insert("type".into(), json!("json_schema"));
-    m.extend(json_schema_format(format));
-    json!({"format": m})
+    m.extend(json_schema_format(format)?);
+    Ok(json!({"format": m}))
 }
 
 /// The `format` of a custom (free-form) tool, when `tool` is one: the value of the
@@ -297,7 +297,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         None => {}
     }
     if let Some(format) = &req.response_format {
-        body.insert("text".into(), text_format(format));
+        body.insert("text".into(), text_format(format)?);
     }
     if stateless {
         // Nothing is stored: the next turn needs the reasoning in the items themselves.
