@@ -136,9 +136,13 @@ fn likely_api(v: &Value) -> Option<(&'static str, &'static [ProviderKind])> {
 /// A JSON Schema answer format as OpenAI's wires take it (Chat Completions' `json_schema`,
 /// Responses' `text.format`, DashScope's `response_format`): `{"name", "description"?,
 /// "schema", "strict"?}`, the schema given the strict rewrite a strict tool's gets when the
-/// format asks for strictness. The name must pass OpenAI's name rule, as a tool's does.
-pub(crate) fn json_schema_format(format: &ResponseFormat) -> Result<Map<String, Value>> {
-    if !crate::providers::openai::openai_name(&format.name) {
+/// format asks for strictness. The name must pass the wire's name rule (`valid_name`), as a
+/// tool's does.
+pub(crate) fn json_schema_format(
+    format: &ResponseFormat,
+    valid_name: fn(&str) -> bool,
+) -> Result<Map<String, Value>> {
+    if !valid_name(&format.name) {
         return Err(Error::input(
             "response_format.name",
             format!(

@@ -153,7 +153,7 @@ fn response_format_json(req: &ChatRequest) -> Result<Option<Value>> {
              non-thinking mode only; turn thinking off",
         ));
     }
-    let spec = json_schema_format(format)?;
+    let spec = json_schema_format(format, openai_name)?;
     Ok(Some(json!({"type": "json_schema", "json_schema": spec})))
 }
 

@@ -160,7 +160,7 @@ fn response_format_json(
         }
         _ => {}
     }
-    let spec = json_schema_format(format)?;
+    let spec = json_schema_format(format, super::openai_name)?;
     Ok(json!({"type": "json_schema", "json_schema": spec}))
 }
 

@@ -90,7 +90,7 @@ fn result_output(r: &ToolResult, at: usize) -> Result<Value> {
 fn text_format(format: &ResponseFormat) -> Result<Value> {
     let mut m = Map::new();
     m.insert("type".into(), json!("json_schema"));
-    m.extend(json_schema_format(format)?);
+    m.extend(json_schema_format(format, openai_name)?);
     Ok(json!({"format": m}))
 }
 
