@@ -29,13 +29,12 @@ fn registry() -> ToolRegistry {
     tools
 }
 
-/// Runs the agent until the session ends (the test script ends with a text answer, on which
-/// the session is closed); returns every event.
-async fn drive(
+/// A session with `agent`'s tools against a mock server playing `script`.
+async fn connect(
     kind: RealtimeKind,
-    agent: RealtimeAgent,
+    agent: &RealtimeAgent,
     script: RealtimeScript,
-) -> (Vec<RealtimeAgentEvent>, RealtimeMockServer) {
+) -> (RealtimeSession, RealtimeMockServer) {
     let server = RealtimeMockServer::start(kind, script).await.unwrap();
     let config = SessionConfig::new("m", agent.definitions());
     let session = RealtimeSession::builder(kind, config)
@@ -43,6 +42,17 @@ async fn drive(
         .connect()
         .await
         .unwrap();
+    (session, server)
+}
+
+/// Runs the agent until the session ends (the test script ends with a text answer, on which
+/// the session is closed); returns every event.
+async fn drive(
+    kind: RealtimeKind,
+    agent: RealtimeAgent,
+    script: RealtimeScript,
+) -> (Vec<RealtimeAgentEvent>, RealtimeMockServer) {
+    let (session, server) = connect(kind, &agent, script).await;
     session.send_text("go").unwrap();
     let mut stream = agent.run(session);
     let mut events = Vec::new();
@@ -529,28 +539,14 @@ async fn answer_ends_the_run_at_the_answer_or_says_the_session_closed_first() {
             r#"{"a":2,"b":2}"#,
         )]))
         .then(RealtimeReply::text("4"));
-    let server = RealtimeMockServer::start(kind, script).await.unwrap();
-    let config = SessionConfig::new("gemini-live-2.5-flash", agent.definitions());
-    let session = RealtimeSession::builder(kind, config)
-        .url(server.url())
-        .connect()
-        .await
-        .unwrap();
+    let (session, _server) = connect(kind, &agent, script).await;
     session.send_text("2 + 2?").unwrap();
     let answer = agent.run(session).answer().await.unwrap();
     assert_eq!(answer.text.as_deref(), Some("4"));
     assert!(answer.tool_calls.is_empty());
 
     // A session closed before any answer ends with a stream error, never a hang.
-    let server = RealtimeMockServer::start(kind, RealtimeScript::new())
-        .await
-        .unwrap();
-    let config = SessionConfig::new("gemini-live-2.5-flash", agent.definitions());
-    let session = RealtimeSession::builder(kind, config)
-        .url(server.url())
-        .connect()
-        .await
-        .unwrap();
+    let (session, _server) = connect(kind, &agent, RealtimeScript::new()).await;
     let run = agent.run(session);
     run.close();
     let err = run.answer().await.unwrap_err();
