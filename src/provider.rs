@@ -174,6 +174,11 @@ pub enum Framing {
     Sse,
     /// Newline-delimited JSON: one payload per non-blank line, no event names.
     Ndjson,
+    /// The binary `application/vnd.amazon.eventstream` framing of AWS streams (Bedrock
+    /// ConverseStream): each event frame's payload goes to the decoder with its `:event-type`
+    /// header as the event name; exception and error frames become [`Error::Api`]. A body that
+    /// opens with `{` is a whole JSON answer instead.
+    EventStream,
 }
 
 /// Pure translation between the canonical model and one wire format.

@@ -298,7 +298,7 @@ impl ClientBuilder {
         }
         let base_url = self
             .base_url
-            .unwrap_or_else(|| info.base_url.to_owned())
+            .unwrap_or_else(|| expand_vars(info.base_url, |v| std::env::var(v).ok()))
             .trim_end_matches('/')
             .to_owned();
         match reqwest::Url::parse(&base_url) {
@@ -385,6 +385,26 @@ impl ClientBuilder {
             }),
         })
     }
+}
+
+/// A default base URL with each `${VAR:-default}` replaced by the variable's value (when set
+/// and not blank) or the default: Bedrock's region (`AWS_REGION`) is part of its host.
+fn expand_vars(template: &str, var: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("${") {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        let inner = &rest[start + 2..start + len];
+        let (name, default) = inner.split_once(":-").unwrap_or((inner, ""));
+        let value = var(name).filter(|v| !v.trim().is_empty());
+        out.push_str(value.as_deref().map_or(default, str::trim));
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A custom provider's auth header name or an extra header's, lowercased (HTTP/2 requires it,
@@ -703,11 +723,14 @@ impl Inner {
         let t = &self.timeouts;
         let start = Instant::now();
         let first_byte = start.checked_add(t.first_byte).unwrap_or(total).min(total);
-        let mut request = self
-            .http
-            .post(url)
-            .header(CONTENT_TYPE, "application/json")
-            .header(
+        let mut request = self.http.post(url).header(CONTENT_TYPE, "application/json");
+        // The provider's own `accept` (Bedrock's event stream) replaces the default.
+        if !wire
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("accept"))
+        {
+            request = request.header(
                 ACCEPT,
                 if stream {
                     "text/event-stream"
@@ -715,6 +738,7 @@ impl Inner {
                     "application/json"
                 },
             );
+        }
         for (name, value) in &wire.headers {
             request = request.header(name.as_str(), value.as_str());
         }
@@ -981,4 +1005,32 @@ fn chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand_vars;
+
+    #[test]
+    fn base_url_variables_take_the_environment_or_their_default() {
+        let url = "https://bedrock-runtime.${AWS_REGION:-us-east-1}.amazonaws.com";
+        let set = |v: &str| (v == "AWS_REGION").then(|| "eu-west-3".to_owned());
+        assert_eq!(
+            expand_vars(url, set),
+            "https://bedrock-runtime.eu-west-3.amazonaws.com"
+        );
+        assert_eq!(
+            expand_vars(url, |_| Some("  ".into())),
+            "https://bedrock-runtime.us-east-1.amazonaws.com"
+        );
+        assert_eq!(expand_vars("https://x/${A}", |_| None), "https://x/");
+        assert_eq!(
+            expand_vars("https://x/${open", |_| None),
+            "https://x/${open"
+        );
+        assert_eq!(
+            expand_vars("https://api.x.com/v1", |_| None),
+            "https://api.x.com/v1"
+        );
+    }
 }

@@ -12,6 +12,7 @@
 //! quirk sheet `providers/<name>.md`; the checklist is in `docs/architecture.md`.
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod dashscope;
 pub mod gemini;
 pub mod glm;
@@ -122,6 +123,12 @@ pub const BUILTINS: &[Builtin] = &[
         "qwen3:4b",
         ollama::Ollama::new(),
         ollama::Ollama::new()
+    ),
+    builtin!(
+        ProviderKind::Bedrock,
+        "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+        bedrock::Bedrock::new(),
+        bedrock::Bedrock::new()
     ),
 ];
 
@@ -290,7 +297,11 @@ mod tests {
                     };
                     let carries = |count: &str| {
                         b.kind != ProviderKind::Ollama
-                            && (count != "creation" || b.kind == ProviderKind::Anthropic)
+                            && (count != "creation"
+                                || matches!(
+                                    b.kind,
+                                    ProviderKind::Anthropic | ProviderKind::Bedrock
+                                ))
                     };
                     assert_eq!(
                         got.cached_input_tokens.is_some(),
@@ -331,7 +342,8 @@ mod tests {
                 r#""stepfun""#,
                 r#""openai-responses""#,
                 r#""anthropic""#,
-                r#""ollama""#
+                r#""ollama""#,
+                r#""bedrock""#
             ]
         );
         for (kind, text) in ProviderKind::ALL.iter().zip(&json) {

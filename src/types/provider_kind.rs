@@ -30,6 +30,8 @@ pub enum ProviderKind {
     Anthropic,
     /// Ollama's native chat API (`/api/chat`).
     Ollama,
+    /// Amazon Bedrock's Converse API (and ConverseStream).
+    Bedrock,
     /// A provider that is not built in, by its own name (`ProviderKind::Custom("acme")`).
     Custom(&'static str),
 }
@@ -47,6 +49,7 @@ impl ProviderKind {
             Self::OpenAiResponses => "openai-responses",
             Self::Anthropic => "anthropic",
             Self::Ollama => "ollama",
+            Self::Bedrock => "bedrock",
             Self::Custom(name) => name,
         }
     }
