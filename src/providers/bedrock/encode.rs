@@ -423,8 +423,9 @@ fn history_uses_tools(messages: &[Message]) -> bool {
     })
 }
 
-/// `toolConfig`: the request's tools, or (with none) a declaration of each tool the history
-/// used, since Converse rejects toolUse and toolResult blocks without one; `toolChoice` mapped
+/// `toolConfig`: the request's tools, plus a declaration (an object schema) of each tool the
+/// history used that they do not name, since Converse rejects toolUse and toolResult blocks
+/// without a `toolConfig` and a `toolUse` of a tool it does not declare; `toolChoice` mapped
 /// (`auto`, `any`, `tool`). Converse has no `none`: `tool_choice: none` sends no tools, and
 /// with tool history it is [`Error::Unsupported`], as the tools would have to be declared.
 fn tool_config(req: &ChatRequest, names: &NameMap) -> Result<Option<Value>> {
@@ -444,9 +445,9 @@ fn tool_config(req: &ChatRequest, names: &NameMap) -> Result<Option<Value>> {
         .iter()
         .map(|t| tool_spec(names.wire(&t.name), &t.description, input_schema(t)))
         .collect();
-    if tools.is_empty() && history {
-        let mut seen = HashSet::new();
-        for name in request_names(req).filter(|n| !n.is_empty()) {
+    if history {
+        let mut seen: HashSet<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
+        for name in request_names(req) {
             if seen.insert(name) {
                 tools.push(tool_spec(names.wire(name), "", json!({"type": "object"})));
             }
