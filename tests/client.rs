@@ -203,11 +203,19 @@ async fn every_provider_streams_and_answers_over_the_mock() {
         }
         let requests = server.requests();
         assert_eq!(requests.len(), 2 * replies.len());
-        assert_eq!(requests[1].header("accept"), Some("text/event-stream"));
-        // The model rides in the body, or in the path (Gemini: /v1beta/models/{model}:…).
+        // A stream asks for the wire's framing (one `accept`, the provider's own when it has
+        // one: Bedrock's binary event stream).
+        let accept = match toolwire::provider_for(kind).unwrap().framing() {
+            toolwire::provider::Framing::EventStream => "application/vnd.amazon.eventstream",
+            _ => "text/event-stream",
+        };
+        assert_eq!(requests[1].header("accept"), Some(accept), "{kind}");
+        // The model rides in the body, or in the path (Gemini: /v1beta/models/{model}:…,
+        // Bedrock: /model/{model}/converse).
         assert!(
             requests[0].body["model"] == "tw-test-model"
-                || requests[0].path.contains("/models/tw-test-model:"),
+                || requests[0].path.contains("/models/tw-test-model:")
+                || requests[0].path.starts_with("/model/tw-test-model/"),
             "{kind}: model neither in the body nor in the path {}",
             requests[0].path
         );
