@@ -39,12 +39,16 @@
 mod body;
 mod record;
 mod retry;
+mod sign;
+#[cfg(feature = "sigv4")]
+pub mod sigv4;
 mod stream;
 pub(crate) mod time;
 
 pub use crate::tls::http_client_builder;
 pub use crate::turn::Limits;
 pub use retry::RetryPolicy;
+pub use sign::{RequestSigner, SigningRequest};
 pub use stream::ChatStream;
 #[cfg(feature = "agent")]
 pub(crate) use stream::record_response;
@@ -154,6 +158,7 @@ pub struct ClientBuilder {
     http: Option<reqwest::Client>,
     auth: Option<Auth>,
     key_required: bool,
+    signer: Option<Arc<dyn RequestSigner>>,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -169,6 +174,7 @@ impl fmt::Debug for ClientBuilder {
             .field("headers", &self.headers)
             .field("query", &self.query)
             .field("http_client", &self.http.as_ref().map(|_| "<user's>"))
+            .field("signer", &self.signer)
             .finish_non_exhaustive()
     }
 }
@@ -259,6 +265,15 @@ impl ClientBuilder {
         self
     }
 
+    /// Signs every request just before it is sent, attempt by attempt (a retry is signed
+    /// anew): the signer sees the method, URL, headers and body and returns headers to add.
+    /// With a signer no API key is required (AWS SigV4 for Bedrock:
+    /// [`sigv4::SigV4`], feature `sigv4`); a key found anyway is still sent.
+    pub fn signer(mut self, signer: impl RequestSigner + 'static) -> Self {
+        self.signer = Some(Arc::new(signer));
+        self
+    }
+
     /// The client. Fails with [`Error::Input`] when no key is found (naming the variables to
     /// set), the base URL is not an http(s) URL, the provider's auth header name is not a
     /// valid header name, an extra header cannot be sent, or the recording folder cannot be
@@ -284,6 +299,7 @@ impl ClientBuilder {
                 })
             });
         if key.is_none()
+            && self.signer.is_none()
             && (self.base_url.is_none() || self.key_required)
             && !info.key_vars.is_empty()
         {
@@ -382,6 +398,7 @@ impl ClientBuilder {
                 retry: self.retry,
                 limits: self.limits,
                 recorder,
+                signer: self.signer,
             }),
         })
     }
@@ -442,6 +459,8 @@ pub(crate) struct Inner {
     retry: RetryPolicy,
     limits: Limits,
     recorder: Option<Recorder>,
+    /// Signs each attempt (SigV4), when set.
+    signer: Option<Arc<dyn RequestSigner>>,
 }
 
 impl fmt::Debug for Client {
@@ -504,6 +523,7 @@ impl Client {
             http: None,
             auth: None,
             key_required: false,
+            signer: None,
         }
     }
 
@@ -742,6 +762,9 @@ impl Inner {
         for (name, value) in &wire.headers {
             request = request.header(name.as_str(), value.as_str());
         }
+        if let Some(signer) = &self.signer {
+            request = self.signed(signer.as_ref(), request, url, body)?;
+        }
         if let Some((name, value)) = &self.auth {
             request = request.header(name.clone(), value.clone());
         }
@@ -786,6 +809,46 @@ impl Inner {
             error: self.redact(api.into()),
             answer: Some((status.as_u16(), bytes)),
         })
+    }
+
+    /// Adds the signer's headers to `request`, signed over the headers set so far (the auth
+    /// and the caller's extra headers come after and are not signed).
+    fn signed(
+        &self,
+        signer: &dyn RequestSigner,
+        request: reqwest::RequestBuilder,
+        url: &str,
+        body: &Bytes,
+    ) -> Result<reqwest::RequestBuilder> {
+        let built = request.try_clone().and_then(|r| r.build().ok());
+        let headers: Vec<(String, String)> = built
+            .as_ref()
+            .map(|r| {
+                r.headers()
+                    .iter()
+                    .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let added = signer.sign(&SigningRequest {
+            method: "POST",
+            url,
+            headers: &headers,
+            body,
+        })?;
+        let mut request = request;
+        for (name, value) in added {
+            let name = header_name(&name)?;
+            let mut value = HeaderValue::from_str(&value).map_err(|_| {
+                Error::input(
+                    "signer",
+                    "the signer returned a header value HTTP cannot carry",
+                )
+            })?;
+            value.set_sensitive(true);
+            request = request.header(name, value);
+        }
+        Ok(request)
     }
 
     /// Records a failed exchange when it got an answer, then returns its error.
