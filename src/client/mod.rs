@@ -39,12 +39,14 @@
 mod body;
 mod record;
 mod retry;
+mod router;
 mod stream;
 pub(crate) mod time;
 
 pub use crate::tls::http_client_builder;
 pub use crate::turn::Limits;
 pub use retry::RetryPolicy;
+pub use router::Router;
 pub use stream::ChatStream;
 #[cfg(feature = "agent")]
 pub(crate) use stream::record_response;

@@ -168,6 +168,29 @@ impl std::str::FromStr for ProviderKind {
     }
 }
 
+/// Splits a `PROVIDER/MODEL` string (`gemini/gemini-2.5-flash`, `openai/gpt-4o-mini`) at its
+/// first `/`: the built-in provider and the model name as that provider spells it (which may
+/// hold more slashes: `openai/meta-llama/Llama-3.3-70B` on a compatible server). The same
+/// strings pick the provider in `client::Router` and in `toolwire serve`'s gateway.
+pub fn parse_model(model: &str) -> Result<(ProviderKind, &str)> {
+    let Some((provider, name)) = model.split_once('/') else {
+        return Err(Error::input(
+            "model",
+            format!(
+                "{model:?} names no provider; write PROVIDER/MODEL, as in gemini/gemini-2.5-flash"
+            ),
+        ));
+    };
+    let kind = provider.parse()?;
+    if name.is_empty() {
+        return Err(Error::input(
+            "model",
+            format!("{model:?} names no model after {provider:?}/"),
+        ));
+    }
+    Ok((kind, name))
+}
+
 /// A provider name in JSON (fixture goldens, error JSON, role files): a built-in's name.
 impl<'de> serde::Deserialize<'de> for ProviderKind {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
