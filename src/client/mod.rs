@@ -68,6 +68,8 @@ use body::{Body, BodyError, Deadlines};
 use record::{Recorder, Recording};
 
 /// Time limits of one request. Each ends in its own [`Error::Timeout`] phase.
+///
+/// Non-exhaustive: start from [`Timeouts::default`] and change a limit with the `with_*` setters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Timeouts {

@@ -25,6 +25,8 @@ use crate::types::FinishReason;
 /// let provider = OpenAi::with_dialect(&MY_GATEWAY);
 /// assert_eq!(provider.dialect().info.kind, ProviderKind::OpenAi);
 /// ```
+///
+/// Non-exhaustive: derive one from a built-in constant with the `const` `with_*` setters, as above.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Dialect {
@@ -251,6 +253,8 @@ impl Dialect {
 
 /// The media parts a user message takes on one wire (text parts always go as
 /// `{"type": "text", "text"}`).
+///
+/// Non-exhaustive: take a built-in dialect's value and change it with the `const` setters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MediaSupport {
