@@ -342,6 +342,7 @@ const LAYERS: &[&[&str]] = &[
         "providers/openai_responses",
         "providers/anthropic",
         "providers/ollama",
+        "providers/mistral",
     ],
     &["providers"],
     &["turn"],

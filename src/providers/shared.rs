@@ -109,7 +109,7 @@ fn likely_api(v: &Value) -> Option<(&'static str, &'static [ProviderKind])> {
         } else if has("choices") {
             (
                 "an OpenAI Chat Completions body: `choices`",
-                &[K::OpenAi, K::Glm, K::Qwen, K::StepFun],
+                &[K::OpenAi, K::Glm, K::Qwen, K::StepFun, K::Mistral],
             )
         } else if has("candidates") || has("promptFeedback") {
             ("a Gemini body: `candidates`", &[K::Gemini])
