@@ -343,6 +343,7 @@ const LAYERS: &[&[&str]] = &[
         "providers/anthropic",
         "providers/ollama",
         "providers/mistral",
+        "providers/cohere",
     ],
     &["providers"],
     &["turn"],

@@ -2,7 +2,7 @@
 //!
 //! One module per provider: `openai` (Chat Completions, and every OpenAI-compatible wire as an
 //! [`openai::Dialect`]), `glm`, `qwen`, `stepfun` and `mistral` (dialects of it), `gemini`,
-//! `dashscope`, `openai_responses`, `anthropic` and `ollama`; `shared` and `lenient` hold what
+//! `dashscope`, `openai_responses`, `anthropic`, `ollama` and `cohere`; `shared` and `lenient` hold what
 //! their encoders and decoders share. Each writes its own answers for the mock provider
 //! (`respond.rs`, feature `mock`). [`BUILTINS`] lists them: every list of providers is read
 //! from it.
@@ -12,6 +12,7 @@
 //! quirk sheet `providers/<name>.md`; the checklist is in `docs/architecture.md`.
 
 pub mod anthropic;
+pub mod cohere;
 pub mod dashscope;
 pub mod gemini;
 pub mod glm;
@@ -129,6 +130,12 @@ pub const BUILTINS: &[Builtin] = &[
         "mistral-small-latest",
         mistral::provider(),
         mistral::responder()
+    ),
+    builtin!(
+        ProviderKind::Cohere,
+        "command-a-03-2025",
+        cohere::Cohere::new(),
+        cohere::Cohere::new()
     ),
 ];
 
@@ -339,7 +346,8 @@ mod tests {
                 r#""openai-responses""#,
                 r#""anthropic""#,
                 r#""ollama""#,
-                r#""mistral""#
+                r#""mistral""#,
+                r#""cohere""#
             ]
         );
         for (kind, text) in ProviderKind::ALL.iter().zip(&json) {

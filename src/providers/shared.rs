@@ -106,6 +106,11 @@ fn likely_api(v: &Value) -> Option<(&'static str, &'static [ProviderKind])> {
                 "an AWS Bedrock Converse body: `output.message`, `stopReason`",
                 &[],
             )
+        } else if o.get("message").is_some_and(Value::is_object) && has("finish_reason") {
+            (
+                "a Cohere v2 chat body: `message`, `finish_reason`",
+                &[K::Cohere],
+            )
         } else if has("choices") {
             (
                 "an OpenAI Chat Completions body: `choices`",

@@ -32,6 +32,8 @@ pub enum ProviderKind {
     Ollama,
     /// Mistral's chat completions (`api.mistral.ai`), with Mistral's rules.
     Mistral,
+    /// Cohere's v2 chat API (`/v2/chat`).
+    Cohere,
     /// A provider that is not built in, by its own name (`ProviderKind::Custom("acme")`).
     Custom(&'static str),
 }
@@ -50,6 +52,7 @@ impl ProviderKind {
             Self::Anthropic => "anthropic",
             Self::Ollama => "ollama",
             Self::Mistral => "mistral",
+            Self::Cohere => "cohere",
             Self::Custom(name) => name,
         }
     }
