@@ -233,6 +233,36 @@ mod tests {
     }
 
     #[test]
+    fn images_go_documents_and_audio_are_refused() {
+        use crate::types::Part;
+        let p = provider();
+        let image = Part::image("image/png", "iVBORw0KGgo=");
+        let req = ChatRequest::new("m", vec![Message::user(vec![image])]);
+        let body = p.encode(&req, false).unwrap().body;
+        assert_eq!(
+            body["messages"][0]["content"][0]["image_url"]["url"],
+            "data:image/png;base64,iVBORw0KGgo="
+        );
+        for part in [
+            Part::file("application/pdf", "JVBERi0=", "a.pdf"),
+            Part::audio("audio/wav", "UklGRg=="),
+        ] {
+            let req = ChatRequest::new("m", vec![Message::user(vec![part])]);
+            let err = p.encode(&req, false).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    crate::Error::Unsupported {
+                        provider: ProviderKind::Mistral,
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
     fn finish_reasons_map_and_unknown_stays_verbatim() {
         let p = provider();
         for (wire, canonical) in [
