@@ -1,9 +1,9 @@
 //! The built-in providers: pure translation, no IO.
 //!
 //! One module per provider: `openai` (Chat Completions, and every OpenAI-compatible wire as an
-//! [`openai::Dialect`]), `glm`, `qwen` and `stepfun` (dialects of it), `gemini`, `dashscope`,
-//! `openai_responses`, `anthropic` and `ollama`; `shared` and `lenient` hold what their
-//! encoders and decoders share. Each writes its own answers for the mock provider
+//! [`openai::Dialect`]), `glm`, `qwen`, `stepfun` and `mistral` (dialects of it), `gemini`,
+//! `dashscope`, `openai_responses`, `anthropic`, `ollama` and `cohere`; `shared` and `lenient` hold what
+//! their encoders and decoders share. Each writes its own answers for the mock provider
 //! (`respond.rs`, feature `mock`). [`BUILTINS`] lists them: every list of providers is read
 //! from it.
 //!
@@ -12,10 +12,12 @@
 //! quirk sheet `providers/<name>.md`; the checklist is in `docs/architecture.md`.
 
 pub mod anthropic;
+pub mod cohere;
 pub mod dashscope;
 pub mod gemini;
 pub mod glm;
 pub(crate) mod lenient;
+pub mod mistral;
 pub mod ollama;
 pub mod openai;
 pub mod openai_responses;
@@ -122,6 +124,18 @@ pub const BUILTINS: &[Builtin] = &[
         "qwen3:4b",
         ollama::Ollama::new(),
         ollama::Ollama::new()
+    ),
+    builtin!(
+        ProviderKind::Mistral,
+        "mistral-small-latest",
+        mistral::provider(),
+        mistral::responder()
+    ),
+    builtin!(
+        ProviderKind::Cohere,
+        "command-a-03-2025",
+        cohere::Cohere::new(),
+        cohere::Cohere::new()
     ),
 ];
 
@@ -354,7 +368,9 @@ mod tests {
                 r#""stepfun""#,
                 r#""openai-responses""#,
                 r#""anthropic""#,
-                r#""ollama""#
+                r#""ollama""#,
+                r#""mistral""#,
+                r#""cohere""#
             ]
         );
         for (kind, text) in ProviderKind::ALL.iter().zip(&json) {
