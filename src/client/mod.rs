@@ -39,6 +39,7 @@
 mod body;
 mod record;
 mod retry;
+mod router;
 mod sign;
 #[cfg(feature = "sigv4")]
 pub mod sigv4;
@@ -48,6 +49,7 @@ pub(crate) mod time;
 pub use crate::tls::http_client_builder;
 pub use crate::turn::Limits;
 pub use retry::RetryPolicy;
+pub use router::Router;
 pub use sign::{RequestSigner, SigningRequest};
 pub use stream::ChatStream;
 #[cfg(feature = "agent")]
@@ -70,6 +72,8 @@ use body::{Body, BodyError, Deadlines};
 use record::{Recorder, Recording};
 
 /// Time limits of one request. Each ends in its own [`Error::Timeout`] phase.
+///
+/// Non-exhaustive: start from [`Timeouts::default`] and change a limit with the `with_*` setters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Timeouts {

@@ -30,6 +30,10 @@ pub enum ProviderKind {
     Anthropic,
     /// Ollama's native chat API (`/api/chat`).
     Ollama,
+    /// Mistral's chat completions (`api.mistral.ai`), with Mistral's rules.
+    Mistral,
+    /// Cohere's v2 chat API (`/v2/chat`).
+    Cohere,
     /// Amazon Bedrock's Converse API (and ConverseStream).
     Bedrock,
     /// A provider that is not built in, by its own name (`ProviderKind::Custom("acme")`).
@@ -49,6 +53,8 @@ impl ProviderKind {
             Self::OpenAiResponses => "openai-responses",
             Self::Anthropic => "anthropic",
             Self::Ollama => "ollama",
+            Self::Mistral => "mistral",
+            Self::Cohere => "cohere",
             Self::Bedrock => "bedrock",
             Self::Custom(name) => name,
         }
