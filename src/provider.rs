@@ -22,6 +22,11 @@ pub enum Auth {
     Bearer,
     /// The key in the named header (Gemini: `x-goog-api-key`).
     Header(&'static str),
+    /// `Authorization: Bearer <key>` when a key is found; otherwise, with the `sigv4` feature
+    /// and AWS credentials in the environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// optional `AWS_SESSION_TOKEN`, `AWS_REGION`), AWS SigV4 signing for the named service
+    /// (Bedrock: `"bedrock"`).
+    BearerOrSigV4(&'static str),
 }
 
 /// Static facts about a provider, for the client and `toolwire providers`.

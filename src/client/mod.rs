@@ -302,15 +302,26 @@ impl ClientBuilder {
                         .map(Secret)
                 })
             });
+        let signer = match (self.signer, &key, self.auth) {
+            (None, None, None) => aws_signer(info.auth)?,
+            (signer, _, _) => signer,
+        };
         if key.is_none()
-            && self.signer.is_none()
+            && signer.is_none()
             && (self.base_url.is_none() || self.key_required)
             && !info.key_vars.is_empty()
         {
+            let aws = match info.auth {
+                Auth::BearerOrSigV4(_) if cfg!(feature = "sigv4") => {
+                    ", or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for SigV4"
+                }
+                Auth::BearerOrSigV4(_) => ", or AWS credentials with the `sigv4` feature",
+                _ => "",
+            };
             return Err(Error::input(
                 "api_key",
                 format!(
-                    "no API key for {}: set {} or pass one with ClientBuilder::api_key",
+                    "no API key for {}: set {}{aws}, or pass one with ClientBuilder::api_key",
                     info.kind,
                     info.key_vars.join(" or ")
                 ),
@@ -334,7 +345,9 @@ impl ClientBuilder {
             None => None,
             Some(Secret(k)) => {
                 let (name, value) = match self.auth.unwrap_or(info.auth) {
-                    Auth::Bearer => (AUTHORIZATION, format!("Bearer {}", k.trim())),
+                    Auth::Bearer | Auth::BearerOrSigV4(_) => {
+                        (AUTHORIZATION, format!("Bearer {}", k.trim()))
+                    }
                     Auth::Header(name) => (header_name(name)?, k.trim().to_owned()),
                 };
                 let mut value = HeaderValue::from_str(&value).map_err(|_| {
@@ -402,7 +415,7 @@ impl ClientBuilder {
                 retry: self.retry,
                 limits: self.limits,
                 recorder,
-                signer: self.signer,
+                signer,
             }),
         })
     }
@@ -437,6 +450,19 @@ fn header_name(name: &str) -> Result<HeaderName> {
             format!("{name:?} is not a valid HTTP header name"),
         )
     })
+}
+
+/// The signer a provider with [`Auth::BearerOrSigV4`] gets when no key was found: SigV4 from
+/// the environment's AWS credentials, when they are set (feature `sigv4`).
+fn aws_signer(auth: Auth) -> Result<Option<Arc<dyn RequestSigner>>> {
+    let Auth::BearerOrSigV4(_service) = auth else {
+        return Ok(None);
+    };
+    #[cfg(feature = "sigv4")]
+    if std::env::var("AWS_ACCESS_KEY_ID").is_ok_and(|v| !v.trim().is_empty()) {
+        return Ok(Some(Arc::new(sigv4::SigV4::from_env(_service)?)));
+    }
+    Ok(None)
 }
 
 /// Sends canonical requests to one provider. Cheap to clone; clones share the connection pool.

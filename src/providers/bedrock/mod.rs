@@ -66,7 +66,7 @@ const INFO: ProviderInfo = ProviderInfo {
     kind: ProviderKind::Bedrock,
     base_url: BASE_URL,
     key_vars: &["AWS_BEARER_TOKEN_BEDROCK"],
-    auth: Auth::Bearer,
+    auth: Auth::BearerOrSigV4("bedrock"),
     capabilities: "tools, parallel calls, binary event-stream framing, calls complete at \
                    contentBlockStop, reasoning echoed with signatures, images and documents in \
                    tool results, toolConfig kept for tool history",
