@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::wire::{Event, Response, Usage as WireUsage};
 use super::{ADDITIONAL_MODEL_RESPONSE_FIELDS, METRICS, REASONING_BLOCKS, TRACE, UNKNOWN_EVENTS};
-use crate::assemble::{Assembler, Fragment};
+use crate::assemble::Assembler;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
 use crate::providers::lenient::Kept;
@@ -115,34 +115,6 @@ impl Decoder {
         }
     }
 
-    fn start_call(&mut self, id: Option<&str>, name: &str, out: &mut Vec<StreamEvent>) -> usize {
-        let slot = self.turn.call_count();
-        self.turn.fragment(
-            0,
-            Fragment {
-                index: Some(i64::try_from(slot).unwrap_or(i64::MAX)),
-                id,
-                name: Some(name),
-                arguments: None,
-            },
-            out,
-        );
-        slot
-    }
-
-    fn arguments(&mut self, slot: usize, text: &str, out: &mut Vec<StreamEvent>) {
-        self.turn.fragment(
-            0,
-            Fragment {
-                index: Some(i64::try_from(slot).unwrap_or(i64::MAX)),
-                id: None,
-                name: None,
-                arguments: Some(text),
-            },
-            out,
-        );
-    }
-
     /// One block of a whole body's `content`.
     fn whole_block(&mut self, block: &Value, at: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
         if let Some(text) = block.get("text").and_then(Value::as_str) {
@@ -150,9 +122,9 @@ impl Decoder {
         } else if let Some(call) = block.get("toolUse") {
             let name = tool_name(call, at)?;
             let id = call.get("toolUseId").and_then(Value::as_str);
-            let slot = self.start_call(id, name, out);
+            let slot = self.turn.start_call(id, name, out);
             let raw = input_text(call.get("input"));
-            self.arguments(slot, &raw, out);
+            self.turn.append_arguments(slot, &raw, out);
             self.turn.complete_call(slot, out);
         } else if let Some(reasoning) = block.get("reasoningContent") {
             if let Some(text) = reasoning
@@ -182,7 +154,7 @@ impl Decoder {
                 let name = tool_name(call, "contentBlockStart")?;
                 let id = call.get("toolUseId").and_then(Value::as_str);
                 Open::Call {
-                    slot: self.start_call(id, name, out),
+                    slot: self.turn.start_call(id, name, out),
                 }
             }
             None => {
@@ -221,7 +193,7 @@ impl Decoder {
                 Some(Open::Call { slot }) => {
                     let slot = *slot;
                     if !piece.is_empty() {
-                        self.arguments(slot, piece, out);
+                        self.turn.append_arguments(slot, piece, out);
                     }
                 }
                 Some(other) => return Err(mismatch("toolUse", other)),
