@@ -35,6 +35,8 @@ pub mod client;
 pub mod conformance;
 pub mod error;
 pub mod fixture;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 #[cfg(feature = "mock")]
 pub mod mock;
 pub mod partial_json;
