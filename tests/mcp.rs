@@ -494,3 +494,105 @@ fn agent_leaves_out_what_the_provider_cannot_take_and_sees_annotations() {
         assert_eq!(results[1].output, json!({"sum": 5}));
     });
 }
+
+fn http() -> reqwest::Client {
+    toolwire::client::http_client_builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
+/// The tool names `GET /api/tools` lists for the default role (each checked to be mounted).
+async fn listed(base: &str) -> Vec<String> {
+    let body: Value = http()
+        .get(format!("{base}/api/tools"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    body["tools_by_role"]["default"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            assert_eq!(t["source"], "mcp:py");
+            t["name"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+async fn wait_for(base: &str, want: &str, present: bool) {
+    let started = Instant::now();
+    while listed(base).await.iter().any(|n| n == want) != present {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{want} never became present={present}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn chat(base: &str, message: &str) -> Value {
+    http()
+        .post(format!("{base}/api/chat"))
+        .json(&json!({"message": message}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// `toolwire serve` with `[[mcp]]`: the server's tools are listed by `GET /api/tools` as
+/// `py_<tool>` (source `mcp:py`), called through `/api/chat`, appear after list_changed, go
+/// when the server dies and come back when it is restarted.
+#[test]
+fn serve_mounts_mcp_servers() {
+    use toolwire::server::ServerConfig;
+
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-serve");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config_file = dir.join("serve.toml");
+    let command = serde_json::to_string(&stdio_server()).unwrap();
+    std::fs::write(
+        &config_file,
+        format!("[[mcp]]\nname = \"py\"\ncommand = {command}\n"),
+    )
+    .unwrap();
+    runtime().block_on(async {
+        let config = ServerConfig::new()
+            .with_port(0)
+            .with_roles_file(&config_file)
+            .unwrap();
+        assert_eq!(config.mcp.len(), 1);
+        let server = toolwire::server::start(config).await.unwrap();
+        let base = server.url();
+        let base = base.as_str();
+        wait_for(base, "py_add", true).await;
+        // The offline model calls the tools the message names, with example arguments.
+        let answer = chat(base, "please run py_echo").await;
+        let tool_messages: Vec<&Value> = answer["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .collect();
+        assert_eq!(tool_messages.len(), 1, "{answer}");
+        assert_eq!(tool_messages[0]["name"], "py_echo");
+        assert_eq!(tool_messages[0]["is_error"], json!(false), "{answer}");
+
+        chat(base, "please run py_grow").await;
+        wait_for(base, "py_extra", true).await;
+
+        chat(base, "please run py_die").await;
+        wait_for(base, "py_add", false).await;
+        // Restarted after the backoff: a fresh process without py_extra.
+        wait_for(base, "py_add", true).await;
+        assert!(!listed(base).await.contains(&"py_extra".to_owned()));
+        server.shutdown().await;
+    });
+}

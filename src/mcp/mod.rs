@@ -559,7 +559,7 @@ impl Connection {
 
     /// Whether the session has ended (the child exited, the server went away).
     pub fn is_closed(&self) -> bool {
-        self.service.is_closed()
+        self.service.is_closed() || self.service.peer().is_transport_closed()
     }
 
     /// Ends the session and, for a child process, stops the child.

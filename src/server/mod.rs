@@ -10,11 +10,15 @@ mod config;
 mod gate;
 mod ledger;
 mod live;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod offline;
 mod plugin;
 
 pub use config::{DEFAULT_PORT, DEFAULT_ROLE, OFFLINE_MODEL, RoleConfig, ServerConfig};
 pub use gate::{is_loopback_host, is_loopback_peer};
+#[cfg(feature = "mcp")]
+pub use mcp::McpMount;
 pub use offline::{MAX_CALLS as OFFLINE_MAX_CALLS, example_arguments};
 pub use plugin::{Plugin, PluginHandle};
 
@@ -256,6 +260,8 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         live: Live::new(),
         shutdown,
     });
+    #[cfg(feature = "mcp")]
+    mcp::spawn(&app, &config.mcp);
     let signal = app.shutdown_signal();
     let router = router(app);
     let task = tokio::spawn(async move {

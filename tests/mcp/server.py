@@ -3,11 +3,14 @@
 Run: python server.py stdio | python server.py http PORT
 Tools: add (structured output), echo (annotations: read-only), wipe (destructive),
 image (a PNG content block), fail (isError), tree (a recursive schema), slow (sleeps,
-reports progress), grow (registers a new tool, then the server announces list_changed).
+reports progress), grow (registers a new tool, then the server announces list_changed),
+die (exits the process).
 """
 
 import asyncio
+import os
 import sys
+import threading
 
 from pydantic import BaseModel
 
@@ -85,6 +88,12 @@ async def grow(ctx: Context) -> str:
     server.add_tool(extra, name="extra", description="Appears after grow")
     await ctx.session.send_tool_list_changed()
     return "grown"
+
+
+@server.tool(description="Ends the server process a moment after answering")
+def die() -> str:
+    threading.Timer(0.3, lambda: os._exit(0)).start()
+    return "bye"
 
 
 if __name__ == "__main__":
