@@ -596,3 +596,92 @@ fn serve_mounts_mcp_servers() {
         server.shutdown().await;
     });
 }
+
+/// `/mcp`: the official Python client lists and calls a tool a plugin registered over HTTP
+/// (N.E.K.O.'s way), and toolwire's own client (rmcp) reaches the same tools, image parts
+/// included.
+#[test]
+fn serve_is_an_mcp_server_for_plugin_tools() {
+    use toolwire::server::{Plugin, ServerConfig};
+    use toolwire::tools::ToolReply;
+
+    runtime().block_on(async {
+        let server = toolwire::server::start(ServerConfig::new().with_port(0))
+            .await
+            .unwrap();
+        let base = server.url();
+        let tools = ToolRegistry::new();
+        tools
+            .register_fn(
+                "shout",
+                "Upper-cases text",
+                json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+                |args| async move {
+                    Ok(json!({"shouted": args["text"].as_str().unwrap_or_default().to_uppercase()}))
+                },
+            )
+            .unwrap();
+        tools
+            .register_fn("picture", "A 1x1 PNG", json!({"type": "object"}), |_| async {
+                Ok(ToolReply::new(json!({"w": 1})).with_content([Part::image("image/png", PNG)]))
+            })
+            .unwrap();
+        let plugin = Plugin::new(base.clone(), tools.clone())
+            .with_source("plugin:shout")
+            .start()
+            .await
+            .unwrap();
+        plugin.registered().await;
+        let url = format!("{base}/mcp");
+
+        // The official Python client.
+        let py = python().to_owned();
+        let client = here("client.py");
+        let (listed, called) = tokio::task::spawn_blocking({
+            let url = url.clone();
+            move || {
+                let listed = Command::new(&py).args([&client, "list", &url]).output().unwrap();
+                let called = Command::new(&py)
+                    .args([&client, "call", "shout", r#"{"text":"hi"}"#, &url])
+                    .output()
+                    .unwrap();
+                (json_out(&listed), json_out(&called))
+            }
+        })
+        .await
+        .unwrap();
+        let names: Vec<&str> = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["shout", "picture"]);
+        assert_eq!(listed[0]["inputSchema"]["required"], json!(["text"]));
+        assert_eq!(called["structuredContent"], json!({"shouted": "HI"}));
+        assert_eq!(called["isError"], json!(false));
+
+        // toolwire's own client (the Rust SDK) on the same endpoint.
+        let connection = Connection::connect(&Endpoint::url(&url).unwrap())
+            .await
+            .unwrap();
+        let picture = connection.call("picture", json!({})).await.unwrap();
+        assert_eq!(picture.content, vec![Part::image("image/png", PNG)]);
+        assert_eq!(picture.output, json!({"w": 1}));
+        let missing = connection.call("nope", json!({})).await.unwrap();
+        assert!(missing.is_error);
+        assert!(missing.error.as_deref().unwrap().contains("nope"), "{missing:?}");
+
+        // Not a role of this server.
+        let status = http()
+            .post(format!("{url}?role=nobody"))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 404);
+        drop(plugin);
+        server.shutdown().await;
+    });
+}

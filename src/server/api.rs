@@ -219,7 +219,7 @@ pub(crate) fn unknown_role(role: &str) -> Response {
 }
 
 /// The only query parameter `GET /api/tools` takes is `role`.
-fn role_query(query: Option<&str>) -> Result<Option<String>, Reject> {
+pub(crate) fn role_query(query: Option<&str>) -> Result<Option<String>, Reject> {
     let mut role = None;
     for pair in query
         .unwrap_or_default()

@@ -267,3 +267,191 @@ pub(crate) fn listed(role: &Role) -> Vec<serde_json::Value> {
         })
         .collect()
 }
+
+// ---------------------------------------------------------------------------------------------
+// `/mcp`: the server's own tools, as a streamable HTTP MCP server.
+
+/// What `/mcp` serves for one role: that role's registry (plugins' tools and mounted MCP
+/// servers' tools), listed and called over MCP.
+#[derive(Clone)]
+struct Exposed {
+    app: Arc<App>,
+    role: String,
+}
+
+impl Exposed {
+    fn registry(&self) -> Option<&crate::tools::ToolRegistry> {
+        self.app.role(&self.role).map(|r| &r.registry)
+    }
+}
+
+impl rmcp::ServerHandler for Exposed {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        let mut info = rmcp::model::ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder()
+                .enable_tools()
+                .build(),
+        );
+        info.server_info.name = "toolwire".to_owned();
+        info.server_info.version = env!("CARGO_PKG_VERSION").to_owned();
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> std::result::Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let Some(registry) = self.registry() else {
+            return Ok(rmcp::model::ListToolsResult::default());
+        };
+        let everything = crate::tools::ToolSelection::default();
+        let annotations: std::collections::HashMap<String, crate::tools::ToolAnnotations> =
+            registry
+                .list()
+                .into_iter()
+                .map(|t| (t.name, t.annotations))
+                .collect();
+        let tools: Vec<serde_json::Value> = registry
+            .definitions(&everything)
+            .into_iter()
+            .map(|d| {
+                let mut tool = serde_json::json!({
+                    "name": d.name,
+                    "description": d.description,
+                    "inputSchema": d.parameters,
+                });
+                if let Some(a) = annotations.get(&d.name).filter(|a| !a.is_empty()) {
+                    tool["annotations"] = serde_json::json!({
+                        "title": a.title,
+                        "readOnlyHint": a.read_only,
+                        "destructiveHint": a.destructive,
+                        "idempotentHint": a.idempotent,
+                        "openWorldHint": a.open_world,
+                    });
+                }
+                tool
+            })
+            .collect();
+        // `resultType` is required from protocol version 2026-07-28 on; the SDK drops it for
+        // peers on older versions.
+        serde_json::from_value(serde_json::json!({ "tools": tools, "resultType": "complete" }))
+            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> std::result::Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static CALLS: AtomicU64 = AtomicU64::new(1);
+        let Some(registry) = self.registry() else {
+            return Err(rmcp::ErrorData::invalid_params("unknown role", None));
+        };
+        let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        let id = format!("mcp_{}", CALLS.fetch_add(1, Ordering::Relaxed));
+        let call = crate::types::ToolCall::new(id, request.name.as_ref(), arguments.to_string());
+        let result = registry
+            .dispatch(&call, &crate::tools::ToolSelection::default())
+            .await;
+        let wire = call_result(&result);
+        serde_json::from_value::<rmcp::model::CallToolResult>(wire)
+            .map(Into::into)
+            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
+    }
+}
+
+/// A tool result in MCP's shape: the parts (or the output as text) as `content`, an object
+/// output as `structuredContent`, a failure as `isError` with its message.
+fn call_result(result: &crate::types::ToolResult) -> serde_json::Value {
+    use crate::types::{Part, Source};
+    use serde_json::{Value, json};
+    let as_text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut content: Vec<Value> = Vec::new();
+    if result.is_error {
+        content.push(json!({"type": "text", "text": result.error.clone().unwrap_or_default()}));
+        if !result.output.is_null() {
+            content.push(json!({"type": "text", "text": as_text(&result.output)}));
+        }
+        return json!({"content": content, "isError": true, "resultType": "complete"});
+    }
+    for part in &result.content {
+        let block = match (part, part.source()) {
+            (_, Some(Source::Url { url, .. })) => {
+                json!({"type": "resource_link", "uri": url, "name": part.kind()})
+            }
+            (Part::Image { .. }, Some(Source::Data { media_type, data })) => {
+                json!({"type": "image", "data": data, "mimeType": media_type})
+            }
+            (Part::Audio { .. }, Some(Source::Data { media_type, data })) => {
+                json!({"type": "audio", "data": data, "mimeType": media_type})
+            }
+            (Part::File { filename, .. }, Some(Source::Data { media_type, data })) => json!({
+                "type": "resource",
+                "resource": {
+                    "uri": format!("file:///{}", filename.as_deref().unwrap_or("file")),
+                    "mimeType": media_type,
+                    "blob": data,
+                }
+            }),
+            _ => json!({"type": "text", "text": part.as_text().unwrap_or_default()}),
+        };
+        content.push(block);
+    }
+    if content.is_empty() {
+        content.push(json!({"type": "text", "text": as_text(&result.output)}));
+    }
+    let mut wire = json!({"content": content, "isError": false, "resultType": "complete"});
+    if result.output.is_object() {
+        wire["structuredContent"] = result.output.clone();
+    }
+    wire
+}
+
+/// `/mcp[?role=R]`: one stateless streamable HTTP MCP exchange for the role (the loopback
+/// gates have already run). Without `role` the server's one role is used; with several roles
+/// `role` is required.
+pub(crate) async fn endpoint(
+    axum::extract::State(app): axum::extract::State<Arc<App>>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+    request: axum::extract::Request,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::never::NeverSessionManager,
+    };
+    let role = match super::api::role_query(query.as_deref()) {
+        Ok(role) => role,
+        Err(reject) => return reject.into_response(),
+    };
+    let role = match role {
+        Some(role) if app.has_role(&role) => role,
+        Some(role) => return super::api::unknown_role(&role),
+        None if app.roles.len() == 1 => app.roles[0].config.name.clone(),
+        None => {
+            let names: Vec<&str> = app.roles.iter().map(|r| r.config.name.as_str()).collect();
+            return super::body::Reject::new(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                format!(
+                    "role required: this server has roles {}; use /mcp?role=R",
+                    names.join(", ")
+                ),
+            )
+            .into_response();
+        }
+    };
+    let exposed = Exposed { app, role };
+    let mut config = StreamableHttpServerConfig::default();
+    config.legacy_session_mode = false;
+    config.json_response = true;
+    let service = StreamableHttpService::new(
+        move || Ok(exposed.clone()),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    service.handle(request).await.into_response()
+}

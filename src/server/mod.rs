@@ -278,6 +278,23 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
     })
 }
 
+/// `/mcp`: the server's tools over MCP (feature `mcp`); without it, a 404 that says why.
+#[cfg(feature = "mcp")]
+fn mcp_route() -> axum::routing::MethodRouter<Arc<App>> {
+    axum::routing::any(mcp::endpoint)
+}
+
+#[cfg(not(feature = "mcp"))]
+fn mcp_route() -> axum::routing::MethodRouter<Arc<App>> {
+    axum::routing::any(|| async {
+        Reject::new(
+            StatusCode::NOT_FOUND,
+            "/mcp needs toolwire built with the `mcp` feature",
+        )
+        .into_response()
+    })
+}
+
 /// The role's client, or `None` (offline) when the provider is the mock or no key is found.
 fn client_for(role: &RoleConfig) -> Result<Option<Client>> {
     let Some(kind) = role.provider else {
@@ -314,6 +331,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/api/calls", get(api::calls))
         .route("/api/events", get(events))
         .route("/api/chat", post(chat::chat))
+        .route("/mcp", mcp_route())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)
