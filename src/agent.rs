@@ -504,6 +504,29 @@ impl Shared {
     }
 }
 
+/// The registry's offer for this request, less the tools whose schema the provider cannot
+/// take (an MCP server's recursive schema on Gemini, say): each is left out with a warning
+/// naming the tool and the reason, and the turn goes on with the others.
+fn offered(agent: &Agent, request: &ChatRequest) -> Vec<crate::types::ToolDefinition> {
+    let provider = agent.client.provider();
+    let mut tools = agent.registry.definitions(&agent.selection);
+    tools.retain(
+        |tool| match provider.encode_parameters(tool, request.schema_mode) {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::warn!(
+                    "gen_ai.provider.name" = provider.info().kind.name(),
+                    "gen_ai.tool.name" = tool.name.as_str(),
+                    reason = %e,
+                    "tool left out of the request: the provider cannot take its schema"
+                );
+                false
+            }
+        },
+    );
+    tools
+}
+
 async fn drive(
     agent: Agent,
     mut request: ChatRequest,
@@ -515,7 +538,7 @@ async fn drive(
     let mut choice = request.tool_choice.take();
     let mut usage = Usage::default();
     for turn in 1..=agent.max_turns {
-        request.tools = agent.registry.definitions(&agent.selection);
+        request.tools = offered(&agent, &request);
         request.tool_choice = choice.take().filter(|_| !request.tools.is_empty());
         request.messages = lock(&shared.messages).clone();
 

@@ -90,6 +90,15 @@ pub enum Error {
     /// The agent loop reached its turn limit.
     #[error("agent stopped after {0} turns (max_turns)")]
     MaxTurns(usize),
+    /// An MCP server could not be started or reached, broke the protocol, went away or did not
+    /// answer in time (a failing tool is not this: it is an error result).
+    #[error("MCP server {server}: {message}")]
+    Mcp {
+        /// The server: its command line or URL.
+        server: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl Error {
@@ -138,6 +147,7 @@ impl Error {
             Self::Input { .. } => "input",
             Self::Transport { .. } => "transport",
             Self::Timeout { .. } => "timeout",
+            Self::Mcp { .. } => "mcp",
             _ => "other",
         }
     }
@@ -181,7 +191,7 @@ impl Error {
             | Self::Stream { provider, .. }
             | Self::Unsupported { provider, .. } => Some(*provider),
             Self::Api(api) => Some(api.provider),
-            Self::Input { .. } | Self::MaxTurns(_) => None,
+            Self::Input { .. } | Self::MaxTurns(_) | Self::Mcp { .. } => None,
         }
     }
 

@@ -36,6 +36,8 @@ pub mod conformance;
 pub mod error;
 pub mod eventstream;
 pub mod fixture;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 #[cfg(feature = "mock")]
 pub mod mock;
 pub mod partial_json;

@@ -358,7 +358,7 @@ const LAYERS: &[&[&str]] = &[
     &["realtime/session", "realtime/mock"],
     &["realtime/agent"],
     &["realtime"],
-    &["client", "mock", "conformance"],
+    &["client", "mock", "conformance", "mcp"],
     &["agent"],
     &["server"],
     &["cli"],

@@ -12,6 +12,7 @@ macro_rules! outln {
 
 mod chat;
 mod demo;
+mod mcp;
 mod offline;
 mod realtime;
 #[cfg(feature = "server")]
@@ -55,6 +56,8 @@ enum Command {
     /// Run the tool server: plugins register tools over HTTP, models call them back.
     #[cfg(feature = "server")]
     Serve(serve::ServeArgs),
+    /// An MCP server's tools: list them (per provider, what it receives) or call one.
+    Mcp(mcp::McpArgs),
 }
 
 /// Why a command failed, mapped to the exit status.
@@ -143,6 +146,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Chat(args) => chat::chat(args),
         #[cfg(feature = "server")]
         Command::Serve(args) => serve::serve(&args),
+        Command::Mcp(args) => mcp::mcp(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -195,6 +195,14 @@ pub(crate) async fn tools_json(app: &App, role: Option<&str>) -> Value {
                 item
             })
             .collect();
+        #[cfg(feature = "mcp")]
+        let tools = {
+            let mut tools = tools;
+            if let Some(role) = app.role(&r.role) {
+                tools.extend(super::mcp::listed(role));
+            }
+            tools
+        };
         by_role.insert(r.role.clone(), Value::Array(tools));
     }
     json!({"ok": true, "tools_by_role": by_role})
@@ -211,7 +219,7 @@ pub(crate) fn unknown_role(role: &str) -> Response {
 }
 
 /// The only query parameter `GET /api/tools` takes is `role`.
-fn role_query(query: Option<&str>) -> Result<Option<String>, Reject> {
+pub(crate) fn role_query(query: Option<&str>) -> Result<Option<String>, Reject> {
     let mut role = None;
     for pair in query
         .unwrap_or_default()

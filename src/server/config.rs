@@ -102,6 +102,9 @@ pub struct ServerConfig {
     pub roles: Vec<RoleConfig>,
     /// Where registrations are kept across restarts, if anywhere.
     pub state_file: Option<PathBuf>,
+    /// MCP servers whose tools are mounted (`[[mcp]]` in the config file).
+    #[cfg(feature = "mcp")]
+    pub mcp: Vec<super::mcp::McpMount>,
 }
 
 impl Default for ServerConfig {
@@ -117,6 +120,8 @@ impl ServerConfig {
             port: DEFAULT_PORT,
             roles: vec![RoleConfig::offline(DEFAULT_ROLE)],
             state_file: None,
+            #[cfg(feature = "mcp")]
+            mcp: Vec::new(),
         }
     }
 
@@ -143,14 +148,22 @@ impl ServerConfig {
     pub fn with_roles_file(self, path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::input(path.display().to_string(), format!("cannot read: {e}")))?;
-        let roles = parse_roles(&text).map_err(|(line, message)| {
+        let at_line = |(line, message): (Option<usize>, String)| {
             let at = match line {
                 Some(line) => format!("{}:{line}", path.display()),
                 None => path.display().to_string(),
             };
             Error::input(at, message)
-        })?;
-        Ok(self.with_roles(roles))
+        };
+        let roles = parse_roles(&text).map_err(at_line)?;
+        #[cfg(feature = "mcp")]
+        let config = Self {
+            mcp: super::mcp::parse(&text).map_err(at_line)?,
+            ..self.with_roles(roles)
+        };
+        #[cfg(not(feature = "mcp"))]
+        let config = self.with_roles(roles);
+        Ok(config)
     }
 
     /// Checks the roles: at least one, unique non-empty names, a model for each live role,
@@ -178,6 +191,8 @@ impl ServerConfig {
                 ));
             }
         }
+        #[cfg(feature = "mcp")]
+        super::mcp::check(&self.mcp, &self.roles)?;
         Ok(())
     }
 }
@@ -200,6 +215,9 @@ fn check_role_name(name: &str) -> std::result::Result<(), String> {
 struct File {
     #[serde(default)]
     role: Vec<RoleEntry>,
+    /// MCP servers to mount, read by `super::mcp::parse` (feature `mcp`).
+    #[serde(default)]
+    mcp: Vec<toml::Table>,
 }
 
 #[derive(Deserialize)]
@@ -228,6 +246,16 @@ fn parse_roles(text: &str) -> std::result::Result<Vec<RoleConfig>, (Option<usize
             .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
         (line, e.message().to_owned())
     })?;
+    if !file.mcp.is_empty() && !cfg!(feature = "mcp") {
+        return Err((
+            None,
+            "[[mcp]] needs toolwire built with the `mcp` feature".to_owned(),
+        ));
+    }
+    if file.role.is_empty() && !file.mcp.is_empty() {
+        // A file that only mounts MCP servers keeps the one default role.
+        return Ok(vec![RoleConfig::offline(DEFAULT_ROLE)]);
+    }
     if file.role.is_empty() {
         return Err((
             None,
@@ -328,5 +356,51 @@ name = "offline"
         assert!(message.contains("no [[role]]"), "{message}");
         let (_, message) = parse_roles("[[role]]\nname = \"a\"\nmax_turns = 0\n").unwrap_err();
         assert!(message.contains("max_turns"), "{message}");
+    }
+
+    #[cfg(feature = "mcp")]
+    #[test]
+    fn mcp_mounts_parse_and_are_checked() {
+        use crate::mcp::Endpoint;
+        let text = "[[mcp]]\nname = \"files\"\ncommand = [\"python3\", \"srv.py\"]\n\
+                    [[mcp]]\nname = \"web\"\nurl = \"http://127.0.0.1:9000/mcp\"\nrole = \"default\"\n";
+        // A file with only [[mcp]] keeps the default role.
+        let roles = parse_roles(text).unwrap();
+        assert_eq!(roles, vec![RoleConfig::offline(DEFAULT_ROLE)]);
+        let mounts = super::super::mcp::parse(text).unwrap();
+        assert_eq!(mounts.len(), 2);
+        assert_eq!(
+            mounts[0].endpoint,
+            Endpoint::command(["python3", "srv.py"]).unwrap()
+        );
+        assert_eq!(mounts[1].role.as_deref(), Some("default"));
+        let config = ServerConfig {
+            mcp: mounts,
+            ..ServerConfig::new()
+        };
+        config.check().unwrap();
+
+        let (_, message) = super::super::mcp::parse("[[mcp]]\nname = \"x\"\n").unwrap_err();
+        assert!(message.contains("either command"), "{message}");
+        let (_, message) =
+            super::super::mcp::parse("[[mcp]]\nname = \"x\"\nurl = \"ftp://a\"\n").unwrap_err();
+        assert!(message.contains("not an http"), "{message}");
+        let (_, message) =
+            super::super::mcp::parse("[[mcp]]\nname = \"x\"\nurl = \"http://a\"\nport = 1\n")
+                .unwrap_err();
+        assert!(message.contains("port"), "{message}");
+        let bad = |name: &str, role: Option<&str>| {
+            let mut m = super::super::mcp::McpMount::new(name, Endpoint::url("http://a").unwrap());
+            m.role = role.map(str::to_owned);
+            ServerConfig {
+                mcp: vec![m],
+                ..ServerConfig::new()
+            }
+            .check()
+            .unwrap_err()
+            .to_string()
+        };
+        assert!(bad("a b", None).contains("mount name"));
+        assert!(bad("ok", Some("nobody")).contains("not defined"));
     }
 }

@@ -10,11 +10,15 @@ mod config;
 mod gate;
 mod ledger;
 mod live;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod offline;
 mod plugin;
 
 pub use config::{DEFAULT_PORT, DEFAULT_ROLE, OFFLINE_MODEL, RoleConfig, ServerConfig};
 pub use gate::{is_loopback_host, is_loopback_peer};
+#[cfg(feature = "mcp")]
+pub use mcp::McpMount;
 pub use offline::{MAX_CALLS as OFFLINE_MAX_CALLS, example_arguments};
 pub use plugin::{Plugin, PluginHandle};
 
@@ -256,6 +260,8 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         live: Live::new(),
         shutdown,
     });
+    #[cfg(feature = "mcp")]
+    mcp::spawn(&app, &config.mcp);
     let signal = app.shutdown_signal();
     let router = router(app);
     let task = tokio::spawn(async move {
@@ -269,6 +275,23 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         roles: handle_roles,
         stop,
         task: Some(task),
+    })
+}
+
+/// `/mcp`: the server's tools over MCP (feature `mcp`); without it, a 404 that says why.
+#[cfg(feature = "mcp")]
+fn mcp_route() -> axum::routing::MethodRouter<Arc<App>> {
+    axum::routing::any(mcp::endpoint)
+}
+
+#[cfg(not(feature = "mcp"))]
+fn mcp_route() -> axum::routing::MethodRouter<Arc<App>> {
+    axum::routing::any(|| async {
+        Reject::new(
+            StatusCode::NOT_FOUND,
+            "/mcp needs toolwire built with the `mcp` feature",
+        )
+        .into_response()
     })
 }
 
@@ -308,6 +331,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/api/calls", get(api::calls))
         .route("/api/events", get(events))
         .route("/api/chat", post(chat::chat))
+        .route("/mcp", mcp_route())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)

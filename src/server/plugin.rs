@@ -264,7 +264,8 @@ impl Drop for PluginHandle {
 }
 
 /// `POST /tools/{name}`: `{name, arguments, call_id, raw_arguments}` → the envelope
-/// `{"output", "is_error", "error"}`, always HTTP 200 for a call that reached a tool.
+/// `{"output", "is_error", "error"}` (and `content` when the tool answered with parts), always
+/// HTTP 200 for a call that reached a tool.
 async fn callback(
     State(state): State<Arc<(ToolRegistry, ToolSelection)>>,
     Path(name): Path<String>,
@@ -294,8 +295,13 @@ async fn callback(
     let (registry, selection) = &*state;
     let call = ToolCall::new(call_id, name, raw);
     let result = registry.dispatch(&call, selection).await;
-    Json(json!({"output": result.output, "is_error": result.is_error, "error": result.error}))
-        .into_response()
+    let mut body =
+        json!({"output": result.output, "is_error": result.is_error, "error": result.error});
+    // The parts the model sees (an image a tool made) travel too; the callback reads them.
+    if !result.content.is_empty() {
+        body["content"] = json!(result.content);
+    }
+    Json(body).into_response()
 }
 
 /// The background task keeping the tools published.

@@ -249,6 +249,44 @@ pub struct Tool {
     pub(crate) required_env: Vec<String>,
     pub(crate) check: Option<Arc<CheckFn>>,
     pub(crate) parameter_list: bool,
+    pub(crate) annotations: ToolAnnotations,
+}
+
+/// What a tool says about its own effects (MCP's tool annotations): hints an application can use
+/// to ask a person before a call runs, read back with [`ToolRegistry::annotations`] (in an
+/// agent's `before_tool` hook, say). They are hints from whoever registered the tool, never a
+/// guarantee. Unset means unknown.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ToolAnnotations {
+    /// A human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not change its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// The tool may destroy or overwrite data (MCP's default when not read-only: `true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments has no further effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// The tool reaches outside systems (the web, other services).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
+}
+
+impl ToolAnnotations {
+    /// Whether nothing is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Whether a call may destroy data, by MCP's defaults: a tool that is not marked read-only
+    /// and not marked non-destructive may.
+    pub fn may_destroy(&self) -> bool {
+        self.read_only != Some(true) && self.destructive != Some(false)
+    }
 }
 
 impl fmt::Debug for Tool {
@@ -262,6 +300,7 @@ impl fmt::Debug for Tool {
             .field("timeout", &self.timeout)
             .field("required_env", &self.required_env)
             .field("check", &self.check.is_some())
+            .field("annotations", &self.annotations)
             .finish()
     }
 }
@@ -278,6 +317,7 @@ impl Tool {
             required_env: Vec::new(),
             check: None,
             parameter_list: false,
+            annotations: ToolAnnotations::default(),
         }
     }
 
@@ -379,6 +419,12 @@ impl Tool {
     /// the description, for models that read descriptions more closely than schemas.
     pub fn with_parameter_list(mut self) -> Self {
         self.parameter_list = true;
+        self
+    }
+
+    /// Sets what the tool says about its effects (read-only, destructive, ...).
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
         self
     }
 

@@ -97,6 +97,8 @@ pub struct ToolInfo {
     pub callback_url: Option<String>,
     /// Why the tool is not offered right now, if it is not.
     pub unavailable: Option<String>,
+    /// What the tool says about its effects.
+    pub annotations: super::ToolAnnotations,
 }
 
 /// A tool that is registered but not offered, and why.
@@ -363,8 +365,22 @@ impl ToolRegistry {
                 timeout: e.tool.timeout,
                 callback_url: e.tool.callback_url().map(str::to_owned),
                 unavailable: e.unavailable(),
+                annotations: e.tool.annotations.clone(),
             })
             .collect()
+    }
+
+    /// What the tool `name` says about its effects (for a role's own tool, pass the selection
+    /// the call is dispatched with); `None` when no such tool is offered.
+    pub fn annotations(
+        &self,
+        name: &str,
+        selection: &ToolSelection,
+    ) -> Option<super::ToolAnnotations> {
+        self.offered(selection)
+            .into_iter()
+            .find(|e| e.tool.definition.name == name)
+            .map(|e| e.tool.annotations)
     }
 
     /// The tools that are registered but not offered because a required environment variable

@@ -1,0 +1,203 @@
+//! `toolwire mcp tools` and `toolwire mcp call`: an MCP server's tools as toolwire sees them,
+//! and one call, from the command line.
+
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde_json::{Map, Value, json};
+use toolwire::mcp::{Connection, Endpoint};
+use toolwire::{ProviderKind, provider_for};
+
+use super::CliError;
+
+/// `toolwire mcp`.
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    #[command(subcommand)]
+    command: McpCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum McpCommand {
+    /// List the server's tools as canonical tool definitions (with --provider, what that
+    /// provider receives for each, or why it cannot take it).
+    Tools(ToolsArgs),
+    /// Call one tool and print the result ({"output", "content", "is_error", "error"}).
+    Call(CallArgs),
+}
+
+/// Where the server is, shared by both subcommands.
+#[derive(Debug, Args)]
+struct ServerArgs {
+    /// A streamable HTTP MCP server.
+    #[arg(long, conflicts_with = "command")]
+    url: Option<String>,
+    /// Seconds the server may take to start and answer (each of: connecting, the request).
+    #[arg(long, default_value_t = 30)]
+    timeout: u64,
+    /// A command that runs an MCP server on its stdio (after `--`).
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct ToolsArgs {
+    /// Show what this provider receives for each tool.
+    #[arg(long, short)]
+    provider: Option<ProviderKind>,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+#[derive(Debug, Args)]
+struct CallArgs {
+    /// The tool, by the server's name.
+    name: String,
+    /// The arguments, a JSON object.
+    arguments: String,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+/// Runs `toolwire mcp ...`.
+pub(crate) fn mcp(args: McpArgs) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Input(format!("cannot start the async runtime: {e}")))?;
+    let result = match args.command {
+        McpCommand::Tools(args) => runtime.block_on(tools(args)),
+        McpCommand::Call(args) => runtime.block_on(call(args)),
+    };
+    // A child server that ignores its closed stdin must not hold the command open.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+fn endpoint(args: &ServerArgs) -> Result<Endpoint, CliError> {
+    let endpoint = match (&args.url, args.command.is_empty()) {
+        (Some(url), true) => Endpoint::url(url.clone()),
+        (None, false) => Endpoint::command(args.command.iter().cloned()),
+        _ => {
+            return Err(CliError::Input(
+                "name the MCP server: --url URL, or -- CMD [ARGS...]".to_owned(),
+            ));
+        }
+    };
+    endpoint.map_err(|e| CliError::Input(e.to_string()))
+}
+
+fn timeout(args: &ServerArgs) -> Result<Duration, CliError> {
+    if args.timeout == 0 {
+        return Err(CliError::Input(
+            "--timeout must be at least 1 second".to_owned(),
+        ));
+    }
+    Ok(Duration::from_secs(args.timeout))
+}
+
+/// A server failure as one line (exit 2): the server is bad input to this command.
+fn failed(e: &toolwire::Error) -> CliError {
+    CliError::Input(one_line(&e.to_string()))
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+async fn connect(args: &ServerArgs) -> Result<Connection, CliError> {
+    let endpoint = endpoint(args)?;
+    Connection::connect_with_timeout(&endpoint, timeout(args)?)
+        .await
+        .map_err(|e| failed(&e))
+}
+
+async fn within<T>(
+    args: &ServerArgs,
+    what: &str,
+    work: impl Future<Output = toolwire::Result<T>>,
+) -> Result<T, CliError> {
+    let limit = timeout(args)?;
+    match tokio::time::timeout(limit, work).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(failed(&e)),
+        Err(_) => Err(CliError::Input(format!(
+            "MCP server {}: no answer to {what} within {limit:?}",
+            endpoint(args).map(|e| e.label()).unwrap_or_default()
+        ))),
+    }
+}
+
+async fn tools(args: ToolsArgs) -> Result<(), CliError> {
+    let provider = match args.provider {
+        Some(kind) => Some(provider_for(kind).map_err(|e| CliError::Input(e.to_string()))?),
+        None => None,
+    };
+    let connection = connect(&args.server).await?;
+    let tools = within(&args.server, "tools/list", connection.tools()).await?;
+    let mut out = Vec::with_capacity(tools.len());
+    for tool in &tools {
+        let mut entry = Map::new();
+        entry.insert("name".into(), json!(tool.name));
+        entry.insert("description".into(), json!(tool.description));
+        entry.insert("parameters".into(), tool.input_schema.clone());
+        entry.insert("strict".into(), json!(false));
+        if !tool.annotations.is_empty() {
+            entry.insert("annotations".into(), json!(tool.annotations));
+        }
+        if let Err(e) = tool.definition(&tool.name) {
+            eprintln!(
+                "toolwire: {:?} left out: {}",
+                tool.name,
+                one_line(&e.to_string())
+            );
+            entry.insert("excluded".into(), json!(e.to_string()));
+        } else if let Some(provider) = &provider {
+            match tool.lowered_for(provider.as_ref()) {
+                Ok(schema) => entry.insert("provider_parameters".into(), schema),
+                Err(reason) => {
+                    eprintln!(
+                        "toolwire: {}: {:?} left out: {}",
+                        provider.info().kind,
+                        tool.name,
+                        one_line(&reason)
+                    );
+                    entry.insert("excluded".into(), json!(reason))
+                }
+            };
+        }
+        out.push(Value::Object(entry));
+    }
+    connection.close().await;
+    print(&Value::Array(out));
+    Ok(())
+}
+
+async fn call(args: CallArgs) -> Result<(), CliError> {
+    let arguments: Value = serde_json::from_str(&args.arguments)
+        .map_err(|e| CliError::Input(format!("ARGUMENTS_JSON is not JSON: {e}")))?;
+    if !arguments.is_object() {
+        return Err(CliError::Input(
+            "ARGUMENTS_JSON must be a JSON object".to_owned(),
+        ));
+    }
+    let connection = connect(&args.server).await?;
+    let what = format!("tools/call {:?}", args.name);
+    let result = within(&args.server, &what, connection.call(&args.name, arguments)).await?;
+    connection.close().await;
+    print(&json!({
+        "output": result.output,
+        "content": result.content,
+        "is_error": result.is_error,
+        "error": result.error,
+    }));
+    Ok(())
+}
+
+fn print(value: &Value) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => outln!("{text}"),
+        Err(e) => eprintln!("toolwire: cannot print JSON: {e}"),
+    }
+}

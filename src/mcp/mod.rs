@@ -1,0 +1,722 @@
+//! Tools from any Model Context Protocol server, on the official Rust SDK ([`rmcp`]).
+//!
+//! A [`Connection`] talks to one MCP server, started as a child process and spoken to over its
+//! stdio ([`Endpoint::command`]; the child is killed when the connection goes) or reached over
+//! streamable HTTP ([`Endpoint::url`]). [`Connection::tools`] lists the server's tools with
+//! their descriptions, input schemas and annotations; [`Connection::call`] calls one and maps
+//! the answer to toolwire's result shape: MCP `content` becomes the result's content parts
+//! ([`Part`]), `structuredContent` its `output`, and `isError` an error result.
+//!
+//! [`Connection::register`] puts the tools into a [`ToolRegistry`], where the agent offers
+//! them like any other tool: each call runs with the registry's timeout, and a call the
+//! registry stops (timeout, a dropped run) is cancelled on the server
+//! (`notifications/cancelled`). The annotations (read-only, destructive) are kept
+//! ([`ToolRegistry::annotations`]), so an agent's `before_tool` hook can ask a person before a
+//! destructive tool runs. [`Connection::follow`] keeps the registry in step when the server
+//! announces `notifications/tools/list_changed`.
+//!
+//! MCP servers ship schemas that some providers refuse. The agent lowers every tool's schema
+//! for its provider before each request; a tool the provider cannot take is left out of that
+//! request with a reason (a `tracing` warning), and the turn goes on with the others.
+//! [`Connection::tools`] with [`McpTool::lowered_for`] shows, per tool, what a provider will
+//! receive or why it is left out (`toolwire mcp tools --provider P`).
+//!
+//! ```no_run
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> toolwire::Result<()> {
+//! use toolwire::mcp::{Connection, Endpoint, Mount};
+//! use toolwire::tools::ToolRegistry;
+//!
+//! let server = Connection::connect(&Endpoint::command(["python3", "server.py"])?).await?;
+//! let registry = ToolRegistry::new();
+//! let mount = Mount::new("files");
+//! let names = server.register(&registry, &mount).await?;
+//! println!("registered {names:?}");
+//! let _follow = server.follow(registry.clone(), mount);
+//! # Ok(()) }
+//! ```
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion, SubscriptionFilter};
+use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+
+use crate::error::{Error, Result};
+use crate::provider::Provider;
+use crate::tools::{Tool, ToolAnnotations, ToolError, ToolRegistry, ToolReply};
+use crate::types::{Part, ToolDefinition};
+
+/// How long connecting (starting the child or reaching the URL, and the MCP handshake) may take
+/// unless set otherwise: a server that hangs is an error, not a wait without end.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How much of a child's standard error is kept to explain a failure.
+const STDERR_TAIL_BYTES: usize = 4096;
+
+/// Where an MCP server is: a command to start (spoken to over its stdio) or a URL (streamable
+/// HTTP).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Endpoint {
+    /// A program and its arguments, started as a child process.
+    Command {
+        /// The program.
+        program: String,
+        /// Its arguments.
+        args: Vec<String>,
+    },
+    /// A streamable HTTP endpoint (`http://127.0.0.1:9000/mcp`).
+    Url(String),
+}
+
+impl Endpoint {
+    /// A server started as `argv[0] argv[1..]`; errors when `argv` is empty.
+    pub fn command<S: Into<String>>(argv: impl IntoIterator<Item = S>) -> Result<Self> {
+        let mut argv = argv.into_iter().map(Into::into);
+        let program = argv
+            .next()
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| Error::input("command", "the MCP server command is empty"))?;
+        Ok(Self::Command {
+            program,
+            args: argv.collect(),
+        })
+    }
+
+    /// A server at this `http://` or `https://` URL; errors for anything else.
+    pub fn url(url: impl Into<String>) -> Result<Self> {
+        let url = url.into();
+        let lower = url.to_ascii_lowercase();
+        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+            return Err(Error::input(
+                "url",
+                format!("MCP server URL {url:?} is not an http:// or https:// URL"),
+            ));
+        }
+        Ok(Self::Url(url))
+    }
+
+    /// How errors name the server: its command line or its URL.
+    pub fn label(&self) -> String {
+        match self {
+            Self::Command { program, args } => {
+                let mut line = program.clone();
+                for a in args {
+                    line.push(' ');
+                    line.push_str(a);
+                }
+                line
+            }
+            Self::Url(url) => url.clone(),
+        }
+    }
+}
+
+/// One tool as the server lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct McpTool {
+    /// The server's own name for it.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// The JSON Schema of its arguments (`inputSchema`), as the server sent it.
+    pub input_schema: Value,
+    /// What the tool says about its effects.
+    pub annotations: ToolAnnotations,
+}
+
+impl McpTool {
+    /// The canonical definition, named `name` (the server's name, or a prefixed one); errors
+    /// when the name breaks the canonical name rule or the schema is not an object.
+    pub fn definition(&self, name: &str) -> Result<ToolDefinition> {
+        ToolDefinition::new(name, self.description.clone())?
+            .with_parameters(self.input_schema.clone())
+    }
+
+    /// The parameters schema `provider` will receive for this tool, or why it cannot take it
+    /// (the reason the agent leaves it out of that provider's requests).
+    pub fn lowered_for(&self, provider: &dyn Provider) -> std::result::Result<Value, String> {
+        let definition = self.definition(&self.name).map_err(|e| e.to_string())?;
+        provider
+            .encode_parameters(&definition, None)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// A call's answer in toolwire's result shape: the output (MCP `structuredContent`), the parts
+/// the model sees (MCP `content`), and whether the tool reported an error (`isError`, with its
+/// text as the message).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct McpResult {
+    /// `structuredContent`, or `null` when the server sent none.
+    pub output: Value,
+    /// Every content block, in order.
+    pub content: Vec<Part>,
+    /// Whether the tool reported an error.
+    pub is_error: bool,
+    /// For an error: its text content, joined.
+    pub error: Option<String>,
+}
+
+impl McpResult {
+    fn from_wire(name: &str, result: rmcp::model::CallToolResult) -> Self {
+        let content: Vec<Part> = result
+            .content
+            .iter()
+            .map(|block| {
+                serde_json::to_value(block).map_or_else(|e| Part::text(e.to_string()), |v| part(&v))
+            })
+            .collect();
+        let is_error = result.is_error == Some(true);
+        let error = is_error.then(|| {
+            let text: Vec<&str> = content.iter().filter_map(Part::as_text).collect();
+            if text.is_empty() {
+                format!("MCP tool {name:?} reported an error without a message")
+            } else {
+                text.join("\n")
+            }
+        });
+        Self {
+            output: result.structured_content.unwrap_or(Value::Null),
+            content,
+            is_error,
+            error,
+        }
+    }
+
+    /// As a handler's answer: a reply, or a failure with the message and the output.
+    fn into_reply(self) -> std::result::Result<ToolReply, ToolError> {
+        if self.is_error {
+            let message = self.error.unwrap_or_default();
+            Err(ToolError::new(message).with_output(self.output))
+        } else {
+            Ok(ToolReply::new(self.output).with_content(self.content))
+        }
+    }
+}
+
+/// One MCP content block (as JSON) → a content part. Blocks with no part of their own (an
+/// embedded text resource, a resource link, a kind this version does not know) become text
+/// that says what they are, so nothing the server sent is dropped.
+fn part(block: &Value) -> Part {
+    let s = |k: &str| block.get(k).and_then(Value::as_str);
+    match s("type") {
+        Some("text") => Part::text(s("text").unwrap_or_default()),
+        Some("image") => Part::image(
+            s("mimeType").unwrap_or("image/png"),
+            s("data").unwrap_or_default(),
+        ),
+        Some("audio") => Part::audio(
+            s("mimeType").unwrap_or("audio/wav"),
+            s("data").unwrap_or_default(),
+        ),
+        Some("resource") => {
+            let r = block.get("resource").cloned().unwrap_or(Value::Null);
+            let rs = |k: &str| r.get(k).and_then(Value::as_str);
+            let uri = rs("uri").unwrap_or_default();
+            match (rs("text"), rs("blob")) {
+                (Some(text), _) => Part::text(text),
+                (None, Some(blob)) => {
+                    let filename = uri.rsplit('/').next().unwrap_or(uri);
+                    Part::file(
+                        rs("mimeType").unwrap_or("application/octet-stream"),
+                        blob,
+                        filename,
+                    )
+                }
+                (None, None) => Part::text(format!("resource {uri}")),
+            }
+        }
+        Some("resource_link") => Part::text(format!(
+            "resource link {:?}: {}",
+            s("name").unwrap_or_default(),
+            s("uri").unwrap_or_default()
+        )),
+        _ => Part::text(block.to_string()),
+    }
+}
+
+/// How a server's tools go into a registry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Mount {
+    /// Put before each tool name, with `_` (`files` → `files_read`); `None` keeps the
+    /// server's names.
+    pub prefix: Option<String>,
+    /// The source recorded for the tools (default `mcp:<name>`).
+    pub source: String,
+    /// The one role the tools are offered to; `None` for every role.
+    pub role: Option<String>,
+    /// How long a call may run (default: the registry's default).
+    pub timeout: Option<Duration>,
+}
+
+impl Mount {
+    /// Tools named `<name>_<tool>`, source `mcp:<name>`, offered to every role.
+    pub fn new(name: &str) -> Self {
+        Self {
+            prefix: Some(name.to_owned()),
+            source: format!("mcp:{name}"),
+            role: None,
+            timeout: None,
+        }
+    }
+
+    /// The server's own names, source `mcp`.
+    pub fn unprefixed() -> Self {
+        Self {
+            prefix: None,
+            source: "mcp".to_owned(),
+            role: None,
+            timeout: None,
+        }
+    }
+
+    /// Offers the tools to one role only.
+    pub fn with_role(mut self, role: impl Into<String>) -> Self {
+        self.role = Some(role.into());
+        self
+    }
+
+    /// Sets the call timeout of every tool.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    fn name_of(&self, tool: &str) -> String {
+        match &self.prefix {
+            Some(p) => format!("{p}_{tool}"),
+            None => tool.to_owned(),
+        }
+    }
+}
+
+/// What toolwire does with the server's notifications: counts tool list changes.
+#[derive(Clone)]
+struct Listener {
+    changed: Arc<watch::Sender<u64>>,
+}
+
+impl ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.client_info.name = "toolwire".to_owned();
+        info.client_info.version = env!("CARGO_PKG_VERSION").to_owned();
+        info
+    }
+}
+
+/// What a connection's tools and its follower share: the peer to send requests to, how errors
+/// name the server, and the tail of the child's standard error.
+struct Shared {
+    label: String,
+    peer: Peer<RoleClient>,
+    stderr: Arc<Mutex<VecDeque<u8>>>,
+}
+
+impl Shared {
+    fn error(&self, message: impl Into<String>) -> Error {
+        Error::Mcp {
+            server: self.label.clone(),
+            message: message.into(),
+        }
+    }
+
+    async fn tools(&self) -> Result<Vec<McpTool>> {
+        match self.peer.list_all_tools().await {
+            Ok(tools) => Ok(tools.into_iter().map(mcp_tool).collect()),
+            Err(e) => Err(with_stderr(self.error(tidy(&e)), &self.stderr).await),
+        }
+    }
+
+    async fn register(&self, registry: &ToolRegistry, mount: &Mount) -> Result<Vec<String>> {
+        let tools = self.tools().await?;
+        let mut names = Vec::new();
+        for tool in tools {
+            let name = mount.name_of(&tool.name);
+            let built = tool
+                .definition(&name)
+                .map(|definition| self.tool(definition, &tool, mount));
+            match built.and_then(|t| registry.register(t)) {
+                Ok(()) => names.push(name),
+                Err(e) => tracing::warn!(
+                    server = self.label.as_str(),
+                    tool = tool.name.as_str(),
+                    reason = %e,
+                    "MCP tool left out"
+                ),
+            }
+        }
+        let stale: Vec<String> = registry
+            .list()
+            .into_iter()
+            .filter(|t| {
+                t.source == mount.source && t.role == mount.role && !names.contains(&t.name)
+            })
+            .map(|t| t.name)
+            .collect();
+        for name in stale {
+            registry.unregister_scoped(&name, mount.role.as_deref());
+        }
+        Ok(names)
+    }
+
+    /// The registry entry for `tool`: a handler that calls it on the server.
+    fn tool(&self, definition: ToolDefinition, tool: &McpTool, mount: &Mount) -> Tool {
+        let peer = self.peer.clone();
+        let label = self.label.clone();
+        let remote = tool.name.clone();
+        let mut t = Tool::from_input_fn(definition, move |input| {
+            let (peer, label, remote) = (peer.clone(), label.clone(), remote.clone());
+            async move {
+                match call(&peer, &remote, input.arguments).await {
+                    Ok(result) => result.into_reply(),
+                    Err(message) => Err(ToolError::new(format!("MCP server {label}: {message}"))),
+                }
+            }
+        })
+        .with_source(mount.source.clone())
+        .with_annotations(tool.annotations.clone());
+        if let Some(role) = &mount.role {
+            t = t.with_role(role.clone());
+        }
+        if let Some(timeout) = mount.timeout {
+            t = t.with_timeout(timeout);
+        }
+        t
+    }
+}
+
+/// A connection to one MCP server. Dropping it (or [`Connection::close`]) ends the session
+/// and, for a child process, kills the child.
+pub struct Connection {
+    shared: Arc<Shared>,
+    service: RunningService<RoleClient, Listener>,
+    changed: watch::Receiver<u64>,
+    // The `tools/list_changed` subscription of protocol versions that route notifications
+    // through one (2026-07-28 on): it ends with the connection.
+    subscription: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("server", &self.shared.label)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(task) = &self.subscription {
+            task.abort();
+        }
+    }
+}
+
+impl Connection {
+    /// Connects within [`DEFAULT_CONNECT_TIMEOUT`].
+    pub async fn connect(endpoint: &Endpoint) -> Result<Self> {
+        Self::connect_with_timeout(endpoint, DEFAULT_CONNECT_TIMEOUT).await
+    }
+
+    /// Starts or reaches the server and completes the MCP handshake within `timeout`. A
+    /// child that exits, writes something other than MCP, or does not answer in time is an
+    /// [`Error::Mcp`] naming the server (with the last line it wrote on standard error).
+    pub async fn connect_with_timeout(endpoint: &Endpoint, timeout: Duration) -> Result<Self> {
+        let label = endpoint.label();
+        let (sender, changed) = watch::channel(0u64);
+        let listener = Listener {
+            changed: Arc::new(sender),
+        };
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let fail = |message: String| Error::Mcp {
+            server: label.clone(),
+            message,
+        };
+        let started = async {
+            match endpoint {
+                Endpoint::Command { program, args } => {
+                    let mut command = tokio::process::Command::new(program);
+                    command.args(args).kill_on_drop(true);
+                    let (transport, child_stderr) =
+                        rmcp::transport::TokioChildProcess::builder(command)
+                            .stderr(std::process::Stdio::piped())
+                            .spawn()
+                            .map_err(|e| fail(format!("cannot start {program:?}: {e}")))?;
+                    if let Some(child_stderr) = child_stderr {
+                        tokio::spawn(keep_tail(child_stderr, Arc::clone(&stderr)));
+                    }
+                    listener
+                        .clone()
+                        .serve(transport)
+                        .await
+                        .map_err(|e| fail(tidy(&e)))
+                }
+                Endpoint::Url(url) => {
+                    use rmcp::transport::StreamableHttpClientTransport;
+                    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+                    let http = http_client().map_err(|e| fail(tidy(&e)))?;
+                    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    let transport = StreamableHttpClientTransport::with_client(http, config);
+                    listener
+                        .clone()
+                        .serve(transport)
+                        .await
+                        .map_err(|e| fail(tidy(&e)))
+                }
+            }
+        };
+        let service = match tokio::time::timeout(timeout, started).await {
+            Ok(Ok(service)) => service,
+            Ok(Err(e)) => return Err(with_stderr(e, &stderr).await),
+            Err(_) => {
+                let e = fail(format!("no MCP handshake within {timeout:?}"));
+                return Err(with_stderr(e, &stderr).await);
+            }
+        };
+        let subscription = subscribe(service.peer(), &listener.changed).await;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                label,
+                peer: service.peer().clone(),
+                stderr,
+            }),
+            service,
+            changed,
+            subscription,
+        })
+    }
+
+    /// The server's command line or URL.
+    pub fn label(&self) -> &str {
+        &self.shared.label
+    }
+
+    /// Every tool the server lists (all pages), in its order.
+    pub async fn tools(&self) -> Result<Vec<McpTool>> {
+        self.shared.tools().await
+    }
+
+    /// Calls the server's tool `name` with an arguments object. A tool that reports an error
+    /// is an `Ok` result with `is_error` set; the server failing is an [`Error::Mcp`].
+    pub async fn call(&self, name: &str, arguments: Value) -> Result<McpResult> {
+        match call(&self.shared.peer, name, arguments).await {
+            Ok(result) => Ok(result),
+            Err(message) => Err(with_stderr(self.shared.error(message), &self.shared.stderr).await),
+        }
+    }
+
+    /// Registers every tool the server lists into `registry`, named and scoped by `mount`,
+    /// and removes tools of `mount`'s source and role the server no longer lists. Tools that
+    /// cannot be registered (a name that breaks the name rule, a schema that is not a JSON
+    /// Schema) are left out with a `tracing` warning. Returns the registered names.
+    pub async fn register(&self, registry: &ToolRegistry, mount: &Mount) -> Result<Vec<String>> {
+        self.shared.register(registry, mount).await
+    }
+
+    /// A receiver that changes each time the server announces that its tool list changed.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.clone()
+    }
+
+    /// Keeps `registry` in step with the server: on every `tools/list_changed` the tools are
+    /// listed again and registered with `mount` (new ones added, gone ones removed). The task
+    /// ends when the connection does; abort it to stop following earlier.
+    pub fn follow(&self, registry: ToolRegistry, mount: Mount) -> tokio::task::JoinHandle<()> {
+        let mut changes = self.changes();
+        let shared = Arc::clone(&self.shared);
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                match shared.register(&registry, &mount).await {
+                    Ok(names) => tracing::info!(
+                        server = shared.label.as_str(),
+                        tools = names.len(),
+                        "MCP tools listed again after tools/list_changed"
+                    ),
+                    Err(e) => tracing::warn!(
+                        server = shared.label.as_str(),
+                        error = %e,
+                        "MCP tools could not be listed again"
+                    ),
+                }
+            }
+        })
+    }
+
+    /// Whether the session has ended (the child exited, the server went away).
+    pub fn is_closed(&self) -> bool {
+        self.service.is_closed() || self.service.peer().is_transport_closed()
+    }
+
+    /// Ends the session and, for a child process, stops the child.
+    pub async fn close(mut self) {
+        let _ = self.service.close().await;
+    }
+}
+
+/// One `tools/call`; the error is the reason, for the caller to attach the server's name to.
+async fn call(
+    peer: &Peer<RoleClient>,
+    name: &str,
+    arguments: Value,
+) -> std::result::Result<McpResult, String> {
+    let arguments = match arguments {
+        Value::Object(map) => map,
+        Value::Null => Map::new(),
+        other => {
+            return Err(format!(
+                "the arguments of tool {name:?} must be a JSON object, got {}",
+                crate::types::json_kind(&other)
+            ));
+        }
+    };
+    let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+    // Dropping this future (a timeout, a cancelled run) sends `notifications/cancelled`.
+    match peer.call_tool(params).await {
+        Ok(result) => Ok(McpResult::from_wire(name, result)),
+        Err(e) => Err(tidy(&e)),
+    }
+}
+
+/// The SDK's tool → toolwire's view of it.
+fn mcp_tool(tool: rmcp::model::Tool) -> McpTool {
+    let annotations = tool
+        .annotations
+        .map(|a| ToolAnnotations {
+            title: a.title,
+            read_only: a.read_only_hint,
+            destructive: a.destructive_hint,
+            idempotent: a.idempotent_hint,
+            open_world: a.open_world_hint,
+        })
+        .unwrap_or_default();
+    let annotations = ToolAnnotations {
+        title: annotations.title.or(tool.title),
+        ..annotations
+    };
+    McpTool {
+        name: tool.name.into_owned(),
+        description: tool.description.map(|d| d.into_owned()).unwrap_or_default(),
+        input_schema: Value::Object((*tool.input_schema).clone()),
+        annotations,
+    }
+}
+
+/// On protocol versions where list-changed notifications come through a subscription
+/// (`subscriptions/listen`), opens one for the tool list and counts its notifications; older
+/// versions send them unasked, to [`Listener`].
+async fn subscribe(
+    peer: &Peer<RoleClient>,
+    changed: &Arc<watch::Sender<u64>>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let info = peer.peer_info()?;
+    let announces = info
+        .capabilities
+        .tools
+        .as_ref()
+        .and_then(|t| t.list_changed)
+        .unwrap_or(false);
+    if !announces || info.protocol_version < ProtocolVersion::V_2026_07_28 {
+        return None;
+    }
+    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    let mut subscription = match peer.listen(filter).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "MCP server refused the tools/list_changed subscription");
+            return None;
+        }
+    };
+    let changed = Arc::clone(changed);
+    Some(tokio::spawn(async move {
+        while let Ok(Some(_)) = subscription.next().await {
+            changed.send_modify(|n| *n += 1);
+        }
+    }))
+}
+
+/// An SDK error as a message: without the Rust type names some of its errors carry
+/// (`Transport [rmcp::transport::worker::...] error`).
+fn tidy(e: &impl std::fmt::Display) -> String {
+    let text = e.to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(open) = rest.find(" [") {
+        let Some(close) = rest[open..].find(']') else {
+            break;
+        };
+        let inner = &rest[open + 2..open + close];
+        out.push_str(&rest[..open]);
+        if !inner.contains("::") {
+            out.push_str(&rest[open..=open + close]);
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Keeps the last bytes a child wrote on standard error.
+async fn keep_tail(mut stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<u8>>>) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 1024];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+        tail.extend(&buf[..n]);
+        while tail.len() > STDERR_TAIL_BYTES {
+            tail.pop_front();
+        }
+    }
+}
+
+/// Adds the last line the child wrote on standard error (after a moment for it to arrive) to
+/// an [`Error::Mcp`].
+async fn with_stderr(e: Error, tail: &Arc<Mutex<VecDeque<u8>>>) -> Error {
+    let Error::Mcp { server, message } = e else {
+        return e;
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let bytes: Vec<u8> = tail
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .copied()
+        .collect();
+    let text = String::from_utf8_lossy(&bytes);
+    let last = text.lines().rev().map(str::trim).find(|l| !l.is_empty());
+    let message = match last {
+        Some(line) => {
+            let line: String = line.chars().take(300).collect();
+            format!("{message} (its last words on stderr: {line})")
+        }
+        None => message,
+    };
+    Error::Mcp { server, message }
+}
+
+/// The HTTP client for streamable HTTP servers: toolwire's own TLS setup.
+fn http_client() -> Result<reqwest::Client> {
+    crate::tls::http_client_builder()
+        .build()
+        .map_err(|e| Error::Mcp {
+            server: String::new(),
+            message: format!("cannot build the HTTP client: {e}"),
+        })
+}
