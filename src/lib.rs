@@ -48,6 +48,7 @@ pub mod server;
 pub(crate) mod sse;
 #[cfg(all(test, feature = "mock"))]
 mod test_support;
+pub mod text_calls;
 #[cfg(feature = "client")]
 mod tls;
 #[cfg(feature = "tools")]
@@ -62,5 +63,6 @@ pub use provider::{HttpRequest, NameMap, Provider, ProviderKind, StreamDecoder};
 pub use providers::provider_for;
 pub use types::{
     ArgumentsError, ArgumentsErrorKind, AssistantMessage, ChatRequest, ChatResponse, FinishReason,
-    Message, SchemaMode, StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
+    Message, SchemaMode, StreamEvent, TextCallFormat, ToolCall, ToolChoice, ToolDefinition,
+    ToolResult, Usage,
 };
