@@ -23,6 +23,8 @@ use crate::types::{ChatResponse, StreamEvent};
 use serde_json::Value;
 
 /// Size limits that keep memory bounded whatever a server (or a file) sends.
+///
+/// Non-exhaustive: start from [`Limits::default`] (or [`Limits::for_files`]) and the `with_*` setters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
