@@ -242,6 +242,7 @@ fn only_open_model_wires_take_the_setting() {
         ProviderKind::Gemini,
         ProviderKind::DashScope,
         ProviderKind::OpenAiResponses,
+        ProviderKind::Cohere,
     ] {
         let provider = crate::providers::provider_for(kind).unwrap();
         let err = provider.encode(&req, true).unwrap_err();
