@@ -8,7 +8,10 @@ use serde_json::Value;
 fn replay(args: &[&str], body: &str) -> Value {
     let dir = std::env::temp_dir().join(format!("toolwire-cli-replay-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("interleaved.sse");
+    // One file per call: tests run in parallel in this process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("body-{n}.sse"));
     std::fs::write(&path, body).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_toolwire"))
         .args(["replay", "--provider", "openai"])

@@ -1093,3 +1093,38 @@ fn text_calls_are_the_same_in_any_chunking() {
         same_story(&name, "one character per chunk", &singles, &whole);
     }
 }
+
+/// The setting travels to the reading side on the wires that carry open models, and every
+/// other wire refuses it (it would silently do nothing there).
+#[test]
+fn only_open_model_wires_take_text_calls() {
+    use toolwire::{Error, Message, TextCallFormat, ToolDefinition};
+    let tool = ToolDefinition::new("get_weather", "")
+        .and_then(|t| t.with_parameters(json!({"type": "object"})))
+        .expect("a valid tool");
+    let req = ChatRequest::new("m", vec![Message::user("hi")])
+        .with_tools([tool])
+        .with_text_calls(TextCallFormat::Glm);
+    for kind in [
+        ProviderKind::OpenAi,
+        ProviderKind::Ollama,
+        ProviderKind::Qwen,
+    ] {
+        let provider = provider_for(kind).expect("built in");
+        let http = provider.encode(&req, true).expect("encodes");
+        let calls = http.text_calls.expect("carried to the reading side");
+        assert_eq!(calls.format(), TextCallFormat::Glm);
+        assert!(calls.schema("get_weather").is_some());
+    }
+    for kind in [
+        ProviderKind::Anthropic,
+        ProviderKind::Gemini,
+        ProviderKind::DashScope,
+        ProviderKind::OpenAiResponses,
+        ProviderKind::Cohere,
+    ] {
+        let provider = provider_for(kind).expect("built in");
+        let err = provider.encode(&req, true).expect_err("refused");
+        assert!(matches!(err, Error::Unsupported { .. }), "{kind}: {err}");
+    }
+}

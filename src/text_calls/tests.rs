@@ -216,39 +216,3 @@ fn a_million_unclosed_markers_is_linear_text() {
         [start(""), Piece::Cut]
     );
 }
-
-#[test]
-fn only_open_model_wires_take_the_setting() {
-    use crate::types::{ChatRequest, Message, ProviderKind, ToolDefinition};
-    let tool = ToolDefinition::new("get_weather", "")
-        .and_then(|t| t.with_parameters(json!({"type": "object"})))
-        .unwrap();
-    let req = ChatRequest::new("m", vec![Message::user("hi")])
-        .with_tools([tool])
-        .with_text_calls(TextCallFormat::Glm);
-    for kind in [
-        ProviderKind::OpenAi,
-        ProviderKind::Ollama,
-        ProviderKind::Qwen,
-    ] {
-        let provider = crate::providers::provider_for(kind).unwrap();
-        let http = provider.encode(&req, true).unwrap();
-        let calls = http.text_calls.expect("carried to the reading side");
-        assert_eq!(calls.format(), TextCallFormat::Glm);
-        assert!(calls.schema("get_weather").is_some());
-    }
-    for kind in [
-        ProviderKind::Anthropic,
-        ProviderKind::Gemini,
-        ProviderKind::DashScope,
-        ProviderKind::OpenAiResponses,
-        ProviderKind::Cohere,
-    ] {
-        let provider = crate::providers::provider_for(kind).unwrap();
-        let err = provider.encode(&req, true).unwrap_err();
-        assert!(
-            matches!(err, crate::Error::Unsupported { .. }),
-            "{kind}: {err}"
-        );
-    }
-}
