@@ -1122,6 +1122,7 @@ fn only_open_model_wires_take_text_calls() {
         ProviderKind::DashScope,
         ProviderKind::OpenAiResponses,
         ProviderKind::Cohere,
+        ProviderKind::Bedrock,
     ] {
         let provider = provider_for(kind).expect("built in");
         let err = provider.encode(&req, true).expect_err("refused");
