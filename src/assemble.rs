@@ -31,6 +31,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::text_calls::{Piece, Recogniser, TextCalls};
 use crate::types::{ChatResponse, FinishReason, ProviderKind, StreamEvent, ToolCall, Usage};
 
 /// One tool-call fragment as an OpenAI-style wire sends it. Empty strings mean absent.
@@ -61,6 +62,9 @@ struct Slot {
     waiting: bool,
     /// How far `args` reads as one JSON object (see [`Assembler::complete_calls_before`]).
     scan: ObjectScan,
+    /// A call recovered from text: only its closing marker completes it, so one the text ends
+    /// inside is `truncated` whatever its text parses to.
+    from_text: bool,
 }
 
 /// An incremental check that a text is exactly one JSON object (surrounding whitespace
@@ -227,6 +231,10 @@ pub struct Assembler {
     early_next: usize,
     /// Only [`Assembler::complete_call`] completes a call (see [`Assembler::with_explicit_call_ends`]).
     explicit_ends: bool,
+    /// Tool calls written as text are recovered from the text (see [`Assembler::with_text_calls`]).
+    recogniser: Option<Box<Recogniser>>,
+    /// The position of the call the recogniser is in, if any.
+    text_call: Option<usize>,
 }
 
 impl Assembler {
@@ -251,7 +259,18 @@ impl Assembler {
             scanned: 0,
             early_next: 0,
             explicit_ends: false,
+            recogniser: None,
+            text_call: None,
         }
+    }
+
+    /// A turn whose text is read for tool calls the model wrote as text
+    /// ([`crate::text_calls`]): text outside the markers stays text, each call becomes an
+    /// ordinary call (completed at its closing marker, `truncated` if the text ends inside it).
+    /// `None` leaves the text alone.
+    pub fn with_text_calls(mut self, config: Option<&TextCalls>) -> Self {
+        self.recogniser = config.map(|c| Box::new(Recogniser::new(c)));
+        self
     }
 
     /// A turn whose wire marks each call's end (realtime `.done`): only
@@ -267,11 +286,71 @@ impl Assembler {
         self.finalized.is_some()
     }
 
-    /// Appends visible text.
+    /// Appends visible text (read for calls first, with [`Assembler::with_text_calls`]).
     pub fn text(&mut self, text: &str, out: &mut Vec<StreamEvent>) {
+        if self.finalized.is_none()
+            && let Some(mut r) = self.recogniser.take()
+        {
+            let mut pieces = Vec::new();
+            r.push(text, &mut pieces);
+            self.recogniser = Some(r);
+            self.apply_pieces(pieces, out);
+            return;
+        }
+        self.plain_text(text, out);
+    }
+
+    fn plain_text(&mut self, text: &str, out: &mut Vec<StreamEvent>) {
         if !text.is_empty() {
             self.text.push_str(text);
             out.push(StreamEvent::TextDelta { text: text.into() });
+        }
+    }
+
+    /// The text ended: what the recogniser held back is decided before the turn's calls are
+    /// finalized.
+    fn end_text_calls(&mut self, out: &mut Vec<StreamEvent>) {
+        if let Some(mut r) = self.recogniser.take() {
+            let mut pieces = Vec::new();
+            r.finish(&mut pieces);
+            self.apply_pieces(pieces, out);
+        }
+    }
+
+    fn apply_pieces(&mut self, pieces: Vec<Piece>, out: &mut Vec<StreamEvent>) {
+        for piece in pieces {
+            match piece {
+                Piece::Text(text) => self.plain_text(&text, out),
+                Piece::Start { name } => {
+                    let slot = self.slots.len();
+                    out.push(StreamEvent::ToolCallStarted {
+                        index: slot,
+                        id: None,
+                        name: name.clone(),
+                    });
+                    self.slots.push(Slot {
+                        name,
+                        from_text: true,
+                        ..Slot::default()
+                    });
+                    self.text_call = Some(slot);
+                }
+                Piece::Arguments(text) => {
+                    if let Some(slot) = self.text_call {
+                        self.slots[slot].args.push_str(&text);
+                        out.push(StreamEvent::ToolCallDelta {
+                            index: slot,
+                            fragment: text,
+                        });
+                    }
+                }
+                Piece::End => {
+                    if let Some(slot) = self.text_call.take() {
+                        self.complete_call(slot, out);
+                    }
+                }
+                Piece::Cut => self.text_call = None,
+            }
         }
     }
 
@@ -578,6 +657,7 @@ impl Assembler {
         if self.finalized.is_some() {
             return;
         }
+        self.end_text_calls(out);
         self.raw_finish = raw.map(str::to_owned);
         let cut_short = !reason.is_normal_end();
         let calls = self.finalize_calls(cut_short, out);
@@ -637,12 +717,13 @@ impl Assembler {
                     (id, true)
                 }
             };
-            let mut call = if cut_short || self.explicit_ends {
+            let explicit = self.explicit_ends || slot.from_text;
+            let mut call = if cut_short || explicit {
                 ToolCall::new_cut_short(id, std::mem::take(&mut slot.name), args)
             } else {
                 ToolCall::new(id, std::mem::take(&mut slot.name), args)
             };
-            if self.explicit_ends {
+            if explicit {
                 // Whatever its text parses to, the wire never said the call was done.
                 call.arguments = None;
                 let kind = crate::types::ArgumentsErrorKind::Truncated;
@@ -651,13 +732,17 @@ impl Assembler {
                     None => {
                         call.error = Some(crate::types::ArgumentsError {
                             kind,
-                            message: "the turn ended before the call's end event".into(),
+                            message: if slot.from_text {
+                                "the text ended before the call's closing marker".into()
+                            } else {
+                                "the turn ended before the call's end event".into()
+                            },
                         });
                     }
                 }
             }
             call.extra = std::mem::take(&mut slot.extra);
-            call.settle_free_form(cut_short || self.explicit_ends);
+            call.settle_free_form(cut_short || explicit);
             if synthetic {
                 call.extra
                     .insert(ToolCall::SYNTHETIC_ID.to_owned(), Value::Bool(true));
@@ -691,6 +776,7 @@ impl Assembler {
         if self.finalized.is_some() {
             return Ok(self.response());
         }
+        self.end_text_calls(out);
         let calls = self.finalize_calls(true, out);
         self.finalized = Some(calls);
         self.finish = Some(FinishReason::Error);
@@ -720,6 +806,7 @@ impl Assembler {
     pub fn interrupt(&mut self) -> ChatResponse {
         let mut sink = Vec::new();
         if self.finalized.is_none() {
+            self.end_text_calls(&mut sink);
             let calls = self.finalize_calls(true, &mut sink);
             self.finalized = Some(calls);
             self.finish = Some(FinishReason::Error);

@@ -51,6 +51,7 @@ pub mod server;
 pub(crate) mod sse;
 #[cfg(all(test, feature = "mock"))]
 mod test_support;
+pub mod text_calls;
 #[cfg(feature = "client")]
 mod tls;
 #[cfg(feature = "tools")]
@@ -123,5 +124,6 @@ pub mod __private {
 
 pub use types::{
     ArgumentsError, ArgumentsErrorKind, AssistantMessage, ChatRequest, ChatResponse, FinishReason,
-    Message, SchemaMode, StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
+    Message, SchemaMode, StreamEvent, TextCallFormat, ToolCall, ToolChoice, ToolDefinition,
+    ToolResult, Usage,
 };

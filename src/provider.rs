@@ -11,6 +11,7 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::error::{ApiError, Error, Result};
+use crate::text_calls::TextCalls;
 pub use crate::types::ProviderKind;
 use crate::types::{ChatRequest, ChatResponse, SchemaMode, StreamEvent, ToolDefinition};
 
@@ -111,6 +112,9 @@ pub struct HttpRequest {
     /// Parts the wire could not carry where they stood, and where they went instead (empty
     /// when every part went where the request put it).
     pub downgrades: Vec<Downgrade>,
+    /// How the answer's text is read for tool calls the model writes as text (the request's
+    /// `text_calls`, with its tools' schemas under their wire names); `None` leaves it alone.
+    pub text_calls: Option<TextCalls>,
 }
 
 /// A content part a wire cannot carry where the request put it, sent elsewhere instead (an
@@ -147,7 +151,14 @@ impl HttpRequest {
             body,
             names: NameMap::default(),
             downgrades: Vec::new(),
+            text_calls: None,
         }
+    }
+
+    /// Reads the answer's text for tool calls written as text, as `text_calls` says.
+    pub fn with_text_calls(mut self, text_calls: TextCalls) -> Self {
+        self.text_calls = Some(text_calls);
+        self
     }
 
     /// Adds a header (never auth: the client adds the key).
@@ -207,6 +218,14 @@ pub trait Provider: Send + Sync + fmt::Debug {
     fn decoder_for(&self, request: &HttpRequest) -> Box<dyn StreamDecoder> {
         let _ = request;
         self.decoder()
+    }
+
+    /// A complete body that answers `request`, for providers whose reading depends on what was
+    /// asked (tool calls written as text, [`HttpRequest::text_calls`]). Defaults to
+    /// [`Provider::decode`].
+    fn decode_for(&self, request: &HttpRequest, body: &[u8]) -> Result<ChatResponse> {
+        let _ = request;
+        self.decode(body)
     }
 
     /// How the payloads of a streamed answer are framed: Server-Sent Events for most wires,

@@ -21,6 +21,7 @@ use crate::eventstream::{Frame, FrameError, FrameReader};
 use crate::provider::{Framing, HttpRequest, NameMap, Provider, ProviderKind, StreamDecoder};
 use crate::sse::{EventSink, Lines, Pushed, SseError, SseParser};
 use crate::types::{ChatResponse, StreamEvent};
+use serde_json::Value;
 
 /// Size limits that keep memory bounded whatever a server (or a file) sends.
 ///
@@ -148,6 +149,9 @@ pub struct TurnReader<'p> {
     provider: Handle<'p>,
     decoder: Box<dyn StreamDecoder>,
     names: NameMap,
+    /// The request the turn answers, without its body: a JSON answer is decoded for it
+    /// ([`Provider::decode_for`]).
+    request: Option<HttpRequest>,
     limits: Limits,
     framing: Framing,
     mode: Mode,
@@ -175,23 +179,36 @@ impl<'p> TurnReader<'p> {
     /// A reader for a turn of `provider` whose request is unknown (a capture on its own).
     pub fn new(provider: &'p dyn Provider) -> Self {
         let decoder = provider.decoder();
-        Self::build(Handle::Borrowed(provider), decoder, NameMap::default())
+        Self::build(Handle::Borrowed(provider), decoder, None)
     }
 
     /// A reader for the answer to `request`: its decoder is chosen for that request
     /// ([`Provider::decoder_for`]) and tool names the encoder rewrote are restored.
     pub fn for_request(provider: &'p dyn Provider, request: &HttpRequest) -> Self {
         let decoder = provider.decoder_for(request);
-        Self::build(Handle::Borrowed(provider), decoder, request.names.clone())
+        Self::build(Handle::Borrowed(provider), decoder, Some(request))
     }
 
-    fn build(provider: Handle<'p>, decoder: Box<dyn StreamDecoder>, names: NameMap) -> Self {
+    fn build(
+        provider: Handle<'p>,
+        decoder: Box<dyn StreamDecoder>,
+        request: Option<&HttpRequest>,
+    ) -> Self {
+        let names = request.map(|r| r.names.clone()).unwrap_or_default();
+        // What reading needs of the request; its body (the whole conversation) is not kept.
+        let request = request.map(|r| {
+            let mut head =
+                HttpRequest::new(r.path.clone(), Value::Null).with_names(r.names.clone());
+            head.text_calls = r.text_calls.clone();
+            head
+        });
         let limits = Limits::default();
         let framing = provider.get().framing();
         Self {
             provider,
             decoder,
             names,
+            request,
             limits,
             framing,
             mode: Mode::Sniff(Sniffer::default()),
@@ -513,7 +530,11 @@ impl<'p> TurnReader<'p> {
         let kind = self.kind();
         match std::mem::replace(&mut self.mode, Mode::Json(Vec::new())) {
             Mode::Json(buf) => {
-                let mut response = self.provider.get().decode(&buf)?;
+                let provider = self.provider.get();
+                let mut response = match &self.request {
+                    Some(request) => provider.decode_for(request, &buf)?,
+                    None => provider.decode(&buf)?,
+                };
                 self.names.restore_response(&mut response);
                 self.scratch.extend(events_of(&response));
                 self.take_events(out)?;
@@ -625,11 +646,11 @@ impl TurnReader<'static> {
     /// A reader that owns a share of its provider, for a stream that outlives any borrow (the
     /// client's). `request`, when given, chooses the decoder and the names to restore.
     pub fn shared(provider: Arc<dyn Provider>, request: Option<&HttpRequest>) -> Self {
-        let (decoder, names) = match request {
-            Some(r) => (provider.decoder_for(r), r.names.clone()),
-            None => (provider.decoder(), NameMap::default()),
+        let decoder = match request {
+            Some(r) => provider.decoder_for(r),
+            None => provider.decoder(),
         };
-        Self::build(Handle::Shared(provider), decoder, names)
+        Self::build(Handle::Shared(provider), decoder, request)
     }
 }
 

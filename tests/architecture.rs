@@ -330,7 +330,14 @@ fn cycles(edges: &BTreeMap<String, BTreeMap<String, String>>) -> Vec<String> {
 /// its siblings in its own row (which the cycle check keeps acyclic), never a row above.
 const LAYERS: &[&[&str]] = &[
     &["types", "sse", "eventstream", "tls"],
-    &["provider", "assemble", "partial_json", "schema", "tools"],
+    &[
+        "provider",
+        "assemble",
+        "text_calls",
+        "partial_json",
+        "schema",
+        "tools",
+    ],
     &["providers/shared", "providers/lenient"],
     &[
         "providers/openai",

@@ -8,7 +8,10 @@ use serde_json::Value;
 fn replay(args: &[&str], body: &str) -> Value {
     let dir = std::env::temp_dir().join(format!("toolwire-cli-replay-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("interleaved.sse");
+    // One file per call: tests run in parallel in this process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("body-{n}.sse"));
     std::fs::write(&path, body).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_toolwire"))
         .args(["replay", "--provider", "openai"])
@@ -86,6 +89,70 @@ fn encode_reports_downgrades_on_stderr() {
     );
     let body: Value = serde_json::from_slice(&out.stdout).expect("a JSON body on stdout");
     assert_eq!(body["messages"][3]["role"], "user");
+}
+
+/// `--text-calls`: a call the model wrote into its text comes back as a call; without a
+/// request its parameter values stay strings, with one they are typed by its tools' schemas.
+#[test]
+fn text_calls_are_recovered_from_the_text() {
+    let case = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/openai/text_calls_qwen_xml_single"
+    );
+    let body = std::fs::read_to_string(format!("{case}/response.sse")).unwrap();
+    let plain = replay(&[], &body);
+    assert!(plain["tool_calls"].as_array().unwrap().is_empty());
+    assert!(
+        plain["text"]
+            .as_str()
+            .unwrap()
+            .contains("<function=get_weather>")
+    );
+
+    let r = replay(&["--text-calls", "qwen-xml"], &body);
+    assert_eq!(r["text"], "Checking.\n");
+    assert_eq!(r["finish_reason"], "tool_calls");
+    assert_eq!(r["tool_calls"][0]["name"], "get_weather");
+    assert_eq!(
+        r["tool_calls"][0]["raw_arguments"],
+        r#"{"city":"Oslo","days":"2"}"#
+    );
+
+    let request = format!("{case}/request.json");
+    let r = replay(&["--text-calls", "auto", "--request", &request], &body);
+    assert_eq!(
+        r["tool_calls"][0]["raw_arguments"],
+        r#"{"city":"Oslo","days":2}"#
+    );
+}
+
+#[test]
+fn text_calls_are_refused_where_the_wire_has_no_text_calls() {
+    let case = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/anthropic/stream_single_call"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_toolwire"))
+        .args([
+            "replay",
+            "--provider",
+            "anthropic",
+            "--text-calls",
+            "hermes",
+        ])
+        .arg(format!("{case}/response.sse"))
+        .output()
+        .expect("the binary runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("text_calls"), "{err}");
+    let unknown = Command::new(env!("CARGO_BIN_EXE_toolwire"))
+        .args(["replay", "--provider", "openai", "--text-calls", "xml"])
+        .arg(format!("{case}/response.sse"))
+        .output()
+        .expect("the binary runs");
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("qwen-xml"));
 }
 
 /// `toolwire replay --provider bedrock FILE` reads either body form Bedrock sends: a whole

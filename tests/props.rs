@@ -14,6 +14,12 @@
 //! 3. Nothing panics: arbitrary bytes, arbitrary JSON payloads and random OpenAI-shaped chunk
 //!    sequences give `Ok` or a typed `Err`, the same for any chunking.
 //!
+//! 4. Tool calls written as text come out the same in any chunking: every `text_calls_*` case
+//!    (read as the answer to its request) decodes the same one byte at a time and cut in
+//!    two at every 7th byte, and, what matters more, with its answer text re-streamed in two pieces at every
+//!    character boundary and one character per chunk: the same calls, text and finish, and
+//!    events that tell the same story.
+//!
 //! The runners use a fixed seed so the suite is deterministic; case counts are modest so the
 //! file runs in seconds.
 
@@ -23,8 +29,11 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use serde_json::{Map, Value, json};
 use toolwire::conformance::{self, error_json};
-use toolwire::replay::{Replay, replay, replay_chunks};
-use toolwire::{ChatResponse, Provider, ProviderKind, StreamEvent, ToolCall, provider_for};
+use toolwire::replay::{Replay, replay, replay_answer, replay_chunks};
+use toolwire::{
+    ChatRequest, ChatResponse, HttpRequest, Provider, ProviderKind, StreamEvent, ToolCall,
+    provider_for,
+};
 
 /// What a decode produced, comparable across chunkings: the events and response, or the error
 /// as its golden JSON (kind, provider, status, code, message, partial response).
@@ -870,4 +879,253 @@ fn random_interleavings_never_complete_a_call_early_with_other_arguments() {
             Ok(())
         })
         .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// A case's name, provider, the request its answer is read for, and its stream.
+type TextCallCase = (String, Box<dyn Provider>, HttpRequest, Vec<u8>);
+
+/// Every `text_calls_*` case: its provider (as its `base_url` picks it), the request its
+/// answer is read for, and its stream.
+fn text_call_cases() -> Vec<TextCallCase> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut out = Vec::new();
+    for case in conformance::case_dirs(&root).expect("fixtures/ is readable") {
+        let name = case
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        if !name.starts_with("text_calls_") {
+            continue;
+        }
+        let Some(body) = conformance::STREAM_FILES
+            .iter()
+            .map(|f| case.join(f))
+            .find(|p| p.is_file())
+        else {
+            continue;
+        };
+        let meta = conformance::load_meta(&case).expect("meta.toml reads");
+        let kind = conformance::case_provider(&case, Some(&meta)).expect("a provider");
+        let provider = toolwire::providers::provider_for_base_url(kind, meta.base_url.as_deref())
+            .expect("a built-in provider");
+        let request: ChatRequest =
+            serde_json::from_slice(&std::fs::read(case.join("request.json")).expect("request"))
+                .expect("request.json is a ChatRequest");
+        assert!(
+            request.text_calls.is_some(),
+            "{name}: request.json sets text_calls"
+        );
+        let http = provider
+            .encode(&request, true)
+            .expect("the request encodes");
+        let body = std::fs::read(&body).expect("readable fixture");
+        out.push((name, provider, http, body));
+    }
+    assert!(out.len() >= 30, "text_calls_* cases found: {}", out.len());
+    out
+}
+
+/// What a turn read for its request gave: events and response, or the error's golden JSON.
+type Answer = Result<(Vec<StreamEvent>, ChatResponse), Value>;
+
+fn answer<'a>(
+    provider: &dyn Provider,
+    request: &HttpRequest,
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+) -> Answer {
+    let mut reader = toolwire::turn::TurnReader::for_request(provider, request);
+    let mut events = Vec::new();
+    for chunk in chunks {
+        reader
+            .push(chunk, &mut events)
+            .map_err(|e| error_json(&e))?;
+    }
+    let response = reader.finish(&mut events).map_err(|e| error_json(&e))?;
+    Ok((events, response))
+}
+
+/// The answer text and finish reason a Chat Completions stream carries.
+fn content_and_finish(body: &[u8]) -> (String, String) {
+    let mut text = String::new();
+    let mut finish = String::from("stop");
+    for line in String::from_utf8_lossy(body).lines() {
+        let Some(data) = line.strip_prefix("data: ") else {
+            continue;
+        };
+        let Ok(chunk) = serde_json::from_str::<Value>(data) else {
+            continue;
+        };
+        let choice = &chunk["choices"][0];
+        if let Some(c) = choice["delta"]["content"].as_str() {
+            text.push_str(c);
+        }
+        if let Some(f) = choice["finish_reason"].as_str() {
+            finish = f.to_owned();
+        }
+    }
+    (text, finish)
+}
+
+/// A Chat Completions stream whose content arrives in these pieces.
+fn content_stream(pieces: &[&str], finish: &str) -> Vec<u8> {
+    let mut body = String::new();
+    for piece in pieces {
+        let chunk =
+            json!({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]});
+        body.push_str(&format!("data: {chunk}\n\n"));
+    }
+    let last = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]});
+    body.push_str(&format!("data: {last}\n\ndata: [DONE]\n\n"));
+    body.into_bytes()
+}
+
+/// Events with adjacent text deltas, and adjacent argument deltas of one call, joined: what
+/// any chunking must agree on.
+fn joined(events: &[StreamEvent]) -> Vec<StreamEvent> {
+    let mut out: Vec<StreamEvent> = Vec::new();
+    for e in events {
+        match (out.last_mut(), e) {
+            (Some(StreamEvent::TextDelta { text: a }), StreamEvent::TextDelta { text: b }) => {
+                a.push_str(b)
+            }
+            (
+                Some(StreamEvent::ToolCallDelta {
+                    index: i,
+                    fragment: a,
+                }),
+                StreamEvent::ToolCallDelta {
+                    index: j,
+                    fragment: b,
+                },
+            ) if i == j => a.push_str(b),
+            _ => out.push(e.clone()),
+        }
+    }
+    out
+}
+
+fn same_story(name: &str, how: &str, got: &Answer, want: &Answer) {
+    match (got, want) {
+        (Ok((ge, gr)), Ok((we, wr))) => {
+            assert_eq!(gr, wr, "{name}: {how}: another response");
+            assert_eq!(joined(ge), joined(we), "{name}: {how}: other events");
+        }
+        _ => assert!(got == want, "{name}: {how}: {got:?} != {want:?}"),
+    }
+}
+
+#[test]
+fn text_calls_are_the_same_in_any_chunking() {
+    for (name, provider, request, body) in text_call_cases() {
+        let provider = provider.as_ref();
+        let whole = answer(provider, &request, [body.as_slice()]);
+        // `replay_answer` (what `toolwire replay --text-calls` runs) reads it the same.
+        let r = replay_answer(provider, Some(&request), &body).expect("the case decodes");
+        assert!(
+            whole
+                .as_ref()
+                .is_ok_and(|(e, resp)| *e == r.events && *resp == r.response),
+            "{name}: replay_answer differs"
+        );
+        check_events(&name, &r).unwrap_or_else(|p| panic!("{p}"));
+        // No marker reaches the text.
+        let text = r.response.text.clone().unwrap_or_default();
+        if !r.response.tool_calls.is_empty() {
+            for marker in [
+                "<tool_call>",
+                "</tool_call>",
+                "<function=",
+                "[TOOL_CALLS]",
+                "[ARGS]",
+                "<|python_tag|>",
+                "<arg_key>",
+                "<|tool_call_begin|>",
+                "<｜tool▁call▁begin｜>",
+                "<｜tool▁sep｜>",
+            ] {
+                assert!(
+                    !text.contains(marker),
+                    "{name}: {marker} in the text {text:?}"
+                );
+            }
+        }
+        // Bytes: one at a time, and cut in two at every 7th byte (byte cuts only move SSE
+        // framing; the text cuts below are what move markers).
+        same_story(
+            &name,
+            "one byte at a time",
+            &answer(provider, &request, body.chunks(1)),
+            &whole,
+        );
+        for cut in (1..body.len()).step_by(7) {
+            let split = answer(provider, &request, [&body[..cut], &body[cut..]]);
+            assert!(split == whole, "{name}: cut at byte {cut} differs");
+        }
+        // Text: the answer re-streamed in two pieces at every character boundary, and one
+        // character per chunk; markers and names split every way (Chat Completions cases).
+        if !body.starts_with(b"data:") {
+            continue;
+        }
+        let (content, finish) = content_and_finish(&body);
+        let base = answer(
+            provider,
+            &request,
+            [content_stream(&[&content], &finish).as_slice()],
+        );
+        same_story(&name, "the text in one piece", &base, &whole);
+        for (i, _) in content.char_indices().skip(1) {
+            let pieces = [&content[..i], &content[i..]];
+            let split = answer(
+                provider,
+                &request,
+                [content_stream(&pieces, &finish).as_slice()],
+            );
+            same_story(&name, &format!("text cut at {i}"), &split, &whole);
+        }
+        let chars: Vec<String> = content.chars().map(String::from).collect();
+        let chars: Vec<&str> = chars.iter().map(String::as_str).collect();
+        let singles = answer(
+            provider,
+            &request,
+            [content_stream(&chars, &finish).as_slice()],
+        );
+        same_story(&name, "one character per chunk", &singles, &whole);
+    }
+}
+
+/// The setting travels to the reading side on the wires that carry open models, and every
+/// other wire refuses it (it would silently do nothing there).
+#[test]
+fn only_open_model_wires_take_text_calls() {
+    use toolwire::{Error, Message, TextCallFormat, ToolDefinition};
+    let tool = ToolDefinition::new("get_weather", "")
+        .and_then(|t| t.with_parameters(json!({"type": "object"})))
+        .expect("a valid tool");
+    let req = ChatRequest::new("m", vec![Message::user("hi")])
+        .with_tools([tool])
+        .with_text_calls(TextCallFormat::Glm);
+    for kind in [
+        ProviderKind::OpenAi,
+        ProviderKind::Ollama,
+        ProviderKind::Qwen,
+    ] {
+        let provider = provider_for(kind).expect("built in");
+        let http = provider.encode(&req, true).expect("encodes");
+        let calls = http.text_calls.expect("carried to the reading side");
+        assert_eq!(calls.format(), TextCallFormat::Glm);
+        assert!(calls.schema("get_weather").is_some());
+    }
+    for kind in [
+        ProviderKind::Anthropic,
+        ProviderKind::Gemini,
+        ProviderKind::DashScope,
+        ProviderKind::OpenAiResponses,
+        ProviderKind::Cohere,
+        ProviderKind::Bedrock,
+    ] {
+        let provider = provider_for(kind).expect("built in");
+        let err = provider.encode(&req, true).expect_err("refused");
+        assert!(matches!(err, Error::Unsupported { .. }), "{kind}: {err}");
+    }
 }

@@ -7,7 +7,9 @@ use serde_json::Value;
 use toolwire::conformance::{self, Mode, Outcome};
 use toolwire::partial_json::{ArgumentEvent, CallArguments};
 use toolwire::providers::provider_for_base_url;
-use toolwire::{ChatRequest, ProviderKind, SchemaMode, ToolDefinition, provider_for};
+use toolwire::{
+    ChatRequest, Message, ProviderKind, SchemaMode, TextCallFormat, ToolDefinition, provider_for,
+};
 
 use super::CliError;
 use super::realtime::ProviderArg;
@@ -39,6 +41,11 @@ pub(crate) struct ReplayArgs {
     /// for conformance), e.g. a vLLM capture whose parallel calls interleave.
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
+    /// Recover tool calls the model wrote into its text, in FORMAT: auto, hermes, qwen-xml,
+    /// deepseek, mistral, llama, glm, kimi (openai and compatible wires, ollama). With
+    /// --request, parameter values are typed by its tools' schemas; without, they stay strings.
+    #[arg(long, value_name = "FORMAT")]
+    text_calls: Option<TextCallFormat>,
     /// The captured body (`-` for standard input).
     file: PathBuf,
 }
@@ -143,7 +150,10 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Input(e.to_string()))?;
     let request = match &args.request {
         Some(path) => {
-            let req: ChatRequest = read_json(path)?;
+            let mut req: ChatRequest = read_json(path)?;
+            if let Some(format) = args.text_calls {
+                req.text_calls = Some(format);
+            }
             let file = path.display().to_string();
             // The streaming form: a captured stream answers that one; the name map is the same.
             Some(
@@ -152,7 +162,19 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), CliError> {
                     .map_err(|e| CliError::from_error(&file, &e))?,
             )
         }
-        None => None,
+        // No request: only the text-call format, read without tools' schemas.
+        None => match args.text_calls {
+            Some(format) => {
+                let req =
+                    ChatRequest::new("replay", vec![Message::user("")]).with_text_calls(format);
+                Some(
+                    provider
+                        .encode(&req, true)
+                        .map_err(|e| CliError::from_error("--text-calls", &e))?,
+                )
+            }
+            None => None,
+        },
     };
     let file = args.file.display().to_string();
     let result = match args.status {

@@ -203,6 +203,21 @@ pub(crate) fn request_names(req: &ChatRequest) -> impl Iterator<Item = &str> {
     tools.chain(history)
 }
 
+/// Refuses a request that asks for tool calls written as text to be recovered: only wires that
+/// carry open models' raw answers (`openai` and compatible, `ollama`) read them.
+pub(crate) fn refuse_text_calls(req: &ChatRequest, provider: ProviderKind) -> Result<()> {
+    match req.text_calls {
+        Some(format) => Err(Error::unsupported(
+            provider,
+            format!(
+                "text_calls {format}: tool calls written as text are recovered on the openai \
+                 (and compatible) and ollama wires only; {provider} returns calls as calls"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Checks what every wire needs: valid, unique tool names and a named tool_choice that exists.
 pub(crate) fn check_tools(req: &ChatRequest) -> Result<()> {
     let mut seen = std::collections::HashSet::new();

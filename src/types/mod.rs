@@ -15,7 +15,7 @@ pub use content::{Content, Part, Source};
 pub use event::StreamEvent;
 pub use message::{AssistantMessage, Message, ToolResult};
 pub use provider_kind::ProviderKind;
-pub use request::{ChatRequest, ResponseFormat, SchemaMode};
+pub use request::{ChatRequest, ResponseFormat, SchemaMode, TextCallFormat};
 pub use response::{ChatResponse, FinishReason, Usage};
 pub use tool::{NAME_RULE, ToolChoice, ToolDefinition, empty_parameters, is_valid_name};
 

@@ -16,6 +16,85 @@ pub enum SchemaMode {
     JsonSchema,
 }
 
+/// The format an open model writes its tool calls in when they arrive as answer text (served
+/// without a tool parser, or with a broken one); set on a request to recover them as calls
+/// ([`ChatRequest::with_text_calls`]). JSON and the CLI spell each value as `as_str` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum TextCallFormat {
+    /// Whichever format the first marker in the text belongs to.
+    Auto,
+    /// Hermes / Qwen2.5: `<tool_call>{"name": …, "arguments": {…}}</tool_call>`.
+    Hermes,
+    /// Qwen3-Coder: `<tool_call><function=NAME><parameter=K>V</parameter></function></tool_call>`.
+    QwenXml,
+    /// DeepSeek V3, R1 and V3.1 special-token blocks (`<｜tool▁calls▁begin｜>` …).
+    Deepseek,
+    /// Mistral `[TOOL_CALLS]`, as a JSON list or `NAME[ARGS]{…}` (with or without `[CALL_ID]`).
+    Mistral,
+    /// Llama 3.x: a `{"name": …, "parameters": {…}}` answer, optionally after `<|python_tag|>`.
+    Llama,
+    /// GLM-4.5 and later: `<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>`.
+    Glm,
+    /// Kimi K2: `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}<|tool_call_end|>…`.
+    Kimi,
+}
+
+impl TextCallFormat {
+    /// Every format, `auto` first.
+    pub const ALL: [Self; 8] = [
+        Self::Auto,
+        Self::Hermes,
+        Self::QwenXml,
+        Self::Deepseek,
+        Self::Mistral,
+        Self::Llama,
+        Self::Glm,
+        Self::Kimi,
+    ];
+
+    /// The format's name, as JSON and `--text-calls` spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Hermes => "hermes",
+            Self::QwenXml => "qwen-xml",
+            Self::Deepseek => "deepseek",
+            Self::Mistral => "mistral",
+            Self::Llama => "llama",
+            Self::Glm => "glm",
+            Self::Kimi => "kimi",
+        }
+    }
+}
+
+impl std::fmt::Display for TextCallFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for TextCallFormat {
+    type Err = crate::Error;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|f| f.as_str()).collect();
+                crate::Error::input(
+                    "text_calls",
+                    format!(
+                        "unknown text-call format {s:?}; one of {}",
+                        names.join(", ")
+                    ),
+                )
+            })
+    }
+}
+
 /// A JSON Schema the model's final answer must follow (structured output), beside or instead
 /// of tools. JSON: `{"name": "weather_report", "schema": {...}, "strict": true}`.
 ///
@@ -97,6 +176,10 @@ pub struct ChatRequest {
     /// A JSON Schema the final answer must follow (structured output); `None` for free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_format: Option<ResponseFormat>,
+    /// Recover tool calls the model writes into its answer text, in this format (`openai` and
+    /// compatible wires, `ollama`); `None` leaves the text as it came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_calls: Option<TextCallFormat>,
     /// Fields merged into the top level of the wire body last, for provider options toolwire
     /// has no name for.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
@@ -158,6 +241,14 @@ impl ChatRequest {
     /// Sets how schemas go on the wire.
     pub fn with_schema_mode(mut self, mode: SchemaMode) -> Self {
         self.schema_mode = Some(mode);
+        self
+    }
+
+    /// Recovers tool calls the model writes as text, in `format` (see [`TextCallFormat`]):
+    /// they come back as ordinary calls, never as text. Only wires that carry open models
+    /// (`openai` and compatible, `ollama`) take it; others refuse it with `Error::Unsupported`.
+    pub fn with_text_calls(mut self, format: TextCallFormat) -> Self {
+        self.text_calls = Some(format);
         self
     }
 

@@ -517,6 +517,7 @@ pub(crate) fn encode(
     default_max_tokens: u32,
 ) -> Result<HttpRequest> {
     check_tools(req)?;
+    crate::providers::shared::refuse_text_calls(req, ProviderKind::Anthropic)?;
     if req.model.trim().is_empty() {
         return Err(Error::input("model", "the model name is empty"));
     }
@@ -568,6 +569,7 @@ pub(crate) fn encode(
         body: Value::Object(body),
         names,
         downgrades: Vec::new(),
+        text_calls: None,
     })
 }
 

@@ -500,6 +500,7 @@ const MIN_THINKING_BUDGET: u32 = 1024;
 /// The whole request.
 pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     check_tools(req)?;
+    crate::providers::shared::refuse_text_calls(req, crate::provider::ProviderKind::Bedrock)?;
     if req.model.trim().is_empty() {
         return Err(Error::input("model", "the model id is empty"));
     }

@@ -130,6 +130,7 @@ fn check(req: &ChatRequest) -> Result<()> {
 /// The whole request body.
 pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     check_tools(req)?;
+    crate::providers::shared::refuse_text_calls(req, ProviderKind::Cohere)?;
     check(req)?;
     let names = NameMap::build(request_names(req), openai_name)?;
     let mut downgrades = Vec::new();
@@ -195,5 +196,6 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body: Value::Object(body),
         names,
         downgrades,
+        text_calls: None,
     })
 }

@@ -185,6 +185,7 @@ fn check_thinking_choice(req: &ChatRequest) -> Result<()> {
 /// The whole request.
 pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Result<HttpRequest> {
     check_tools(req)?;
+    crate::providers::shared::refuse_text_calls(req, ProviderKind::DashScope)?;
     check_thinking_choice(req)?;
     let names = NameMap::build(request_names(req), openai_name)?;
     let multimodal = endpoint.is_multimodal(&req.model);
@@ -259,5 +260,6 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Res
         body: Value::Object(body),
         names,
         downgrades,
+        text_calls: None,
     })
 }

@@ -530,6 +530,7 @@ pub(crate) fn encode(
     default_mode: SchemaMode,
 ) -> Result<HttpRequest> {
     check_tools(req)?;
+    crate::providers::shared::refuse_text_calls(req, ProviderKind::Gemini)?;
     let path = path(&req.model, stream)?;
     let traits = ModelTraits::of(&req.model);
     let names = NameMap::build(request_names(req), gemini_name)?;
@@ -602,6 +603,7 @@ pub(crate) fn encode(
         body: Value::Object(body),
         names,
         downgrades,
+        text_calls: None,
     })
 }
 

@@ -7,6 +7,7 @@ use crate::assemble::Assembler;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
 use crate::providers::shared::{foreign_body, stops_mid_json};
+use crate::text_calls::TextCalls;
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::Ollama;
@@ -76,9 +77,9 @@ impl Spread {
 }
 
 impl Decoder {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(text_calls: Option<&TextCalls>) -> Self {
         Self {
-            turn: Assembler::new(KIND),
+            turn: Assembler::new(KIND).with_text_calls(text_calls),
             pending: None,
             shaped: false,
         }
@@ -195,9 +196,9 @@ impl StreamDecoder for Decoder {
 }
 
 /// A whole body: one JSON object (`"stream": false`), or the lines of a stream.
-pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
+pub(crate) fn decode_body(body: &[u8], text_calls: Option<&TextCalls>) -> Result<ChatResponse> {
     let text = std::str::from_utf8(body).map_err(|e| Error::decode(KIND, "response body", e))?;
-    let mut decoder = Decoder::new();
+    let mut decoder = Decoder::new(text_calls);
     let mut sink = Vec::new();
     let mut lines = 0;
     for (i, line) in text.lines().enumerate() {
@@ -229,7 +230,7 @@ mod tests {
     use crate::types::ArgumentsErrorKind;
 
     fn lines(lines: &[&str]) -> Result<(Vec<StreamEvent>, ChatResponse)> {
-        let mut d = Decoder::new();
+        let mut d = Decoder::new(None);
         let mut out = Vec::new();
         for l in lines {
             d.feed(None, l, &mut out)?;
@@ -305,9 +306,9 @@ mod tests {
     #[test]
     fn a_pretty_printed_body_is_gathered() {
         let body = "{\n  \"message\": {\n    \"role\": \"assistant\",\n    \"content\": \"a { \\\" }\"\n  },\n  \"done\": true\n}\n";
-        let r = decode_body(body.as_bytes()).unwrap();
+        let r = decode_body(body.as_bytes(), None).unwrap();
         assert_eq!(r.text.as_deref(), Some("a { \" }"));
-        let err = decode_body(b"{\n  \"message\": {\n").unwrap_err();
+        let err = decode_body(b"{\n  \"message\": {\n", None).unwrap_err();
         assert!(matches!(err, Error::Decode { .. }), "{err}");
     }
 
@@ -315,11 +316,12 @@ mod tests {
     fn a_whole_body_is_one_line() {
         let r = decode_body(
             br#"{"model":"llama3.2","message":{"role":"assistant","content":"Hi"},"done_reason":"load","done":true}"#,
+            None,
         )
         .unwrap();
         assert_eq!(r.text.as_deref(), Some("Hi"));
         assert_eq!(r.finish_reason.as_str(), "load");
         assert_eq!(r.usage, None);
-        assert!(decode_body(b"  \n").is_err());
+        assert!(decode_body(b"  \n", None).is_err());
     }
 }

@@ -9,6 +9,7 @@ use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::shared::{
     check_tools, replay_arguments, request_names, tool_media_after_runs,
 };
+use crate::text_calls::TextCalls;
 use crate::types::{
     AssistantMessage, ChatRequest, Content, Message, Part, Source, ToolCall, ToolChoice, ToolResult,
 };
@@ -196,11 +197,19 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body.insert("options".into(), Value::Object(options));
     }
     crate::providers::shared::merge_extra_body(&mut body, &req.extra_body);
+    let text_calls = req.text_calls.map(|format| {
+        let tools = req.tools.iter();
+        TextCalls::new(
+            format,
+            tools.map(|t| (names.wire(&t.name).to_owned(), t.parameters.clone())),
+        )
+    });
     Ok(HttpRequest {
         path: "/api/chat".into(),
         headers: Vec::new(),
         body: Value::Object(body),
         names,
         downgrades,
+        text_calls,
     })
 }

@@ -48,11 +48,20 @@ impl Provider for Ollama {
 
     /// A body of one JSON object, or the lines of a stream.
     fn decode(&self, body: &[u8]) -> Result<ChatResponse> {
-        decode::decode_body(body)
+        decode::decode_body(body, None)
     }
 
     fn decoder(&self) -> Box<dyn StreamDecoder> {
-        Box::new(decode::Decoder::new())
+        Box::new(decode::Decoder::new(None))
+    }
+
+    /// Reads tool calls written as text when the request asked for it.
+    fn decode_for(&self, request: &HttpRequest, body: &[u8]) -> Result<ChatResponse> {
+        decode::decode_body(body, request.text_calls.as_ref())
+    }
+
+    fn decoder_for(&self, request: &HttpRequest) -> Box<dyn StreamDecoder> {
+        Box::new(decode::Decoder::new(request.text_calls.as_ref()))
     }
 
     fn framing(&self) -> Framing {

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::provider::{StreamDecoder, generic_error};
 use crate::providers::lenient::{raw_content_text, string_token_lossy};
 use crate::providers::shared::{foreign_body, or_foreign};
+use crate::text_calls::TextCalls;
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 /// A decoded finish reason: `None` while the turn is still running.
@@ -204,7 +205,11 @@ fn parse_chunk<'a>(dialect: &Dialect, data: &'a str, what: &str) -> Result<Chunk
 }
 
 /// A whole (non-streamed) response body.
-pub(crate) fn decode_body(dialect: &Dialect, body: &[u8]) -> Result<ChatResponse> {
+pub(crate) fn decode_body(
+    dialect: &Dialect,
+    body: &[u8],
+    text_calls: Option<&TextCalls>,
+) -> Result<ChatResponse> {
     let text = std::str::from_utf8(body)
         .map_err(|e| Error::decode(dialect.info.kind, "response body", e))?;
     let kind = dialect.info.kind;
@@ -213,7 +218,7 @@ pub(crate) fn decode_body(dialect: &Dialect, body: &[u8]) -> Result<ChatResponse
     if chunk.choices.is_none() {
         return Err(foreign_body(kind, "`choices`", body));
     }
-    let mut turn = Assembler::new(kind);
+    let mut turn = Assembler::new(kind).with_text_calls(text_calls);
     let mut sink = Vec::new();
     if let Some(u) = chunk.usage.take() {
         turn.usage(usage(&u), &mut sink);
@@ -250,10 +255,10 @@ pub(crate) struct Decoder {
 }
 
 impl Decoder {
-    pub(crate) fn new(dialect: &'static Dialect) -> Self {
+    pub(crate) fn new(dialect: &'static Dialect, text_calls: Option<&TextCalls>) -> Self {
         Self {
             dialect,
-            turn: Assembler::new(dialect.info.kind),
+            turn: Assembler::new(dialect.info.kind).with_text_calls(text_calls),
             done: false,
             payloads: 0,
             shaped: false,
@@ -333,7 +338,7 @@ mod tests {
     }
 
     fn stream(payloads: &[&str]) -> Result<ChatResponse> {
-        let mut d = Decoder::new(&OPENAI_COMPATIBLE);
+        let mut d = Decoder::new(&OPENAI_COMPATIBLE, None);
         let mut out = Vec::new();
         for p in payloads {
             d.feed(None, p, &mut out)?;
@@ -402,7 +407,7 @@ mod tests {
                 assert!(err.to_string().contains("stream payload"), "{err}");
                 let body =
                     format!(r#"{{"choices":[{{"index":0,"message":{{"{field}":{value}}}}}]}}"#);
-                let err = decode_body(&OPENAI_COMPATIBLE, body.as_bytes()).unwrap_err();
+                let err = decode_body(&OPENAI_COMPATIBLE, body.as_bytes(), None).unwrap_err();
                 assert!(
                     matches!(err, Error::Decode { .. }),
                     "{field}: {value}: {err}"
@@ -424,7 +429,8 @@ mod tests {
     fn a_native_token_limit_under_a_normal_end_is_length() {
         for native in NATIVE_LENGTH {
             for finish in ["tool_calls", "stop"] {
-                let r = decode_body(&OPENAI_COMPATIBLE, body(finish, native).as_bytes()).unwrap();
+                let r =
+                    decode_body(&OPENAI_COMPATIBLE, body(finish, native).as_bytes(), None).unwrap();
                 assert_eq!(r.finish_reason, FinishReason::Length, "{finish}/{native}");
                 assert_eq!(r.raw_finish_reason.as_deref(), Some(finish));
                 assert_eq!(r.extra[NATIVE_FINISH_REASON], *native);
@@ -433,11 +439,17 @@ mod tests {
             }
         }
         // Other native values, and reasons that are no normal end, are left alone.
-        let r = decode_body(&OPENAI_COMPATIBLE, body("tool_calls", "STOP").as_bytes()).unwrap();
+        let r = decode_body(
+            &OPENAI_COMPATIBLE,
+            body("tool_calls", "STOP").as_bytes(),
+            None,
+        )
+        .unwrap();
         assert_eq!(r.finish_reason, FinishReason::ToolCalls);
         let r = decode_body(
             &OPENAI_COMPATIBLE,
             body("content_filter", "MAX_TOKENS").as_bytes(),
+            None,
         )
         .unwrap();
         assert_eq!(r.finish_reason, FinishReason::ContentFilter);

@@ -15,6 +15,7 @@ use crate::providers::shared::{
     tool_media_after_runs,
 };
 use crate::schema;
+use crate::text_calls::TextCalls;
 use crate::types::{
     ChatRequest, Content, Message, Part, ResponseFormat, Source, ToolChoice, ToolDefinition,
 };
@@ -476,11 +477,19 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
     for (k, v) in &req.extra_body {
         body.insert(k.clone(), v.clone());
     }
+    let text_calls = req.text_calls.map(|format| {
+        let tools = req.tools.iter();
+        TextCalls::new(
+            format,
+            tools.map(|t| (names.wire(&t.name).to_owned(), t.parameters.clone())),
+        )
+    });
     Ok(HttpRequest {
         path: dialect.path.to_owned(),
         headers: Vec::new(),
         body: Value::Object(body),
         names,
         downgrades,
+        text_calls,
     })
 }

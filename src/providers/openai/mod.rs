@@ -73,11 +73,23 @@ impl Provider for OpenAi {
     }
 
     fn decode(&self, body: &[u8]) -> Result<ChatResponse> {
-        decode::decode_body(self.dialect, body)
+        decode::decode_body(self.dialect, body, None)
     }
 
     fn decoder(&self) -> Box<dyn StreamDecoder> {
-        Box::new(decode::Decoder::new(self.dialect))
+        Box::new(decode::Decoder::new(self.dialect, None))
+    }
+
+    /// Reads tool calls written as text when the request asked for it.
+    fn decode_for(&self, request: &HttpRequest, body: &[u8]) -> Result<ChatResponse> {
+        decode::decode_body(self.dialect, body, request.text_calls.as_ref())
+    }
+
+    fn decoder_for(&self, request: &HttpRequest) -> Box<dyn StreamDecoder> {
+        Box::new(decode::Decoder::new(
+            self.dialect,
+            request.text_calls.as_ref(),
+        ))
     }
 
     fn encode_parameters(&self, tool: &ToolDefinition, _mode: Option<SchemaMode>) -> Result<Value> {

@@ -81,6 +81,10 @@ impl Provider for OpenAiResponder {
         self.provider.decoder_for(request)
     }
 
+    fn decode_for(&self, request: &HttpRequest, body: &[u8]) -> Result<ChatResponse> {
+        self.provider.decode_for(request, body)
+    }
+
     fn framing(&self) -> Framing {
         self.provider.framing()
     }

@@ -217,6 +217,7 @@ fn assistant_items(a: &AssistantMessage, names: &NameMap, stateless: bool, input
 /// The whole request body.
 pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     check_tools(req)?;
+    crate::providers::shared::refuse_text_calls(req, ProviderKind::OpenAiResponses)?;
     let names = NameMap::build(request_names(req), openai_name)?;
     let stateless = req.extra_body.get("store") == Some(&Value::Bool(false));
     let custom_calls: HashSet<&str> = req
@@ -315,6 +316,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body: Value::Object(body),
         names,
         downgrades: Vec::new(),
+        text_calls: None,
     })
 }
 
