@@ -8,6 +8,7 @@ mod body;
 mod chat;
 mod config;
 mod gate;
+mod gateway;
 mod ledger;
 mod live;
 mod offline;
@@ -60,6 +61,8 @@ pub(crate) struct App {
     pub ledger: Mutex<Ledger>,
     pub state_file: Option<PathBuf>,
     pub live: Live,
+    /// The gateway's upstream clients and counters.
+    pub gateway: gateway::Gateway,
     shutdown: watch::Receiver<bool>,
 }
 
@@ -254,6 +257,7 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         ledger: Mutex::new(ledger),
         state_file: config.state_file.clone(),
         live: Live::new(),
+        gateway: gateway::Gateway::default(),
         shutdown,
     });
     let signal = app.shutdown_signal();
@@ -308,6 +312,10 @@ fn router(app: Arc<App>) -> Router {
         .route("/api/calls", get(api::calls))
         .route("/api/events", get(events))
         .route("/api/chat", post(chat::chat))
+        .route("/v1/chat/completions", post(gateway::chat_completions))
+        .route("/v1/messages", post(gateway::anthropic_messages))
+        .route("/v1/models", get(gateway::models))
+        .route("/metrics", get(gateway::metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)
