@@ -606,6 +606,38 @@ impl Fields {
     }
 }
 
+/// Key, in the provider data a call id carries, of the turn's own provider data (folded into
+/// the first call's id by [`CallGate::rest`]); reading the id back puts it on the assistant
+/// message ([`uncarry_turn`]).
+#[cfg(feature = "mock")]
+pub(crate) const TURN_STATE: &str = "toolwire_turn";
+
+/// Moves the turn's provider data a call id carried ([`TURN_STATE`]) from the call's `extra`
+/// onto the assistant message's.
+#[cfg(feature = "mock")]
+pub(crate) fn uncarry_turn(call: &mut ToolCall, message: &mut AssistantMessage) {
+    if let Some(Value::Object(state)) = call.extra.remove(TURN_STATE) {
+        for (k, v) in state {
+            message.extra.entry(k).or_insert(v);
+        }
+    }
+}
+
+/// The calls of a whole answer as a client sees them: the turn's own provider data folded
+/// into the first call's `extra` under [`TURN_STATE`], as [`CallGate::rest`] does for streams.
+#[cfg(feature = "mock")]
+pub(crate) fn fold_turn(response: &ChatResponse) -> Vec<ToolCall> {
+    let mut calls = response.tool_calls.clone();
+    if let Some(first) = calls.first_mut()
+        && !response.extra.is_empty()
+    {
+        first
+            .extra
+            .insert(TURN_STATE.into(), Value::Object(response.extra.clone()));
+    }
+    calls
+}
+
 /// The separator between a call id as the upstream sent it and the provider state the gateway
 /// carries along in the id a client sees. Base64url has no `.`.
 #[cfg(feature = "mock")]
@@ -754,7 +786,7 @@ pub(crate) enum CallOut {
     /// More argument text for an open call.
     Arguments { slot: usize, fragment: String },
     /// The call is final.
-    Done { call: ToolCall },
+    Done { slot: usize, call: ToolCall },
 }
 
 #[cfg(feature = "mock")]
@@ -763,16 +795,17 @@ struct Held {
     id: Option<String>,
     name: String,
     fragments: String,
-    /// Held until complete: its provider state (a thinking signature) is known only then.
+    /// Held until the turn ends: its provider state (a thinking signature) may be known only
+    /// then.
     wait: bool,
     complete: Option<ToolCall>,
 }
 
 /// When a gateway writer opens each call of a live stream. A call is opened at the end of the
 /// batch of events it started in (so a call that arrives whole, as Gemini's do, goes out with
-/// its final id and provider state), except a call after reasoning, held until complete: the
-/// signature of the reasoning before it rides on its id. Argument text of an open call goes
-/// out as it arrives.
+/// its final id and provider state), except a call after reasoning, held until the turn ends:
+/// the signature of the reasoning before it is known only then, and rides on its id. Argument
+/// text of an open call goes out as it arrives.
 #[cfg(feature = "mock")]
 #[derive(Debug, Default)]
 pub(crate) struct CallGate {
@@ -811,8 +844,11 @@ impl CallGate {
                 }
             }
             StreamEvent::ToolCallComplete { index, call } => {
-                if self.opened.contains_key(index) {
-                    emit.push(CallOut::Done { call: call.clone() });
+                if let Some(slot) = self.opened.get(index) {
+                    emit.push(CallOut::Done {
+                        slot: *slot,
+                        call: call.clone(),
+                    });
                 } else {
                     let held = self.held.entry(*index).or_default();
                     held.complete = Some(call.clone());
@@ -833,7 +869,7 @@ impl CallGate {
                     name: call.name.clone(),
                     arguments: call.raw_arguments.clone(),
                 });
-                emit.push(CallOut::Done { call });
+                emit.push(CallOut::Done { slot, call });
             }
             None => emit.push(CallOut::Open {
                 slot,
@@ -849,7 +885,7 @@ impl CallGate {
         let ready: Vec<usize> = self
             .held
             .iter()
-            .filter(|(_, h)| !h.wait || h.complete.is_some())
+            .filter(|(_, h)| !h.wait)
             .map(|(i, _)| *i)
             .collect();
         for index in ready {
@@ -859,14 +895,24 @@ impl CallGate {
         }
     }
 
-    /// The end of the turn: opens every call not yet shown, from the final response.
-    pub fn rest(&mut self, response: &ChatResponse, emit: &mut Vec<CallOut>) {
+    /// The end of the turn: opens every call not yet shown, from the final response. With
+    /// `fold`, the turn's own provider state (the response's `extra`: Anthropic's opening
+    /// thinking blocks, Responses' reasoning items before the text) rides in the first call's
+    /// id under [`TURN_STATE`], when that call was still held: a wire with no other place the
+    /// client echoes.
+    pub fn rest(&mut self, response: &ChatResponse, fold: bool, emit: &mut Vec<CallOut>) {
+        let mut state = (fold && !response.extra.is_empty() && self.opened.is_empty())
+            .then(|| Value::Object(response.extra.clone()));
         for (index, call) in response.tool_calls.iter().enumerate() {
             if self.opened.contains_key(&index) {
                 continue;
             }
             let mut held = self.held.remove(&index).unwrap_or_default();
-            held.complete = Some(call.clone());
+            let mut call = call.clone();
+            if let Some(state) = state.take() {
+                call.extra.insert(TURN_STATE.into(), state);
+            }
+            held.complete = Some(call);
             self.open(index, held, emit);
         }
         let left: Vec<usize> = self.held.keys().copied().collect();

@@ -1,5 +1,5 @@
 //! The gateway: the wires clients already speak (`POST /v1/chat/completions`,
-//! `POST /v1/messages`, `GET /v1/models`) in front of any provider, plus
+//! `POST /v1/messages`, `POST /v1/responses`, `GET /v1/models`) in front of any provider, plus
 //! `GET /metrics`. Translation is the providers' (request reading and stream writing live with
 //! each client wire); this file does the IO: model resolution, the upstream call, streaming the
 //! re-encoded events out as they are decoded, errors in the client wire's shape.
@@ -25,6 +25,7 @@ use crate::mock::{MockServer, Script};
 use crate::provider::{ProviderKind, StreamWriter};
 use crate::providers::anthropic::gateway as messages;
 use crate::providers::openai::gateway as chat;
+use crate::providers::openai_responses::gateway as responses;
 use crate::types::{ChatRequest, ChatResponse};
 
 /// The largest request body a client may send (a long conversation with images fits).
@@ -35,15 +36,17 @@ const MAX_BODY: usize = 32 << 20;
 pub(crate) enum Wire {
     Chat,
     Messages,
+    Responses,
 }
 
 impl Wire {
-    const ALL: [Wire; 2] = [Wire::Chat, Wire::Messages];
+    const ALL: [Wire; 3] = [Wire::Chat, Wire::Messages, Wire::Responses];
 
     fn route(self) -> &'static str {
         match self {
             Wire::Chat => "/v1/chat/completions",
             Wire::Messages => "/v1/messages",
+            Wire::Responses => "/v1/responses",
         }
     }
 
@@ -56,6 +59,7 @@ impl Wire {
         match self {
             Wire::Chat => chat::encode_error(error),
             Wire::Messages => messages::encode_error(error),
+            Wire::Responses => responses::encode_error(error),
         }
     }
 }
@@ -76,7 +80,7 @@ struct Counters {
 pub(crate) struct Gateway {
     clients: Mutex<HashMap<String, (Client, String)>>,
     offline: OnceCell<MockServer>,
-    counters: [Counters; 2],
+    counters: [Counters; 3],
 }
 
 /// A request refused before it reached an upstream: status, code, message.
@@ -295,6 +299,14 @@ fn decode(wire: Wire, bytes: &[u8]) -> Result<Asked, Error> {
                 include_usage: true,
             }
         }
+        Wire::Responses => {
+            let r = responses::decode_request(bytes)?;
+            Asked {
+                request: r.request,
+                stream: r.stream,
+                include_usage: true,
+            }
+        }
     })
 }
 
@@ -307,6 +319,11 @@ fn writer(wire: Wire, model: &str, include_usage: bool) -> Box<dyn StreamWriter>
             include_usage,
         )),
         Wire::Messages => Box::new(messages::EventWriter::new(answer_id("msg_"), model)),
+        Wire::Responses => Box::new(responses::EventWriter::new(
+            answer_id("resp_"),
+            model,
+            now(),
+        )),
     }
 }
 
@@ -314,6 +331,7 @@ fn body(wire: Wire, response: &ChatResponse, model: &str) -> Vec<u8> {
     match wire {
         Wire::Chat => chat::encode_body(response, &answer_id("chatcmpl-"), model, now()),
         Wire::Messages => messages::encode_body(response, &answer_id("msg_"), model),
+        Wire::Responses => responses::encode_body(response, &answer_id("resp_"), model, now()),
     }
 }
 
@@ -333,6 +351,15 @@ pub(crate) async fn anthropic_messages(
     body: Body,
 ) -> Response {
     serve(app, Wire::Messages, headers, body).await
+}
+
+/// `POST /v1/responses`.
+pub(crate) async fn openai_responses(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    serve(app, Wire::Responses, headers, body).await
 }
 
 /// Decrements the open-stream gauge when the stream ends or the client leaves.

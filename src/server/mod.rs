@@ -314,6 +314,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/api/chat", post(chat::chat))
         .route("/v1/chat/completions", post(gateway::chat_completions))
         .route("/v1/messages", post(gateway::anthropic_messages))
+        .route("/v1/responses", post(gateway::openai_responses))
         .route("/v1/models", get(gateway::models))
         .route("/metrics", get(gateway::metrics))
         .fallback(not_found)

@@ -15,7 +15,9 @@ use serde_json::{Map, Value, json};
 use super::THINKING_BLOCKS;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::StreamWriter;
-use crate::providers::shared::{CallGate, CallOut, Fields, carry_id, uncarry_id};
+use crate::providers::shared::{
+    CallGate, CallOut, Fields, TURN_STATE, carry_id, uncarry_id, uncarry_turn,
+};
 use crate::types::{
     AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part, Source,
     StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult,
@@ -369,6 +371,7 @@ fn turn(
                         }
                         thinking.clear();
                         call.extra = extra;
+                        uncarry_turn(&mut call, &mut a);
                         names.insert(call.id.clone(), name);
                         a.tool_calls.push(call);
                     }
@@ -629,7 +632,15 @@ impl EventWriter {
         }
         for o in outs {
             if let CallOut::Done { call, .. } = o {
-                let signature = blocks_of(&call.extra).iter().rev().find_map(|b| {
+                let turn = call
+                    .extra
+                    .get(TURN_STATE)
+                    .and_then(Value::as_object)
+                    .map(blocks_of)
+                    .unwrap_or_default();
+                let mut blocks = blocks_of(&call.extra);
+                blocks.extend(turn);
+                let signature = blocks.iter().rev().find_map(|b| {
                     b.get("signature")
                         .and_then(Value::as_str)
                         .map(str::to_owned)
@@ -712,7 +723,7 @@ impl StreamWriter for EventWriter {
         }
         self.finished = true;
         let mut outs = Vec::new();
-        self.calls.rest(response, &mut outs);
+        self.calls.rest(response, true, &mut outs);
         self.sign(&outs, out);
         self.calls_out(outs, out);
         if self.open == Open::Thinking {

@@ -15,7 +15,9 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, Error, Result};
 use crate::provider::StreamWriter;
-use crate::providers::shared::{CallGate, CallOut, Fields, carry_id, uncarry_id};
+use crate::providers::shared::{
+    CallGate, CallOut, Fields, carry_id, fold_turn, uncarry_id, uncarry_turn,
+};
 use crate::types::{
     AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part,
     ResponseFormat, Source, StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
@@ -277,6 +279,7 @@ fn message(value: Value, at: &str, names: &mut HashMap<String, String>) -> Resul
                 let (id, extra) = uncarry_id(&id, &format!("{at}.id"))?;
                 let mut call = ToolCall::new(id, name.clone(), arguments);
                 call.extra = extra;
+                uncarry_turn(&mut call, &mut a);
                 names.insert(call.id.clone(), name);
                 a.tool_calls.push(call);
             }
@@ -449,7 +452,7 @@ pub fn encode_body(response: &ChatResponse, id: &str, model: &str, created: u64)
         message.insert("reasoning_content".into(), json!(reasoning));
     }
     if !response.tool_calls.is_empty() {
-        let calls: Vec<Value> = response.tool_calls.iter().map(call_json).collect();
+        let calls: Vec<Value> = fold_turn(response).iter().map(call_json).collect();
         message.insert("tool_calls".into(), Value::Array(calls));
     }
     let choice = json!({
@@ -597,7 +600,7 @@ impl StreamWriter for ChunkWriter {
         }
         self.finished = true;
         let mut outs = Vec::new();
-        self.calls.rest(response, &mut outs);
+        self.calls.rest(response, true, &mut outs);
         for o in outs {
             self.call_out(o, out);
         }
