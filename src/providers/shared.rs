@@ -786,7 +786,7 @@ pub(crate) enum CallOut {
     /// More argument text for an open call.
     Arguments { slot: usize, fragment: String },
     /// The call is final.
-    Done { slot: usize, call: ToolCall },
+    Done { call: ToolCall },
 }
 
 #[cfg(feature = "mock")]
@@ -844,11 +844,8 @@ impl CallGate {
                 }
             }
             StreamEvent::ToolCallComplete { index, call } => {
-                if let Some(slot) = self.opened.get(index) {
-                    emit.push(CallOut::Done {
-                        slot: *slot,
-                        call: call.clone(),
-                    });
+                if self.opened.contains_key(index) {
+                    emit.push(CallOut::Done { call: call.clone() });
                 } else {
                     let held = self.held.entry(*index).or_default();
                     held.complete = Some(call.clone());
@@ -869,7 +866,7 @@ impl CallGate {
                     name: call.name.clone(),
                     arguments: call.raw_arguments.clone(),
                 });
-                emit.push(CallOut::Done { slot, call });
+                emit.push(CallOut::Done { call });
             }
             None => emit.push(CallOut::Open {
                 slot,

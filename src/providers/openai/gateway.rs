@@ -252,6 +252,7 @@ fn message(value: Value, at: &str, names: &mut HashMap<String, String>) -> Resul
             }
             a.reasoning = m.string("reasoning_content")?;
             m.ignore("refusal");
+            m.ignore("annotations");
             for (j, call) in m
                 .array("tool_calls")?
                 .unwrap_or_default()
@@ -260,6 +261,9 @@ fn message(value: Value, at: &str, names: &mut HashMap<String, String>) -> Resul
             {
                 let at = format!("{at}.tool_calls[{j}]");
                 let mut c = Fields::of(call, &at)?;
+                // A stream's position, which openai-python's stream helper keeps on the calls
+                // it assembled; the list order says the same.
+                c.ignore("index");
                 let id = c
                     .string("id")?
                     .ok_or_else(|| Error::input(format!("{at}.id"), "field required"))?;

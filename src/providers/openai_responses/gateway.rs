@@ -741,14 +741,9 @@ impl EventWriter {
                     }
                 }
                 CallOut::Arguments { slot, fragment } => self.arguments(slot, &fragment, out),
-                // The finished item (and the final response) name the call by the id that
-                // carries everything its completion knows, including state that arrived after
-                // the call opened.
-                CallOut::Done { slot, call } => {
-                    if let Some(c) = self.call_items.get_mut(slot) {
-                        c.call_id = carry_id(&call);
-                    }
-                }
+                // The call keeps the id it opened with: clients check that the finished item
+                // is the one they were told of.
+                CallOut::Done { .. } => {}
             }
         }
     }
