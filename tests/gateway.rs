@@ -500,3 +500,89 @@ async fn provider_state_survives_every_client_wire_and_a_second_process() {
         }
     }
 }
+
+/// `listen` on another address needs gateway keys; with keys, the gateway routes take a client
+/// that sends one (either header) and refuse one that does not, in the route's error shape,
+/// while `/api/*` stays loopback-only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_keys_guard_the_gateway_routes() {
+    let anywhere: std::net::SocketAddr = "0.0.0.0:0".parse().unwrap();
+    let err = toolwire::server::start(ServerConfig::new().with_listen(anywhere))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("gateway keys"), "{err}");
+
+    let script = Script::new().then(answer()).repeat_last();
+    let upstream = MockServer::start(ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let role = RoleConfig::live("up", ProviderKind::OpenAi, "model-x")
+        .with_base_url(upstream.url())
+        .with_api_key_env(KEY_VAR);
+    let server = toolwire::server::start(
+        ServerConfig::new()
+            .with_listen(anywhere)
+            .with_gateway_keys(["k-one".to_owned(), "k-two".to_owned()])
+            .with_roles([role]),
+    )
+    .await
+    .unwrap();
+    let port = server.addr().port();
+    // A non-loopback address of this machine, when it has one, else loopback.
+    let host = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("192.0.2.1:9").map(|()| s))
+        .and_then(|s| s.local_addr())
+        .map_or_else(|_| "127.0.0.1".to_owned(), |a| a.ip().to_string());
+    let base = format!("http://{host}:{port}");
+    let chat = format!("{base}/v1/chat/completions");
+    let r = http()
+        .post(&chat)
+        .json(&chat_body(false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "invalid_api_key");
+    let r = http()
+        .post(&chat)
+        .bearer_auth("k-wrong")
+        .json(&chat_body(false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let r = http()
+        .post(&chat)
+        .bearer_auth("k-two")
+        .json(&chat_body(false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let r = http()
+        .post(format!("{base}/v1/messages"))
+        .header("x-api-key", "k-one")
+        .json(&messages_body(false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let r = http()
+        .post(format!("{base}/v1/messages"))
+        .json(&messages_body(false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["type"], "error", "Anthropic's error shape: {body}");
+    if host != "127.0.0.1" {
+        let r = http()
+            .get(format!("{base}/api/tools"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 403, "/api stays loopback-only");
+    }
+}

@@ -81,6 +81,8 @@ pub(crate) struct Gateway {
     clients: Mutex<HashMap<String, (Client, String)>>,
     offline: OnceCell<MockServer>,
     counters: [Counters; 3],
+    /// The keys clients must send; empty keeps the gateway loopback-only.
+    keys: Vec<String>,
 }
 
 /// A request refused before it reached an upstream: status, code, message.
@@ -150,6 +152,24 @@ fn answer_id(prefix: &str) -> String {
 }
 
 impl Gateway {
+    /// A gateway that takes clients sending one of `keys` from anywhere (none: loopback only).
+    pub(crate) fn new(keys: Vec<String>) -> Self {
+        Self {
+            keys,
+            ..Self::default()
+        }
+    }
+
+    /// Whether `sent` is one of the keys, compared in time independent of where they differ.
+    fn admits(&self, sent: &str) -> bool {
+        self.keys.iter().fold(false, |found, key| {
+            let (a, b) = (key.as_bytes(), sent.as_bytes());
+            let same =
+                a.len() == b.len() && a.iter().zip(b).fold(0_u8, |d, (x, y)| d | (x ^ y)) == 0;
+            found | same
+        })
+    }
+
     /// The client and upstream model for a model name: a role of the config, or
     /// `PROVIDER/MODEL` with the provider's default URL and key variables.
     async fn resolve(&self, app: &App, model: &str) -> Result<(Client, String), ApiError> {
@@ -235,6 +255,45 @@ impl Gateway {
             .build()
             .map_err(|e| refuse(500, "offline_upstream", e.to_string()))
     }
+}
+
+/// The gate of the gateway routes: without keys, the server's loopback gate; with keys, a
+/// client from anywhere sending one (`Authorization: Bearer K` or `x-api-key: K`), refused with
+/// 401 in the route's error shape otherwise.
+pub(crate) async fn gate(
+    State(app): State<Arc<App>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if app.gateway.keys.is_empty() {
+        return super::gate::loopback_only(request, next).await;
+    }
+    let headers = request.headers();
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let api_key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
+    let admitted = bearer
+        .into_iter()
+        .chain(api_key)
+        .any(|k| app.gateway.admits(k.trim()));
+    if admitted {
+        return next.run(request).await;
+    }
+    let wire = if request.uri().path() == Wire::Messages.route() {
+        Wire::Messages
+    } else {
+        Wire::Chat
+    };
+    error_response(
+        wire,
+        &refuse(
+            401,
+            "invalid_api_key",
+            "send a gateway key as Authorization: Bearer K or x-api-key: K",
+        ),
+    )
 }
 
 /// Reads a JSON body of at most [`MAX_BODY`] bytes, counted as they arrive. The content type

@@ -160,12 +160,12 @@ pub struct ServerHandle {
 }
 
 impl ServerHandle {
-    /// The bound address (always 127.0.0.1).
+    /// The bound address (127.0.0.1 unless the config says `listen`).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// `http://<address>:<port>`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -229,21 +229,19 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
             }
         }
     }
-    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, config.port))
-        .await
-        .map_err(|e| {
-            // A taken port is the common case: say how to go on.
-            let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
-                " (another process is listening there: stop it, or pick another port with \
+    let bind = config
+        .listen
+        .unwrap_or_else(|| SocketAddr::from((Ipv4Addr::LOCALHOST, config.port)));
+    let listener = tokio::net::TcpListener::bind(bind).await.map_err(|e| {
+        // A taken port is the common case: say how to go on.
+        let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
+            " (another process is listening there: stop it, or pick another port with \
                  --port, or --port 0 for any free one)"
-            } else {
-                ""
-            };
-            Error::input(
-                "port",
-                format!("cannot listen on 127.0.0.1:{}: {e}{hint}", config.port),
-            )
-        })?;
+        } else {
+            ""
+        };
+        Error::input("port", format!("cannot listen on {bind}: {e}{hint}"))
+    })?;
     let addr = listener
         .local_addr()
         .map_err(|e| Error::input("port", format!("cannot read the bound address: {e}")))?;
@@ -257,7 +255,7 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         ledger: Mutex::new(ledger),
         state_file: config.state_file.clone(),
         live: Live::new(),
-        gateway: gateway::Gateway::default(),
+        gateway: gateway::Gateway::new(config.gateway_keys.clone()),
         shutdown,
     });
     let signal = app.shutdown_signal();
@@ -303,6 +301,17 @@ fn client_for(role: &RoleConfig) -> Result<Option<Client>> {
 }
 
 fn router(app: Arc<App>) -> Router {
+    let gateway = Router::new()
+        .route("/v1/chat/completions", post(gateway::chat_completions))
+        .route("/v1/messages", post(gateway::anthropic_messages))
+        .route("/v1/responses", post(gateway::openai_responses))
+        .route("/v1/models", get(gateway::models))
+        .route("/metrics", get(gateway::metrics))
+        .with_state(Arc::clone(&app))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            gateway::gate,
+        ));
     Router::new()
         .route("/", get(page))
         .route("/api/tools", get(api::list))
@@ -312,15 +321,11 @@ fn router(app: Arc<App>) -> Router {
         .route("/api/calls", get(api::calls))
         .route("/api/events", get(events))
         .route("/api/chat", post(chat::chat))
-        .route("/v1/chat/completions", post(gateway::chat_completions))
-        .route("/v1/messages", post(gateway::anthropic_messages))
-        .route("/v1/responses", post(gateway::openai_responses))
-        .route("/v1/models", get(gateway::models))
-        .route("/metrics", get(gateway::metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)
         .layer(axum::middleware::from_fn(gate::loopback_only))
+        .merge(gateway)
 }
 
 async fn not_found() -> Response {
