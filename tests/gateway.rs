@@ -586,3 +586,47 @@ async fn gateway_keys_guard_the_gateway_routes() {
         assert_eq!(r.status().as_u16(), 403, "/api stays loopback-only");
     }
 }
+
+/// However the upstream's bytes are cut (a few bytes per write, with pauses so each piece
+/// is its own read), the client reads the same calls, text and finish: the writers are
+/// incremental, never relying on an event arriving whole with its neighbours.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_upstream_chunking_gives_the_client_the_same_turn() {
+    for kind in [
+        ProviderKind::OpenAi,
+        ProviderKind::Anthropic,
+        ProviderKind::Gemini,
+        ProviderKind::OpenAiResponses,
+    ] {
+        for size in [5, 61] {
+            let reply = MockReply::from(answer().with_text("Checking both."))
+                .chunk_size(size)
+                .delay(Duration::from_micros(200));
+            let upstream = MockServer::start(kind, Script::new().then(reply).repeat_last())
+                .await
+                .unwrap();
+            let server = gateway(kind, &upstream).await;
+            let (status, _, bytes) = post(
+                &format!("{}/v1/chat/completions", server.url()),
+                &chat_body(true),
+            )
+            .await;
+            assert_eq!(status, 200);
+            let got = replay(&toolwire::providers::openai::OpenAi::new(), &bytes)
+                .unwrap()
+                .response;
+            assert_eq!(got.text.as_deref(), Some("Checking both."), "{kind} {size}");
+            same_calls(kind, &got, &answer());
+            let (_, _, bytes) = post(
+                &format!("{}/v1/messages", server.url()),
+                &messages_body(true),
+            )
+            .await;
+            let got = replay(&toolwire::providers::anthropic::Anthropic::new(), &bytes)
+                .unwrap()
+                .response;
+            assert_eq!(got.text.as_deref(), Some("Checking both."), "{kind} {size}");
+            same_calls(kind, &got, &answer());
+        }
+    }
+}
