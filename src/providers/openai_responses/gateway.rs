@@ -9,10 +9,10 @@
 //! `response.output_text.delta`, `response.function_call_arguments.delta`,
 //! `response.output_item.done`, `response.completed`).
 //!
-//! Provider state of a call rides in its `call_id` ([`carry_id`]); state of the turn as a whole
-//! (reasoning items before the text, an Anthropic turn's opening thinking blocks) rides in a
-//! reasoning item whose `encrypted_content` the gateway made, which clients echo as they echo
-//! every reasoning item.
+//! Provider state of a call rides in its `call_id` (packed reversibly, checked when it comes
+//! back); state of the turn as a whole (reasoning items before the text, an Anthropic turn's
+//! opening thinking blocks) rides in a reasoning item whose `encrypted_content` the gateway
+//! made, which clients echo as they echo every reasoning item.
 
 use serde_json::{Map, Value, json};
 
