@@ -12,8 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}
 rate=${RATE:-500} secs=${SECS:-10} streams=${STREAMS:-200} n=${N:-200}
-cargo build --release --quiet --features cli,server --bin toolwire --example gateway_upstream
+[[ ${BIN:-} ]] || cargo build --release --quiet --features cli,server --bin toolwire --example gateway_upstream
 bin=$target/release
+if [[ ${BIN:-} ]]; then bin=$BIN; fi # another build of both (a script check with debug builds)
 command -v oha >/dev/null || cargo install oha --locked --quiet
 venv=$target/tmp/litellm-venv
 if [[ ! -x $venv/bin/litellm ]]; then
@@ -59,7 +60,9 @@ model_list:
 litellm_settings:
   drop_params: false
 EOF
-"$venv/bin/litellm" --config "$dir/litellm.yaml" --host 127.0.0.1 --port $ll_port --num_workers 1 \
+# A local bench: no master key, and the bundled model price map instead of a download.
+LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY=true LITELLM_LOCAL_MODEL_COST_MAP=True \
+    "$venv/bin/litellm" --config "$dir/litellm.yaml" --host 127.0.0.1 --port $ll_port --num_workers 1 \
     >"$dir/litellm.log" 2>&1 &
 ll_pid=$!
 pids+=($ll_pid)
