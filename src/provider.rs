@@ -267,6 +267,26 @@ pub trait Respond: Provider {
     }
 }
 
+/// Writes a live canonical stream in a client's wire, event by event: the gateway's writer
+/// (feature `mock`, like [`Respond`]). Bytes go out as soon as the events that make them are
+/// known; nothing waits for the end of the turn except what the wire puts there.
+#[cfg(feature = "mock")]
+pub trait StreamWriter: Send {
+    /// What opens the stream, before any event (a role chunk, `message_start`).
+    fn start(&mut self, out: &mut Vec<u8>);
+
+    /// Events that arrived together (decoded from one upstream read). A call opened and
+    /// finished in one batch is written with what its completion knows (its final id and
+    /// provider state).
+    fn events(&mut self, events: &[StreamEvent], out: &mut Vec<u8>);
+
+    /// The turn ended cleanly with `response`: finish reason, usage, the stream's end.
+    fn finish(&mut self, response: &ChatResponse, out: &mut Vec<u8>);
+
+    /// The turn failed after the stream began: the wire's error event, the stream's end.
+    fn fail(&mut self, error: &ApiError, out: &mut Vec<u8>);
+}
+
 /// Decodes one streamed turn from SSE `data:` payloads.
 pub trait StreamDecoder: Send {
     /// One SSE event's data (and its `event:` name, if any). Emits zero or more events.

@@ -20,6 +20,14 @@ pub(crate) struct ServeArgs {
     /// Keep registrations in this JSON file across restarts.
     #[arg(long, value_name = "FILE")]
     state: Option<PathBuf>,
+    /// Listen on this address instead of 127.0.0.1:PORT; anything but loopback needs gateway
+    /// keys. /api/* and the page stay loopback-only.
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: Option<std::net::SocketAddr>,
+    /// Keys gateway clients must send (one per line); also TOOLWIRE_GATEWAY_KEYS
+    /// (comma-separated).
+    #[arg(long, value_name = "FILE")]
+    gateway_keys: Option<PathBuf>,
 }
 
 pub(crate) fn serve(args: &ServeArgs) -> Result<(), CliError> {
@@ -41,6 +49,22 @@ async fn run(args: &ServeArgs) -> Result<(), CliError> {
     if let Some(path) = &args.state {
         config = config.with_state_file(path);
     }
+    if let Some(addr) = args.listen {
+        config = config.with_listen(addr);
+    }
+    let mut keys: Vec<String> = std::env::var("TOOLWIRE_GATEWAY_KEYS")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    if let Some(path) = &args.gateway_keys {
+        let from_file = ServerConfig::new()
+            .with_gateway_keys_file(path)
+            .map_err(|e| CliError::from_error("", &e))?;
+        keys.extend(from_file.gateway_keys);
+    }
+    config = config.with_gateway_keys(keys);
+    let gated = !config.gateway_keys.is_empty();
     let server = toolwire::server::start(config)
         .await
         .map_err(|e| CliError::from_error("", &e))?;
@@ -61,6 +85,15 @@ async fn run(args: &ServeArgs) -> Result<(), CliError> {
         outln!("state: {}", path.display());
     }
     outln!("page: {}/", server.url());
+    outln!(
+        "gateway: {0}/v1/chat/completions, {0}/v1/messages, {0}/v1/responses, {0}/v1/models{1}",
+        server.url(),
+        if gated {
+            " (gateway keys required)"
+        } else {
+            ""
+        }
+    );
     stop_signal().await;
     outln!("toolwire serve: stopping");
     server.shutdown().await;

@@ -8,6 +8,8 @@ use crate::types::{
     AssistantMessage, ChatRequest, Message, Part, ResponseFormat, ToolCall, ToolChoice, ToolResult,
     parse_arguments,
 };
+#[cfg(feature = "mock")]
+use crate::types::{ChatResponse, StreamEvent};
 
 /// Media parts of tool results, for a wire whose tool messages take text only: the downgrade
 /// every such wire applies. The text parts stay in the tool message ([`ToolResult::content_text`]);
@@ -497,5 +499,444 @@ mod tests {
             schema = json!({"items": schema});
         }
         assert_eq!(invalid_property_key(&schema, plain), None);
+    }
+}
+
+/// The gateway's side of request reading: the fields of one JSON object taken by name, so that
+/// whatever is left at the end is a field the gateway does not translate, refused by name
+/// rather than dropped.
+#[cfg(feature = "mock")]
+pub(crate) struct Fields {
+    map: serde_json::Map<String, Value>,
+    at: String,
+}
+
+#[cfg(feature = "mock")]
+impl Fields {
+    /// The fields of `value`, an object found at `at` (`""` for the body itself).
+    pub fn of(value: Value, at: &str) -> Result<Self> {
+        match value {
+            Value::Object(map) => Ok(Self {
+                map,
+                at: at.to_owned(),
+            }),
+            other => Err(Error::input(
+                if at.is_empty() { "body" } else { at },
+                format!(
+                    "must be a JSON object, got {}",
+                    crate::types::json_kind(&other)
+                ),
+            )),
+        }
+    }
+
+    /// The path of `key` inside this object.
+    pub fn path(&self, key: &str) -> String {
+        if self.at.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.at)
+        }
+    }
+
+    /// Takes a field; `null` counts as absent.
+    pub fn take(&mut self, key: &str) -> Option<Value> {
+        self.map.remove(key).filter(|v| !v.is_null())
+    }
+
+    /// Takes a field that must be there.
+    pub fn need(&mut self, key: &str) -> Result<Value> {
+        self.take(key)
+            .ok_or_else(|| Error::input(self.path(key), "field required"))
+    }
+
+    /// Takes a string field.
+    pub fn string(&mut self, key: &str) -> Result<Option<String>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(self.kind_error(key, "a string", &other)),
+        }
+    }
+
+    /// Takes a boolean field.
+    pub fn boolean(&mut self, key: &str) -> Result<Option<bool>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(b)),
+            Some(other) => Err(self.kind_error(key, "a boolean", &other)),
+        }
+    }
+
+    /// Takes a non-negative integer field that fits `u32`.
+    pub fn count(&mut self, key: &str) -> Result<Option<u32>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| self.kind_error(key, "a non-negative integer", &v)),
+        }
+    }
+
+    /// Takes a number field.
+    pub fn number(&mut self, key: &str) -> Result<Option<f64>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| self.kind_error(key, "a number", &v)),
+        }
+    }
+
+    /// Takes an array field.
+    pub fn array(&mut self, key: &str) -> Result<Option<Vec<Value>>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Array(items)) => Ok(Some(items)),
+            Some(other) => Err(self.kind_error(key, "an array", &other)),
+        }
+    }
+
+    /// Drops a field that changes nothing in the answer (a client's own label), whatever its
+    /// value.
+    pub fn ignore(&mut self, key: &str) {
+        self.map.remove(key);
+    }
+
+    fn kind_error(&self, key: &str, want: &str, got: &Value) -> Error {
+        Error::input(
+            self.path(key),
+            format!("must be {want}, got {}", crate::types::json_kind(got)),
+        )
+    }
+
+    /// Ends reading: a field left over is one the gateway does not translate, refused by name.
+    pub fn finish(self) -> Result<()> {
+        match self.map.keys().next() {
+            None => Ok(()),
+            Some(key) => Err(Error::input(
+                self.path(key),
+                "unknown or unsupported field: the gateway translates every field it accepts \
+                 and drops none, so it refuses this one",
+            )),
+        }
+    }
+}
+
+/// Key, in the provider data a call id carries, of the turn's own provider data (folded into
+/// the first call's id by [`CallGate::rest`]); reading the id back puts it on the assistant
+/// message ([`uncarry_turn`]).
+#[cfg(feature = "mock")]
+pub(crate) const TURN_STATE: &str = "toolwire_turn";
+
+/// Moves the turn's provider data a call id carried ([`TURN_STATE`]) from the call's `extra`
+/// onto the assistant message's.
+#[cfg(feature = "mock")]
+pub(crate) fn uncarry_turn(call: &mut ToolCall, message: &mut AssistantMessage) {
+    if let Some(Value::Object(state)) = call.extra.remove(TURN_STATE) {
+        for (k, v) in state {
+            message.extra.entry(k).or_insert(v);
+        }
+    }
+}
+
+/// The calls of a whole answer as a client sees them: the turn's own provider data folded
+/// into the first call's `extra` under [`TURN_STATE`], as [`CallGate::rest`] does for streams.
+#[cfg(feature = "mock")]
+pub(crate) fn fold_turn(response: &ChatResponse) -> Vec<ToolCall> {
+    let mut calls = response.tool_calls.clone();
+    if let Some(first) = calls.first_mut()
+        && !response.extra.is_empty()
+    {
+        first
+            .extra
+            .insert(TURN_STATE.into(), Value::Object(response.extra.clone()));
+    }
+    calls
+}
+
+/// The separator between a call id as the upstream sent it and the provider state the gateway
+/// carries along in the id a client sees. Base64url has no `.`.
+#[cfg(feature = "mock")]
+const CARRIED: &str = ".tw1.";
+
+/// The id a gateway client sees for `call`: the upstream's id, plus the call's provider data
+/// (a Gemini thought signature, a Responses item id) when it has any, packed reversibly so
+/// that the client's echo of the id brings the data back on the next turn ([`uncarry_id`]).
+#[cfg(feature = "mock")]
+pub(crate) fn carry_id(call: &ToolCall) -> String {
+    if call.extra.is_empty() {
+        return call.id.clone();
+    }
+    let json = Value::Object(call.extra.clone()).to_string();
+    format!("{}{CARRIED}{}", call.id, base64url(json.as_bytes()))
+}
+
+/// The upstream's id and the provider data of an id made by [`carry_id`]; an id without carried
+/// data comes back as it is. `at` names the field for the error a damaged id gives.
+#[cfg(feature = "mock")]
+pub(crate) fn uncarry_id(id: &str, at: &str) -> Result<(String, serde_json::Map<String, Value>)> {
+    let Some((head, packed)) = id.rsplit_once(CARRIED) else {
+        return Ok((id.to_owned(), serde_json::Map::new()));
+    };
+    let bad = |why: &str| {
+        Error::input(
+            at,
+            format!(
+                "this call id carries provider state that is damaged ({why}); send it back exactly as the gateway gave it"
+            ),
+        )
+    };
+    let bytes = unbase64url(packed).ok_or_else(|| bad("not base64url"))?;
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(map)) => Ok((head.to_owned(), map)),
+        _ => Err(bad("not a JSON object")),
+    }
+}
+
+#[cfg(feature = "mock")]
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// Base64url without padding.
+#[cfg(feature = "mock")]
+pub(crate) fn base64url(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0_u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..=chunk.len() {
+            out.push(char::from(B64[((n >> (18 - 6 * i)) & 63) as usize]));
+        }
+    }
+    out
+}
+
+/// Standard base64 with padding (what a `data:` source holds).
+#[cfg(feature = "mock")]
+pub(crate) fn base64_standard(bytes: &[u8]) -> String {
+    let mut out: String = base64url(bytes)
+        .chars()
+        .map(|c| match c {
+            '-' => '+',
+            '_' => '/',
+            c => c,
+        })
+        .collect();
+    while !out.len().is_multiple_of(4) {
+        out.push('=');
+    }
+    out
+}
+
+/// The inverse of [`base64url`]; `None` for a character outside the alphabet or a length no
+/// encoding has.
+#[cfg(feature = "mock")]
+pub(crate) fn unbase64url(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    for chunk in text.as_bytes().chunks(4) {
+        let mut n = 0_u32;
+        for (i, c) in chunk.iter().enumerate() {
+            let v = B64.iter().position(|b| b == c)?;
+            n |= (v as u32) << (18 - 6 * i);
+        }
+        for i in 0..chunk.len() - 1 {
+            out.push(((n >> (16 - 8 * i)) & 0xff) as u8);
+        }
+    }
+    Some(out)
+}
+
+#[cfg(all(test, feature = "mock"))]
+mod carry_tests {
+    use super::*;
+
+    #[test]
+    fn base64url_round_trips_every_length() {
+        for len in 0..40_u8 {
+            let bytes: Vec<u8> = (0..len)
+                .map(|i| i.wrapping_mul(37).wrapping_add(200))
+                .collect();
+            let text = base64url(&bytes);
+            assert!(!text.contains(['=', '+', '/', '.']), "{text}");
+            assert_eq!(unbase64url(&text), Some(bytes));
+        }
+        assert_eq!(base64url(b"hello"), "aGVsbG8");
+        assert_eq!(unbase64url("a"), None);
+        assert_eq!(unbase64url("a*bc"), None);
+    }
+
+    #[test]
+    fn ids_carry_provider_state_both_ways() {
+        let mut call = ToolCall::new("call_1", "f", "{}");
+        assert_eq!(carry_id(&call), "call_1");
+        call.extra
+            .insert("thought_signature".into(), Value::String("c2ln".into()));
+        let id = carry_id(&call);
+        assert!(id.starts_with("call_1.tw1."), "{id}");
+        let (back, extra) = uncarry_id(&id, "x").unwrap();
+        assert_eq!(back, "call_1");
+        assert_eq!(extra, call.extra);
+        assert_eq!(uncarry_id("plain", "x").unwrap().0, "plain");
+        let err = uncarry_id("call_1.tw1.!!", "messages[1]").unwrap_err();
+        assert!(err.to_string().contains("messages[1]"), "{err}");
+    }
+}
+
+/// What a gateway writer sends for the calls of a live stream, decided by [`CallGate`].
+#[cfg(feature = "mock")]
+#[derive(Debug)]
+pub(crate) enum CallOut {
+    /// Open the call at wire position `slot`: its id as the client sees it ([`carry_id`] when
+    /// the call is already complete), its name, and the argument text that arrived while it
+    /// was held.
+    Open {
+        slot: usize,
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    /// More argument text for an open call.
+    Arguments { slot: usize, fragment: String },
+    /// The call is final.
+    Done { call: ToolCall },
+}
+
+#[cfg(feature = "mock")]
+#[derive(Debug, Default)]
+struct Held {
+    id: Option<String>,
+    name: String,
+    fragments: String,
+    /// Held until the turn ends: its provider state (a thinking signature) may be known only
+    /// then.
+    wait: bool,
+    complete: Option<ToolCall>,
+}
+
+/// When a gateway writer opens each call of a live stream. A call is opened at the end of the
+/// batch of events it started in (so a call that arrives whole, as Gemini's do, goes out with
+/// its final id and provider state), except a call after reasoning, held until the turn ends:
+/// the signature of the reasoning before it is known only then, and rides on its id. Argument
+/// text of an open call goes out as it arrives.
+#[cfg(feature = "mock")]
+#[derive(Debug, Default)]
+pub(crate) struct CallGate {
+    opened: std::collections::HashMap<usize, usize>,
+    held: std::collections::BTreeMap<usize, Held>,
+    reasoning: bool,
+}
+
+#[cfg(feature = "mock")]
+impl CallGate {
+    /// Notes reasoning in the turn: calls after it are held until complete.
+    pub fn reasoning(&mut self) {
+        self.reasoning = true;
+    }
+
+    /// Takes one call event (others are ignored).
+    pub fn event(&mut self, event: &StreamEvent, emit: &mut Vec<CallOut>) {
+        match event {
+            StreamEvent::ToolCallStarted { index, id, name }
+                if !self.opened.contains_key(index) =>
+            {
+                let wait = self.reasoning;
+                let held = self.held.entry(*index).or_default();
+                held.id.clone_from(id);
+                held.name.clone_from(name);
+                held.wait = wait;
+            }
+            StreamEvent::ToolCallDelta { index, fragment } => {
+                if let Some(held) = self.held.get_mut(index) {
+                    held.fragments.push_str(fragment);
+                } else if let Some(slot) = self.opened.get(index) {
+                    emit.push(CallOut::Arguments {
+                        slot: *slot,
+                        fragment: fragment.clone(),
+                    });
+                }
+            }
+            StreamEvent::ToolCallComplete { index, call } => {
+                if self.opened.contains_key(index) {
+                    emit.push(CallOut::Done { call: call.clone() });
+                } else {
+                    let held = self.held.entry(*index).or_default();
+                    held.complete = Some(call.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn open(&mut self, index: usize, held: Held, emit: &mut Vec<CallOut>) {
+        let slot = self.opened.len();
+        self.opened.insert(index, slot);
+        match held.complete {
+            Some(call) => {
+                emit.push(CallOut::Open {
+                    slot,
+                    id: carry_id(&call),
+                    name: call.name.clone(),
+                    arguments: call.raw_arguments.clone(),
+                });
+                emit.push(CallOut::Done { call });
+            }
+            None => emit.push(CallOut::Open {
+                slot,
+                id: held.id.unwrap_or_default(),
+                name: held.name,
+                arguments: held.fragments,
+            }),
+        }
+    }
+
+    /// The end of a batch: opens the calls that may go out.
+    pub fn flush(&mut self, emit: &mut Vec<CallOut>) {
+        let ready: Vec<usize> = self
+            .held
+            .iter()
+            .filter(|(_, h)| !h.wait)
+            .map(|(i, _)| *i)
+            .collect();
+        for index in ready {
+            if let Some(held) = self.held.remove(&index) {
+                self.open(index, held, emit);
+            }
+        }
+    }
+
+    /// The end of the turn: opens every call not yet shown, from the final response. With
+    /// `fold`, the turn's own provider state (the response's `extra`: Anthropic's opening
+    /// thinking blocks, Responses' reasoning items before the text) rides in the first call's
+    /// id under [`TURN_STATE`], when that call was still held: a wire with no other place the
+    /// client echoes.
+    pub fn rest(&mut self, response: &ChatResponse, fold: bool, emit: &mut Vec<CallOut>) {
+        let mut state = (fold && !response.extra.is_empty() && self.opened.is_empty())
+            .then(|| Value::Object(response.extra.clone()));
+        for (index, call) in response.tool_calls.iter().enumerate() {
+            if self.opened.contains_key(&index) {
+                continue;
+            }
+            let mut held = self.held.remove(&index).unwrap_or_default();
+            let mut call = call.clone();
+            if let Some(state) = state.take() {
+                call.extra.insert(TURN_STATE.into(), state);
+            }
+            held.complete = Some(call);
+            self.open(index, held, emit);
+        }
+        let left: Vec<usize> = self.held.keys().copied().collect();
+        for index in left {
+            if let Some(held) = self.held.remove(&index) {
+                self.open(index, held, emit);
+            }
+        }
     }
 }

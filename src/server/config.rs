@@ -1,5 +1,6 @@
 //! What a server runs: its port, its roles (one model session each) and its state file.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -105,6 +106,12 @@ pub struct ServerConfig {
     /// MCP servers whose tools are mounted (`[[mcp]]` in the config file).
     #[cfg(feature = "mcp")]
     pub mcp: Vec<super::mcp::McpMount>,
+    /// Another address to listen on (`--listen`): anything but loopback needs gateway keys.
+    /// `None` listens on 127.0.0.1 at [`ServerConfig::port`].
+    pub listen: Option<SocketAddr>,
+    /// Keys a gateway client must send (`Authorization: Bearer K` or `x-api-key: K`) on the
+    /// gateway routes (`/v1/*`, `/metrics`). Empty: those routes are loopback-only like the rest.
+    pub gateway_keys: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -122,6 +129,8 @@ impl ServerConfig {
             state_file: None,
             #[cfg(feature = "mcp")]
             mcp: Vec::new(),
+            listen: None,
+            gateway_keys: Vec::new(),
         }
     }
 
@@ -141,6 +150,41 @@ impl ServerConfig {
     pub fn with_state_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.state_file = Some(path.into());
         self
+    }
+
+    /// Listens on `addr` instead of 127.0.0.1 (a non-loopback address needs gateway keys).
+    pub fn with_listen(mut self, addr: SocketAddr) -> Self {
+        self.listen = Some(addr);
+        self
+    }
+
+    /// Sets the keys gateway clients must send (blank ones are dropped).
+    pub fn with_gateway_keys(mut self, keys: impl IntoIterator<Item = String>) -> Self {
+        self.gateway_keys = keys
+            .into_iter()
+            .map(|k| k.trim().to_owned())
+            .filter(|k| !k.is_empty())
+            .collect();
+        self
+    }
+
+    /// Reads gateway keys from a file, one per line (blank lines and `#` comments skipped).
+    pub fn with_gateway_keys_file(self, path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::input(path.display().to_string(), format!("cannot read: {e}")))?;
+        let keys: Vec<String> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(str::to_owned)
+            .collect();
+        if keys.is_empty() {
+            return Err(Error::input(
+                path.display().to_string(),
+                "no key in the file",
+            ));
+        }
+        Ok(self.with_gateway_keys(keys))
     }
 
     /// Reads the roles from a TOML file (format in the module docs). Errors name the file, the
@@ -171,6 +215,18 @@ impl ServerConfig {
     pub(crate) fn check(&self) -> Result<()> {
         if self.roles.is_empty() {
             return Err(Error::input("roles", "at least one role is needed"));
+        }
+        if let Some(addr) = self.listen
+            && !super::gate::is_loopback_peer(addr.ip())
+            && self.gateway_keys.is_empty()
+        {
+            return Err(Error::input(
+                "listen",
+                format!(
+                    "{addr} is not a loopback address: give gateway keys (--gateway-keys FILE \
+                     or TOOLWIRE_GATEWAY_KEYS) so that only your clients can use the upstream keys"
+                ),
+            ));
         }
         for (i, role) in self.roles.iter().enumerate() {
             let at = format!("roles[{i}]");

@@ -8,6 +8,7 @@ mod body;
 mod chat;
 mod config;
 mod gate;
+mod gateway;
 mod ledger;
 mod live;
 #[cfg(feature = "mcp")]
@@ -64,6 +65,8 @@ pub(crate) struct App {
     pub ledger: Mutex<Ledger>,
     pub state_file: Option<PathBuf>,
     pub live: Live,
+    /// The gateway's upstream clients and counters.
+    pub gateway: gateway::Gateway,
     shutdown: watch::Receiver<bool>,
 }
 
@@ -161,12 +164,12 @@ pub struct ServerHandle {
 }
 
 impl ServerHandle {
-    /// The bound address (always 127.0.0.1).
+    /// The bound address (127.0.0.1 unless the config says `listen`).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// `http://<address>:<port>`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -230,21 +233,19 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
             }
         }
     }
-    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, config.port))
-        .await
-        .map_err(|e| {
-            // A taken port is the common case: say how to go on.
-            let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
-                " (another process is listening there: stop it, or pick another port with \
+    let bind = config
+        .listen
+        .unwrap_or_else(|| SocketAddr::from((Ipv4Addr::LOCALHOST, config.port)));
+    let listener = tokio::net::TcpListener::bind(bind).await.map_err(|e| {
+        // A taken port is the common case: say how to go on.
+        let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
+            " (another process is listening there: stop it, or pick another port with \
                  --port, or --port 0 for any free one)"
-            } else {
-                ""
-            };
-            Error::input(
-                "port",
-                format!("cannot listen on 127.0.0.1:{}: {e}{hint}", config.port),
-            )
-        })?;
+        } else {
+            ""
+        };
+        Error::input("port", format!("cannot listen on {bind}: {e}{hint}"))
+    })?;
     let addr = listener
         .local_addr()
         .map_err(|e| Error::input("port", format!("cannot read the bound address: {e}")))?;
@@ -258,6 +259,7 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         ledger: Mutex::new(ledger),
         state_file: config.state_file.clone(),
         live: Live::new(),
+        gateway: gateway::Gateway::new(config.gateway_keys.clone()),
         shutdown,
     });
     #[cfg(feature = "mcp")]
@@ -322,6 +324,17 @@ fn client_for(role: &RoleConfig) -> Result<Option<Client>> {
 }
 
 fn router(app: Arc<App>) -> Router {
+    let gateway = Router::new()
+        .route("/v1/chat/completions", post(gateway::chat_completions))
+        .route("/v1/messages", post(gateway::anthropic_messages))
+        .route("/v1/responses", post(gateway::openai_responses))
+        .route("/v1/models", get(gateway::models))
+        .route("/metrics", get(gateway::metrics))
+        .with_state(Arc::clone(&app))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            gateway::gate,
+        ));
     Router::new()
         .route("/", get(page))
         .route("/api/tools", get(api::list))
@@ -336,6 +349,7 @@ fn router(app: Arc<App>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)
         .layer(axum::middleware::from_fn(gate::loopback_only))
+        .merge(gateway)
 }
 
 async fn not_found() -> Response {

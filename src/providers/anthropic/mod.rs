@@ -10,6 +10,8 @@
 mod decode;
 mod encode;
 #[cfg(feature = "mock")]
+pub mod gateway;
+#[cfg(feature = "mock")]
 mod respond;
 mod wire;
 

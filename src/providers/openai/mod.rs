@@ -8,6 +8,8 @@ pub(crate) mod decode;
 mod dialect;
 mod encode;
 #[cfg(feature = "mock")]
+pub mod gateway;
+#[cfg(feature = "mock")]
 mod respond;
 mod wire;
 

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# toolwire's gateway and LiteLLM's proxy in front of the same fake upstream
+# (examples/gateway_upstream.rs: an OpenAI Chat Completions server answering at once, keeping
+# connections alive), loaded with oha in the same run. Prints the Markdown table the README
+# publishes: added latency (p50/p99 over calling the upstream directly) of non-streamed
+# requests at a fixed rate, added time to first byte of streams, requests/s at 32 connections
+# (streamed and not), resident memory idle and per open stream.
+#
+# Run: bash benches/gateway.sh   (needs python3, curl; installs oha with cargo and LiteLLM's
+# proxy into a venv under the target dir when missing. RATE=500 SECS=10 STREAMS=200 N=200)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${CARGO_TARGET_DIR:-target}
+rate=${RATE:-500} secs=${SECS:-10} streams=${STREAMS:-200} n=${N:-200}
+[[ ${BIN:-} ]] || cargo build --release --quiet --features cli,server --bin toolwire --example gateway_upstream
+bin=$target/release
+if [[ ${BIN:-} ]]; then bin=$BIN; fi # another build of both (a script check with debug builds)
+command -v oha >/dev/null || cargo install oha --locked --quiet
+venv=$target/tmp/litellm-venv
+if [[ ! -x $venv/bin/litellm ]]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q 'litellm[proxy]'
+fi
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+
+up_port=18101 tw_port=18102 ll_port=18103
+"$bin/examples/gateway_upstream" $up_port >/dev/null &
+pids+=($!)
+up="http://127.0.0.1:$up_port"
+cat >"$dir/roles.toml" <<EOF
+[[role]]
+name = "up"
+provider = "openai"
+model = "model-x"
+base_url = "$up"
+api_key_env = "BENCH_UPSTREAM_KEY"
+
+[[role]]
+name = "hold"
+provider = "openai"
+model = "hold"
+base_url = "$up"
+api_key_env = "BENCH_UPSTREAM_KEY"
+EOF
+BENCH_UPSTREAM_KEY=unused "$bin/toolwire" serve --port $tw_port --config "$dir/roles.toml" >/dev/null &
+tw_pid=$!
+pids+=($tw_pid)
+cat >"$dir/litellm.yaml" <<EOF
+model_list:
+  - model_name: up
+    litellm_params: {model: openai/model-x, api_base: "$up/v1", api_key: unused}
+  - model_name: hold
+    litellm_params: {model: openai/hold, api_base: "$up/v1", api_key: unused}
+litellm_settings:
+  drop_params: false
+EOF
+# A local bench: no master key, and the bundled model price map instead of a download.
+LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY=true LITELLM_LOCAL_MODEL_COST_MAP=True \
+    "$venv/bin/litellm" --config "$dir/litellm.yaml" --host 127.0.0.1 --port $ll_port --num_workers 1 \
+    >"$dir/litellm.log" 2>&1 &
+ll_pid=$!
+pids+=($ll_pid)
+
+body() { # $1: model, $2: stream
+    printf '{"model":"%s","stream":%s,"messages":[{"role":"user","content":"Weather in Paris and Tokyo?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string"}}}}}]}' "$1" "$2"
+}
+ready() { # $1: base URL
+    for _ in $(seq 300); do
+        if curl -s -o /dev/null -w '%{http_code}' -H 'content-type: application/json' \
+            -d "$(body up false)" "$1/v1/chat/completions" | grep -q 200; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    echo "not ready: $1" >&2
+    return 1
+}
+ready "$up"
+ready "http://127.0.0.1:$tw_port"
+ready "http://127.0.0.1:$ll_port"
+
+# Resident memory (KiB) of a process and its children.
+rss() {
+    local total=0 p
+    for p in $1 $(pgrep -P "$1" || true); do
+        total=$((total + $(awk '/VmRSS/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)))
+    done
+    echo $total
+}
+tw_idle=$(rss $tw_pid) ll_idle=$(rss $ll_pid)
+
+if oha --help | grep -q -- '--output-format'; then json=(--output-format json); else json=(-j); fi
+# oha run: prints "p50_ms p99_ms rps success_rate".
+load() { # $1: URL, $2: stream, then oha flags
+    local url=$1 stream=$2
+    shift 2
+    oha --no-tui "${json[@]}" -z "${secs}s" "$@" -m POST -H 'content-type: application/json' \
+        -d "$(body up "$stream")" "$url/v1/chat/completions" |
+        python3 -c 'import json,sys; r=json.load(sys.stdin); p=r["latencyPercentiles"]; s=r["summary"]
+print("%.3f %.3f %.0f %.3f" % (p["p50"]*1000, p["p99"]*1000, s["requestsPerSec"], s["successRate"]))'
+}
+# Median time to first byte (ms) of $n sequential streamed requests.
+ttfb() {
+    for _ in $(seq "$n"); do
+        curl -s -o /dev/null -w '%{time_starttransfer}\n' -H 'content-type: application/json' \
+            -d "$(body up true)" "$1/v1/chat/completions"
+    done | sort -n | awk '{a[NR]=$1} END {printf "%.3f\n", a[int((NR+1)/2)]*1000}'
+}
+# Extra resident memory per open stream (KiB): $streams held streams at once.
+per_stream() { # $1: URL, $2: pid, $3: idle KiB
+    local cpids=() p
+    for _ in $(seq "$streams"); do
+        curl -s -N -o /dev/null -m 30 -H 'content-type: application/json' -d "$(body hold true)" \
+            "$1/v1/chat/completions" &
+        cpids+=($!)
+    done
+    sleep 5
+    local held
+    held=$(rss "$2")
+    for p in "${cpids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait "${cpids[@]}" 2>/dev/null || true
+    echo $(((held - $3) / streams))
+}
+
+declare -A lat ttf rps srps
+for who in direct toolwire litellm; do
+    case $who in
+        direct) url=$up ;;
+        toolwire) url="http://127.0.0.1:$tw_port" ;;
+        litellm) url="http://127.0.0.1:$ll_port" ;;
+    esac
+    oha --no-tui -z 2s -c 8 -m POST -H 'content-type: application/json' -d "$(body up false)" \
+        "$url/v1/chat/completions" >/dev/null # warm up
+    lat[$who]=$(load "$url" false -q "$rate" -c 32)
+    ttf[$who]=$(ttfb "$url")
+    rps[$who]=$(load "$url" false -c 32)
+    srps[$who]=$(load "$url" true -c 32)
+done
+tw_stream=$(per_stream "http://127.0.0.1:$tw_port" $tw_pid "$(rss $tw_pid)")
+ll_stream=$(per_stream "http://127.0.0.1:$ll_port" $ll_pid "$(rss $ll_pid)")
+
+read -r d50 d99 _ _ <<<"${lat[direct]}"
+read -r _ _ drps _ <<<"${rps[direct]}"
+read -r _ _ dsrps _ <<<"${srps[direct]}"
+dttfb=${ttf[direct]}
+row() { # $1: name, $2: idle KiB, $3: KiB per stream
+    local p50 p99 got ok r sr
+    read -r p50 p99 got ok <<<"${lat[$1]}"
+    read -r _ _ r _ <<<"${rps[$1]}"
+    read -r _ _ sr _ <<<"${srps[$1]}"
+    printf '| %s | %.2f ms | %.2f ms | %s/s (%.0f%% ok) | %.2f ms | %s | %s | %.1f MiB | %s KiB |\n' \
+        "$1" "$(echo "$p50 - $d50" | bc)" "$(echo "$p99 - $d99" | bc)" "$got" "$(echo "$ok * 100" | bc)" \
+        "$(echo "${ttf[$1]} - $dttfb" | bc)" "$r" "$sr" "$(echo "$2 / 1024" | bc -l)" "$3"
+}
+echo "upstream alone: p50 ${d50} ms, p99 ${d99} ms at ${rate}/s; first byte ${dttfb} ms; ${drps} req/s, ${dsrps} streams/s at 32 connections"
+echo
+echo "| gateway | added p50 at ${rate}/s | added p99 | achieved | added first byte (stream) | req/s at 32 conns | streams/s at 32 conns | RSS idle | RSS per open stream |"
+echo "|---|---|---|---|---|---|---|---|---|"
+row toolwire "$tw_idle" "$tw_stream"
+row litellm "$ll_idle" "$ll_stream"

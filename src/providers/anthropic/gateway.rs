@@ -1,0 +1,914 @@
+//! The gateway's Messages side: a client's Messages request → the canonical request, and the
+//! canonical stream → the events an Anthropic client reads, written as events arrive.
+//!
+//! Request fields follow the Messages reference
+//! (<https://docs.anthropic.com/en/api/messages>); a field the gateway does not translate is
+//! refused by name. Streams follow the documented event flow
+//! (<https://docs.anthropic.com/en/docs/build-with-claude/streaming>): `message_start`, one
+//! `content_block_start` / `content_block_delta`s / `content_block_stop` run per block,
+//! `message_delta` with the stop reason and usage, `message_stop`.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+
+use super::THINKING_BLOCKS;
+use crate::error::{ApiError, Error, Result};
+use crate::provider::StreamWriter;
+use crate::providers::shared::{
+    CallGate, CallOut, Fields, TURN_STATE, carry_id, uncarry_id, uncarry_turn,
+};
+use crate::types::{
+    AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part, Source,
+    StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult,
+};
+
+/// A client's Messages request, read.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct MessagesRequest {
+    /// The canonical request (its `model` is the client's model name, unresolved).
+    pub request: ChatRequest,
+    /// Whether the client asked for a stream.
+    pub stream: bool,
+}
+
+/// Reads a Messages request body. Errors are [`Error::Input`] naming the field.
+pub fn decode_request(body: &[u8]) -> Result<MessagesRequest> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| Error::input("body", format!("not valid JSON: {e}")))?;
+    let mut f = Fields::of(value, "")?;
+    let model = f
+        .string("model")?
+        .ok_or_else(|| Error::input("model", "field required"))?;
+    let stream = f.boolean("stream")?.unwrap_or(false);
+    let mut messages = Vec::new();
+    if let Some(system) = f.take("system") {
+        messages.push(Message::system(text_blocks(system, "system")?));
+    }
+    let items = f
+        .array("messages")?
+        .ok_or_else(|| Error::input("messages", "field required"))?;
+    let mut names: HashMap<String, String> = HashMap::new();
+    for (i, item) in items.into_iter().enumerate() {
+        turn(item, &format!("messages[{i}]"), &mut names, &mut messages)?;
+    }
+    let mut request = ChatRequest::new(model, messages);
+    request.max_tokens = Some(
+        f.count("max_tokens")?
+            .ok_or_else(|| Error::input("max_tokens", "field required"))?,
+    );
+    request.temperature = f.number("temperature")?;
+    if let Some(tools) = f.array("tools")? {
+        for (i, t) in tools.into_iter().enumerate() {
+            request.tools.push(tool(t, &format!("tools[{i}]"))?);
+        }
+    }
+    if let Some(choice) = f.take("tool_choice") {
+        let mut c = Fields::of(choice, "tool_choice")?;
+        let choice = match c.string("type")?.as_deref() {
+            Some("auto") => ToolChoice::Auto,
+            Some("any") => ToolChoice::Required,
+            Some("none") => ToolChoice::None,
+            Some("tool") => ToolChoice::Tool(
+                c.string("name")?
+                    .ok_or_else(|| Error::input("tool_choice.name", "field required"))?,
+            ),
+            other => {
+                return Err(Error::input(
+                    "tool_choice.type",
+                    format!("{other:?}: expected auto, any, tool or none"),
+                ));
+            }
+        };
+        if let Some(off) = c.boolean("disable_parallel_tool_use")? {
+            request.parallel_tool_calls = Some(!off);
+        }
+        c.finish()?;
+        request.tool_choice = Some(choice);
+    }
+    if let Some(thinking) = f.take("thinking") {
+        let mut t = Fields::of(thinking, "thinking")?;
+        match t.string("type")?.as_deref() {
+            Some("enabled") => {
+                request.thinking = Some(true);
+                t.ignore("budget_tokens");
+            }
+            Some("disabled") => request.thinking = Some(false),
+            other => {
+                return Err(Error::input(
+                    "thinking.type",
+                    format!("{other:?}: expected enabled or disabled"),
+                ));
+            }
+        }
+        t.finish()?;
+    }
+    // A label for the client's own records; it changes nothing in the answer.
+    f.ignore("metadata");
+    f.finish()?;
+    Ok(MessagesRequest { request, stream })
+}
+
+/// A string, or text blocks joined (`system`, a tool result's text).
+fn text_blocks(value: Value, at: &str) -> Result<String> {
+    match value {
+        Value::String(s) => Ok(s),
+        Value::Array(blocks) => {
+            let mut out = String::new();
+            for (j, b) in blocks.into_iter().enumerate() {
+                let at = format!("{at}[{j}]");
+                let mut b = Fields::of(b, &at)?;
+                if b.string("type")?.as_deref() != Some("text") {
+                    return Err(Error::input(
+                        format!("{at}.type"),
+                        "only text blocks are taken here",
+                    ));
+                }
+                out.push_str(&b.string("text")?.unwrap_or_default());
+                b.ignore("cache_control");
+                b.finish()?;
+            }
+            Ok(out)
+        }
+        other => Err(Error::input(
+            at,
+            format!(
+                "must be a string or text blocks, got {}",
+                crate::types::json_kind(&other)
+            ),
+        )),
+    }
+}
+
+fn source(value: Value, at: &str) -> Result<(Source, bool)> {
+    let mut s = Fields::of(value, at)?;
+    let kind = s.string("type")?;
+    let (source, text) = match kind.as_deref() {
+        Some("base64") => (
+            Source::Data {
+                media_type: s.string("media_type")?.unwrap_or_default(),
+                data: s.string("data")?.unwrap_or_default(),
+            },
+            false,
+        ),
+        Some("url") => (
+            Source::Url {
+                url: s.string("url")?.unwrap_or_default(),
+                media_type: None,
+            },
+            false,
+        ),
+        Some("text") => {
+            let media_type = s
+                .string("media_type")?
+                .unwrap_or_else(|| "text/plain".into());
+            let data = s.string("data")?.unwrap_or_default();
+            (
+                Source::Data {
+                    media_type,
+                    data: crate::providers::shared::base64_standard(data.as_bytes()),
+                },
+                true,
+            )
+        }
+        other => {
+            return Err(Error::input(
+                format!("{at}.type"),
+                format!("{other:?}: expected base64, url or text"),
+            ));
+        }
+    };
+    s.finish()?;
+    Ok((source, text))
+}
+
+/// A media block (`image`, `document`) as a part.
+fn media(kind: &str, mut b: Fields, at: &str) -> Result<Part> {
+    let (src, _) = source(b.need("source")?, &format!("{at}.source"))?;
+    b.ignore("cache_control");
+    let part = if kind == "image" {
+        Part::Image { source: src }
+    } else {
+        let filename = b.string("title")?;
+        b.ignore("context");
+        b.ignore("citations");
+        Part::File {
+            source: src,
+            filename,
+        }
+    };
+    b.finish()?;
+    Ok(part)
+}
+
+/// One client message: a user turn may hold tool results (each a canonical tool message,
+/// first) and content; an assistant turn its thinking, text and calls.
+fn turn(
+    value: Value,
+    at: &str,
+    names: &mut HashMap<String, String>,
+    out: &mut Vec<Message>,
+) -> Result<()> {
+    let mut m = Fields::of(value, at)?;
+    let role = m
+        .string("role")?
+        .ok_or_else(|| Error::input(format!("{at}.role"), "field required"))?;
+    let content = m.need("content")?;
+    m.finish()?;
+    let blocks = match content {
+        Value::String(s) => {
+            out.push(match role.as_str() {
+                "assistant" => Message::assistant(s),
+                _ => Message::user(s),
+            });
+            return Ok(());
+        }
+        Value::Array(blocks) => blocks,
+        other => {
+            return Err(Error::input(
+                format!("{at}.content"),
+                format!(
+                    "must be a string or blocks, got {}",
+                    crate::types::json_kind(&other)
+                ),
+            ));
+        }
+    };
+    match role.as_str() {
+        "user" => {
+            let mut parts = Vec::new();
+            for (j, b) in blocks.into_iter().enumerate() {
+                let at = format!("{at}.content[{j}]");
+                let mut b = Fields::of(b, &at)?;
+                match b.string("type")?.as_deref() {
+                    Some("text") => {
+                        parts.push(Part::text(b.string("text")?.unwrap_or_default()));
+                        b.ignore("cache_control");
+                        b.finish()?;
+                    }
+                    Some(kind @ ("image" | "document")) => parts.push(media(kind, b, &at)?),
+                    Some("tool_result") => {
+                        let id = b.string("tool_use_id")?.ok_or_else(|| {
+                            Error::input(format!("{at}.tool_use_id"), "field required")
+                        })?;
+                        let (id, _) = uncarry_id(&id, &format!("{at}.tool_use_id"))?;
+                        let Some(name) = names.get(&id) else {
+                            return Err(Error::input(
+                                format!("{at}.tool_use_id"),
+                                format!("{id:?} answers no tool_use of an earlier assistant turn"),
+                            ));
+                        };
+                        let mut result = ToolResult::new(id, name.clone(), Value::Null);
+                        match b.take("content") {
+                            None => {}
+                            Some(Value::String(s)) => result.output = Value::String(s),
+                            Some(Value::Array(items)) => {
+                                let mut content = Vec::new();
+                                for (k, item) in items.into_iter().enumerate() {
+                                    let at = format!("{at}.content[{k}]");
+                                    let mut item = Fields::of(item, &at)?;
+                                    match item.string("type")?.as_deref() {
+                                        Some("text") => {
+                                            content.push(Part::text(
+                                                item.string("text")?.unwrap_or_default(),
+                                            ));
+                                            item.ignore("cache_control");
+                                            item.finish()?;
+                                        }
+                                        Some(kind @ ("image" | "document")) => {
+                                            content.push(media(kind, item, &at)?);
+                                        }
+                                        other => {
+                                            return Err(Error::input(
+                                                format!("{at}.type"),
+                                                format!(
+                                                    "{other:?}: a tool result takes text, image and document blocks"
+                                                ),
+                                            ));
+                                        }
+                                    }
+                                }
+                                result = result.with_content(content);
+                            }
+                            Some(other) => {
+                                return Err(Error::input(
+                                    format!("{at}.content"),
+                                    format!(
+                                        "must be a string or blocks, got {}",
+                                        crate::types::json_kind(&other)
+                                    ),
+                                ));
+                            }
+                        }
+                        if b.boolean("is_error")?.unwrap_or(false) {
+                            result = result.with_is_error(true);
+                        }
+                        b.ignore("cache_control");
+                        b.finish()?;
+                        out.push(Message::Tool(result));
+                    }
+                    other => {
+                        return Err(Error::input(
+                            format!("{at}.type"),
+                            format!(
+                                "{other:?}: a user turn takes text, image, document and tool_result blocks"
+                            ),
+                        ));
+                    }
+                }
+            }
+            if !parts.is_empty() {
+                out.push(Message::user(Content::Parts(parts)));
+            }
+        }
+        "assistant" => {
+            let mut a = AssistantMessage::default();
+            let mut thinking: Vec<Value> = Vec::new();
+            let mut reasoning = String::new();
+            for (j, b) in blocks.into_iter().enumerate() {
+                let at = format!("{at}.content[{j}]");
+                let kind = b.get("type").and_then(Value::as_str).map(str::to_owned);
+                match kind.as_deref() {
+                    Some("thinking" | "redacted_thinking") => {
+                        if let Some(text) = b.get("thinking").and_then(Value::as_str) {
+                            reasoning.push_str(text);
+                        }
+                        thinking.push(b);
+                    }
+                    Some("text") => {
+                        let mut b = Fields::of(b, &at)?;
+                        b.ignore("type");
+                        b.ignore("cache_control");
+                        b.ignore("citations");
+                        let text = b.string("text")?.unwrap_or_default();
+                        b.finish()?;
+                        if !thinking.is_empty() && a.tool_calls.is_empty() && a.content.is_none() {
+                            a.extra.insert(
+                                THINKING_BLOCKS.into(),
+                                Value::Array(std::mem::take(&mut thinking)),
+                            );
+                        }
+                        a.content.get_or_insert_with(String::new).push_str(&text);
+                    }
+                    Some("tool_use") => {
+                        let mut b = Fields::of(b, &at)?;
+                        b.ignore("type");
+                        b.ignore("cache_control");
+                        let id = b
+                            .string("id")?
+                            .ok_or_else(|| Error::input(format!("{at}.id"), "field required"))?;
+                        let name = b.string("name")?.unwrap_or_default();
+                        let input = b.take("input").unwrap_or_else(|| json!({}));
+                        b.finish()?;
+                        let (id, mut extra) = uncarry_id(&id, &format!("{at}.id"))?;
+                        let mut call = ToolCall::new(id, name.clone(), input.to_string());
+                        if !thinking.is_empty() && !extra.contains_key(THINKING_BLOCKS) {
+                            extra.insert(
+                                THINKING_BLOCKS.into(),
+                                Value::Array(std::mem::take(&mut thinking)),
+                            );
+                        }
+                        thinking.clear();
+                        call.extra = extra;
+                        uncarry_turn(&mut call, &mut a);
+                        names.insert(call.id.clone(), name);
+                        a.tool_calls.push(call);
+                    }
+                    other => {
+                        return Err(Error::input(
+                            format!("{at}.type"),
+                            format!(
+                                "{other:?}: an assistant turn takes thinking, text and tool_use blocks"
+                            ),
+                        ));
+                    }
+                }
+            }
+            if !thinking.is_empty() && a.tool_calls.is_empty() {
+                a.extra
+                    .insert(THINKING_BLOCKS.into(), Value::Array(thinking));
+            }
+            if !reasoning.is_empty() {
+                a.reasoning = Some(reasoning);
+            }
+            out.push(Message::Assistant(a));
+        }
+        other => {
+            return Err(Error::input(
+                format!("{at}.role"),
+                format!("unknown role {other:?} (user or assistant)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn tool(value: Value, at: &str) -> Result<ToolDefinition> {
+    let mut t = Fields::of(value, at)?;
+    if let Some(kind) = t.string("type")?
+        && kind != "custom"
+    {
+        return Err(Error::input(
+            format!("{at}.type"),
+            format!("{kind:?}: server tools run at Anthropic only; the gateway takes client tools"),
+        ));
+    }
+    let name = t.string("name")?.unwrap_or_default();
+    let description = t.string("description")?.unwrap_or_default();
+    let mut def = ToolDefinition::new(name, description).map_err(|e| match e {
+        Error::Input { path, message } => Error::input(format!("{at}.{path}"), message),
+        other => other,
+    })?;
+    if let Some(schema) = t.take("input_schema") {
+        def = def.with_parameters(schema).map_err(|e| match e {
+            Error::Input { message, .. } => Error::input(format!("{at}.input_schema"), message),
+            other => other,
+        })?;
+    }
+    def = def.with_strict(t.boolean("strict")?.unwrap_or(false));
+    t.ignore("cache_control");
+    t.finish()?;
+    Ok(def)
+}
+
+/// The Messages spelling of a canonical finish reason.
+pub fn stop_reason(reason: &FinishReason) -> &str {
+    match reason {
+        FinishReason::ToolCalls => "tool_use",
+        FinishReason::Length => "max_tokens",
+        FinishReason::ContentFilter => "refusal",
+        FinishReason::Other(raw) if raw == "pause_turn" || raw == "stop_sequence" => raw,
+        _ => "end_turn",
+    }
+}
+
+fn usage_json(response: &ChatResponse) -> Value {
+    let u = response.usage.unwrap_or_default();
+    json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens})
+}
+
+/// The thinking blocks (with their signatures) a response or call carries.
+fn blocks_of(extra: &Map<String, Value>) -> Vec<Value> {
+    extra
+        .get(THINKING_BLOCKS)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A whole `message` body for `response`. `id` is the caller's.
+pub fn encode_body(response: &ChatResponse, id: &str, model: &str) -> Vec<u8> {
+    let mut content = blocks_of(&response.extra);
+    if content.is_empty()
+        && let Some(reasoning) = &response.reasoning
+    {
+        content.push(json!({"type": "thinking", "thinking": reasoning, "signature": ""}));
+    }
+    if let Some(text) = &response.text {
+        content.push(json!({"type": "text", "text": text}));
+    }
+    for call in &response.tool_calls {
+        content.extend(blocks_of(&call.extra));
+        let input: Value = call
+            .arguments
+            .clone()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| json!({}));
+        content.push(
+            json!({"type": "tool_use", "id": carry_id(call), "name": call.name, "input": input}),
+        );
+    }
+    let body = json!({
+        "id": id, "type": "message", "role": "assistant", "model": model,
+        "content": content,
+        "stop_reason": stop_reason(&response.finish_reason),
+        "stop_sequence": null,
+        "usage": usage_json(response),
+    });
+    body.to_string().into_bytes()
+}
+
+fn error_type(status: u16) -> &'static str {
+    match status {
+        400 | 413 | 415 | 422 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        429 => "rate_limit_error",
+        529 | 503 => "overloaded_error",
+        _ => "api_error",
+    }
+}
+
+/// The error body and status for `error`, in the Messages shape
+/// (`{"type": "error", "error": {"type", "message"}}`).
+pub fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
+    let status = error.status.unwrap_or(502);
+    let body =
+        json!({"type": "error", "error": {"type": error_type(status), "message": error.message}});
+    (status, body.to_string().into_bytes())
+}
+
+/// Which block is open on the client's side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    None,
+    Text,
+    Thinking,
+    Call(usize),
+}
+
+/// The Messages [`StreamWriter`].
+#[derive(Debug)]
+pub struct EventWriter {
+    id: String,
+    model: String,
+    calls: CallGate,
+    open: Open,
+    /// Position of the next content block.
+    next: usize,
+    /// Content block index of each call slot.
+    call_blocks: HashMap<usize, usize>,
+    finished: bool,
+}
+
+fn event(out: &mut Vec<u8>, name: &str, data: &Value) {
+    out.extend_from_slice(b"event: ");
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\ndata: ");
+    out.extend_from_slice(data.to_string().as_bytes());
+    out.extend_from_slice(b"\n\n");
+}
+
+impl EventWriter {
+    /// A writer for one stream; `id` and `model` go in `message_start`.
+    pub fn new(id: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            model: model.into(),
+            calls: CallGate::default(),
+            open: Open::None,
+            next: 0,
+            call_blocks: HashMap::new(),
+            finished: false,
+        }
+    }
+
+    fn close(&mut self, out: &mut Vec<u8>) {
+        if self.open != Open::None {
+            let index = self.next - 1;
+            event(
+                out,
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": index}),
+            );
+            self.open = Open::None;
+        }
+    }
+
+    fn begin(&mut self, kind: Open, block: Value, out: &mut Vec<u8>) -> usize {
+        self.close(out);
+        let index = self.next;
+        self.next += 1;
+        self.open = kind;
+        event(
+            out,
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": block}),
+        );
+        index
+    }
+
+    fn delta(&self, index: usize, delta: Value, out: &mut Vec<u8>) {
+        event(
+            out,
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        );
+    }
+
+    fn calls_out(&mut self, outs: Vec<CallOut>, out: &mut Vec<u8>) {
+        for o in outs {
+            match o {
+                CallOut::Open {
+                    slot,
+                    id,
+                    name,
+                    arguments,
+                } => {
+                    let index = self.begin(
+                        Open::Call(slot),
+                        json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                        out,
+                    );
+                    self.call_blocks.insert(slot, index);
+                    if !arguments.is_empty() {
+                        self.delta(
+                            index,
+                            json!({"type": "input_json_delta", "partial_json": arguments}),
+                            out,
+                        );
+                    }
+                }
+                CallOut::Arguments { slot, fragment } => {
+                    if let Some(index) = self.call_blocks.get(&slot) {
+                        self.delta(
+                            *index,
+                            json!({"type": "input_json_delta", "partial_json": fragment}),
+                            out,
+                        );
+                    }
+                }
+                CallOut::Done { .. } => {}
+            }
+        }
+    }
+
+    /// Before a held call opens: the open thinking block gets the signature its call carries.
+    fn sign(&mut self, outs: &[CallOut], out: &mut Vec<u8>) {
+        if self.open != Open::Thinking {
+            return;
+        }
+        for o in outs {
+            if let CallOut::Done { call, .. } = o {
+                let turn = call
+                    .extra
+                    .get(TURN_STATE)
+                    .and_then(Value::as_object)
+                    .map(blocks_of)
+                    .unwrap_or_default();
+                let mut blocks = blocks_of(&call.extra);
+                blocks.extend(turn);
+                let signature = blocks.iter().rev().find_map(|b| {
+                    b.get("signature")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                });
+                if let Some(signature) = signature {
+                    self.delta(
+                        self.next - 1,
+                        json!({"type": "signature_delta", "signature": signature}),
+                        out,
+                    );
+                }
+                return;
+            }
+        }
+    }
+
+    fn flush(&mut self, out: &mut Vec<u8>) {
+        let mut outs = Vec::new();
+        self.calls.flush(&mut outs);
+        self.sign(&outs, out);
+        self.calls_out(outs, out);
+    }
+}
+
+impl StreamWriter for EventWriter {
+    fn start(&mut self, out: &mut Vec<u8>) {
+        event(
+            out,
+            "message_start",
+            &json!({"type": "message_start", "message": {
+                "id": self.id, "type": "message", "role": "assistant", "model": self.model,
+                "content": [], "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 0, "output_tokens": 0}}}),
+        );
+    }
+
+    fn events(&mut self, events: &[StreamEvent], out: &mut Vec<u8>) {
+        for e in events {
+            match e {
+                StreamEvent::TextDelta { text } => {
+                    self.flush(out);
+                    if self.open != Open::Text {
+                        self.begin(Open::Text, json!({"type": "text", "text": ""}), out);
+                    }
+                    self.delta(
+                        self.next - 1,
+                        json!({"type": "text_delta", "text": text}),
+                        out,
+                    );
+                }
+                StreamEvent::ReasoningDelta { text } => {
+                    self.flush(out);
+                    self.calls.reasoning();
+                    if self.open != Open::Thinking {
+                        self.begin(
+                            Open::Thinking,
+                            json!({"type": "thinking", "thinking": "", "signature": ""}),
+                            out,
+                        );
+                    }
+                    self.delta(
+                        self.next - 1,
+                        json!({"type": "thinking_delta", "thinking": text}),
+                        out,
+                    );
+                }
+                other => {
+                    let mut outs = Vec::new();
+                    self.calls.event(other, &mut outs);
+                    self.calls_out(outs, out);
+                }
+            }
+        }
+        self.flush(out);
+    }
+
+    fn finish(&mut self, response: &ChatResponse, out: &mut Vec<u8>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let mut outs = Vec::new();
+        self.calls.rest(response, true, &mut outs);
+        self.sign(&outs, out);
+        self.calls_out(outs, out);
+        if self.open == Open::Thinking {
+            let signature = blocks_of(&response.extra).iter().rev().find_map(|b| {
+                b.get("signature")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+            if let Some(signature) = signature {
+                self.delta(
+                    self.next - 1,
+                    json!({"type": "signature_delta", "signature": signature}),
+                    out,
+                );
+            }
+        }
+        self.close(out);
+        let u = response.usage.unwrap_or_default();
+        event(
+            out,
+            "message_delta",
+            &json!({"type": "message_delta",
+                    "delta": {"stop_reason": stop_reason(&response.finish_reason), "stop_sequence": null},
+                    "usage": {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens}}),
+        );
+        event(out, "message_stop", &json!({"type": "message_stop"}));
+    }
+
+    fn fail(&mut self, error: &ApiError, out: &mut Vec<u8>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let status = error.status.unwrap_or(529);
+        event(
+            out,
+            "error",
+            &json!({"type": "error", "error": {"type": error_type(status), "message": error.message}}),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::anthropic::Anthropic;
+    use crate::replay::replay;
+    use crate::types::Usage;
+
+    fn req(body: Value) -> Result<MessagesRequest> {
+        decode_request(body.to_string().as_bytes())
+    }
+
+    #[test]
+    fn a_full_request_reads_into_the_canonical_model() {
+        let r = req(json!({
+            "model": "smart", "max_tokens": 1024, "stream": true,
+            "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+            "thinking": {"type": "enabled", "budget_tokens": 2000},
+            "tools": [{"name": "get_weather", "description": "Weather",
+                       "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+            "tool_choice": {"type": "any", "disable_parallel_tool_use": true},
+            "messages": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "Need a call.", "signature": "sig1"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"},
+                    {"type": "text", "text": "And tomorrow?"}
+                ]}
+            ]
+        }))
+        .unwrap();
+        assert!(r.stream);
+        let q = r.request;
+        assert_eq!(q.max_tokens, Some(1024));
+        assert_eq!(q.thinking, Some(true));
+        assert_eq!(q.tool_choice, Some(ToolChoice::Required));
+        assert_eq!(q.parallel_tool_calls, Some(false));
+        assert_eq!(q.messages[0], Message::system("Be brief."));
+        let Message::Assistant(a) = &q.messages[2] else {
+            panic!("{:?}", q.messages[2])
+        };
+        assert_eq!(a.reasoning.as_deref(), Some("Need a call."));
+        let call = &a.tool_calls[0];
+        assert_eq!(call.raw_arguments, r#"{"city":"Paris"}"#);
+        assert_eq!(call.extra[THINKING_BLOCKS][0]["signature"], "sig1");
+        let Message::Tool(t) = &q.messages[3] else {
+            panic!()
+        };
+        assert_eq!(
+            (t.call_id.as_str(), t.name.as_str()),
+            ("toolu_1", "get_weather")
+        );
+        assert!(matches!(&q.messages[4], Message::User { .. }));
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_by_name() {
+        let base =
+            json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]});
+        for field in ["top_k", "stop_sequences", "service_tier"] {
+            let mut body = base.clone();
+            body[field] = json!(1);
+            let err = req(body).unwrap_err();
+            assert!(
+                matches!(&err, Error::Input { path, .. } if path == field),
+                "{err}"
+            );
+        }
+        let mut body = base.clone();
+        body.as_object_mut().unwrap().remove("max_tokens");
+        assert!(req(body).unwrap_err().to_string().contains("max_tokens"));
+        let mut body = base;
+        body["tools"] = json!([{"type": "web_search_20250305", "name": "web_search"}]);
+        assert!(req(body).unwrap_err().to_string().contains("tools[0].type"));
+    }
+
+    /// What the writer sends reads back, through our own Messages decoder, as what it was given.
+    #[test]
+    fn written_streams_decode_back() {
+        let calls = vec![
+            ToolCall::new("toolu_a", "search", r#"{"q":"rust"}"#),
+            ToolCall::new("toolu_b", "search", r#"{"q":"go"}"#),
+        ];
+        let response = ChatResponse {
+            text: Some("Looking.".into()),
+            tool_calls: calls.clone(),
+            finish_reason: FinishReason::ToolCalls,
+            usage: Some(Usage {
+                input_tokens: 3,
+                output_tokens: 5,
+                ..Usage::default()
+            }),
+            ..ChatResponse::default()
+        };
+        let mut events = vec![
+            StreamEvent::TextDelta {
+                text: "Look".into(),
+            },
+            StreamEvent::TextDelta {
+                text: "ing.".into(),
+            },
+        ];
+        for (i, c) in calls.iter().enumerate() {
+            events.push(StreamEvent::ToolCallStarted {
+                index: i,
+                id: Some(c.id.clone()),
+                name: c.name.clone(),
+            });
+            for piece in [&c.raw_arguments[..4], &c.raw_arguments[4..]] {
+                events.push(StreamEvent::ToolCallDelta {
+                    index: i,
+                    fragment: piece.into(),
+                });
+            }
+            events.push(StreamEvent::ToolCallComplete {
+                index: i,
+                call: c.clone(),
+            });
+        }
+        for batch in [1, 2, 3, events.len()] {
+            let mut w = EventWriter::new("msg_1", "m");
+            let mut out = Vec::new();
+            w.start(&mut out);
+            for b in events.chunks(batch) {
+                w.events(b, &mut out);
+            }
+            w.finish(&response, &mut out);
+            let back = replay(&Anthropic::new(), &out).unwrap().response;
+            assert_eq!(back.text, response.text, "batch {batch}");
+            assert_eq!(back.tool_calls.len(), 2);
+            for (b, c) in back.tool_calls.iter().zip(&calls) {
+                assert_eq!(
+                    (&b.id, &b.name, &b.raw_arguments),
+                    (&c.id, &c.name, &c.raw_arguments)
+                );
+            }
+            assert_eq!(back.finish_reason, FinishReason::ToolCalls);
+            assert_eq!(back.usage.map(|u| u.output_tokens), Some(5));
+        }
+        let body = encode_body(&response, "msg_1", "m");
+        let back = crate::provider::Provider::decode(&Anthropic::new(), &body).unwrap();
+        assert_eq!(back.tool_calls[1].raw_arguments, calls[1].raw_arguments);
+    }
+}

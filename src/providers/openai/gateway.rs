@@ -1,0 +1,829 @@
+//! The gateway's Chat Completions side: a client's request body → the canonical request, and
+//! the canonical stream → the chunks an OpenAI client reads, written as events arrive.
+//!
+//! Request fields follow the Chat Completions reference
+//! (<https://platform.openai.com/docs/api-reference/chat/create>); a field the gateway does not
+//! translate is refused by name, never dropped. Answers follow the shapes openai-python reads
+//! (`ChatCompletion`, `ChatCompletionChunk`): a role-only opening chunk, each call opened by a
+//! fragment with `index`, `id`, `type` and `name`, argument fragments as they arrive, a chunk
+//! with the `finish_reason`, a usage-only chunk when `stream_options.include_usage` asked for
+//! it, and `data: [DONE]`.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::error::{ApiError, Error, Result};
+use crate::provider::StreamWriter;
+use crate::providers::shared::{
+    CallGate, CallOut, Fields, carry_id, fold_turn, uncarry_id, uncarry_turn,
+};
+use crate::types::{
+    AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part,
+    ResponseFormat, Source, StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
+};
+
+/// A client's Chat Completions request, read.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ChatCompletionsRequest {
+    /// The canonical request (its `model` is the client's model name, unresolved).
+    pub request: ChatRequest,
+    /// Whether the client asked for a stream.
+    pub stream: bool,
+    /// Whether the stream ends with a usage chunk (`stream_options.include_usage`).
+    pub include_usage: bool,
+}
+
+/// Reads a Chat Completions request body. Errors are [`Error::Input`] naming the field.
+pub fn decode_request(body: &[u8]) -> Result<ChatCompletionsRequest> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| Error::input("body", format!("not valid JSON: {e}")))?;
+    let mut f = Fields::of(value, "")?;
+    let model = f
+        .string("model")?
+        .ok_or_else(|| Error::input("model", "field required"))?;
+    let stream = f.boolean("stream")?.unwrap_or(false);
+    let mut include_usage = false;
+    if let Some(options) = f.take("stream_options") {
+        let mut o = Fields::of(options, "stream_options")?;
+        include_usage = o.boolean("include_usage")?.unwrap_or(false);
+        o.finish()?;
+    }
+    let items = f
+        .array("messages")?
+        .ok_or_else(|| Error::input("messages", "field required"))?;
+    let mut messages = Vec::with_capacity(items.len());
+    let mut names: HashMap<String, String> = HashMap::new();
+    for (i, item) in items.into_iter().enumerate() {
+        messages.push(message(item, &format!("messages[{i}]"), &mut names)?);
+    }
+    let mut request = ChatRequest::new(model, messages);
+    if let Some(tools) = f.array("tools")? {
+        for (i, t) in tools.into_iter().enumerate() {
+            request.tools.push(tool(t, &format!("tools[{i}]"))?);
+        }
+    }
+    if let Some(choice) = f.take("tool_choice") {
+        request.tool_choice = Some(tool_choice(choice)?);
+    }
+    request.parallel_tool_calls = f.boolean("parallel_tool_calls")?;
+    let max_tokens = f.count("max_tokens")?;
+    request.max_tokens = f.count("max_completion_tokens")?.or(max_tokens);
+    request.temperature = f.number("temperature")?;
+    if let Some(effort) = f.string("reasoning_effort")? {
+        request.thinking = Some(effort != "none");
+    }
+    if let Some(n) = f.count("n")?
+        && n != 1
+    {
+        return Err(Error::input("n", "the gateway answers one choice (n = 1)"));
+    }
+    if let Some(format) = f.take("response_format") {
+        request.response_format = response_format(format)?;
+    }
+    // Labels for the client's own records; they change nothing in the answer.
+    f.ignore("user");
+    f.ignore("metadata");
+    f.ignore("store");
+    f.finish()?;
+    Ok(ChatCompletionsRequest {
+        request,
+        stream,
+        include_usage,
+    })
+}
+
+fn text_of(value: Value, at: &str) -> Result<String> {
+    match value {
+        Value::String(s) => Ok(s),
+        Value::Array(parts) => {
+            let mut out = String::new();
+            for (j, p) in parts.into_iter().enumerate() {
+                let at = format!("{at}[{j}]");
+                let mut p = Fields::of(p, &at)?;
+                match p.string("type")?.as_deref() {
+                    Some("text") => {
+                        out.push_str(&p.string("text")?.unwrap_or_default());
+                        p.finish()?;
+                    }
+                    other => {
+                        return Err(Error::input(
+                            format!("{at}.type"),
+                            format!("{other:?}: only text parts are taken here"),
+                        ));
+                    }
+                }
+            }
+            Ok(out)
+        }
+        other => Err(Error::input(
+            at,
+            format!(
+                "must be a string or an array of text parts, got {}",
+                crate::types::json_kind(&other)
+            ),
+        )),
+    }
+}
+
+/// A `data:<type>;base64,<data>` URL as inline data; any other URL as a URL.
+fn source_of(url: String) -> Source {
+    if let Some(rest) = url.strip_prefix("data:")
+        && let Some((media_type, data)) = rest.split_once(";base64,")
+    {
+        return Source::Data {
+            media_type: media_type.to_owned(),
+            data: data.to_owned(),
+        };
+    }
+    Source::Url {
+        url,
+        media_type: None,
+    }
+}
+
+fn user_part(value: Value, at: &str) -> Result<Part> {
+    let mut p = Fields::of(value, at)?;
+    let kind = p.string("type")?;
+    let part = match kind.as_deref() {
+        Some("text") => Part::text(p.string("text")?.unwrap_or_default()),
+        Some("image_url") => {
+            let mut image = Fields::of(p.need("image_url")?, &format!("{at}.image_url"))?;
+            let url = image
+                .string("url")?
+                .ok_or_else(|| Error::input(format!("{at}.image_url.url"), "field required"))?;
+            image.ignore("detail");
+            image.finish()?;
+            Part::Image {
+                source: source_of(url),
+            }
+        }
+        Some("input_audio") => {
+            let mut audio = Fields::of(p.need("input_audio")?, &format!("{at}.input_audio"))?;
+            let data = audio.string("data")?.unwrap_or_default();
+            let media_type = match audio.string("format")?.as_deref() {
+                Some("wav") => "audio/wav",
+                Some("mp3") => "audio/mpeg",
+                other => {
+                    return Err(Error::input(
+                        format!("{at}.input_audio.format"),
+                        format!("{other:?}: expected wav or mp3"),
+                    ));
+                }
+            };
+            audio.finish()?;
+            Part::Audio {
+                source: Source::Data {
+                    media_type: media_type.to_owned(),
+                    data,
+                },
+            }
+        }
+        Some("file") => {
+            let mut file = Fields::of(p.need("file")?, &format!("{at}.file"))?;
+            let filename = file.string("filename")?;
+            let data = file.string("file_data")?.ok_or_else(|| {
+                Error::input(
+                    format!("{at}.file.file_data"),
+                    "field required (an uploaded file_id cannot be read by another provider)",
+                )
+            })?;
+            file.finish()?;
+            let mut source = source_of(data);
+            if let Source::Url { url, .. } = &source {
+                // Bare base64 without a data: prefix.
+                source = Source::Data {
+                    media_type: "application/pdf".to_owned(),
+                    data: url.clone(),
+                };
+            }
+            Part::File { source, filename }
+        }
+        other => {
+            return Err(Error::input(
+                format!("{at}.type"),
+                format!("unknown content part type {other:?}"),
+            ));
+        }
+    };
+    p.finish()?;
+    Ok(part)
+}
+
+fn message(value: Value, at: &str, names: &mut HashMap<String, String>) -> Result<Message> {
+    let mut m = Fields::of(value, at)?;
+    let role = m
+        .string("role")?
+        .ok_or_else(|| Error::input(format!("{at}.role"), "field required"))?;
+    m.ignore("name");
+    let message = match role.as_str() {
+        "system" | "developer" => {
+            let content = m.need("content")?;
+            Message::system(text_of(content, &format!("{at}.content"))?)
+        }
+        "user" => match m.need("content")? {
+            Value::String(s) => Message::user(s),
+            Value::Array(parts) => {
+                let parts = parts
+                    .into_iter()
+                    .enumerate()
+                    .map(|(j, p)| user_part(p, &format!("{at}.content[{j}]")))
+                    .collect::<Result<Vec<_>>>()?;
+                Message::user(Content::Parts(parts))
+            }
+            other => {
+                return Err(Error::input(
+                    format!("{at}.content"),
+                    format!(
+                        "must be a string or an array of parts, got {}",
+                        crate::types::json_kind(&other)
+                    ),
+                ));
+            }
+        },
+        "assistant" => {
+            let mut a = AssistantMessage::default();
+            if let Some(content) = m.take("content") {
+                let text = text_of(content, &format!("{at}.content"))?;
+                if !text.is_empty() {
+                    a.content = Some(text);
+                }
+            }
+            a.reasoning = m.string("reasoning_content")?;
+            m.ignore("refusal");
+            m.ignore("annotations");
+            for (j, call) in m
+                .array("tool_calls")?
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+            {
+                let at = format!("{at}.tool_calls[{j}]");
+                let mut c = Fields::of(call, &at)?;
+                // A stream's position, which openai-python's stream helper keeps on the calls
+                // it assembled; the list order says the same.
+                c.ignore("index");
+                let id = c
+                    .string("id")?
+                    .ok_or_else(|| Error::input(format!("{at}.id"), "field required"))?;
+                if let Some(kind) = c.string("type")?
+                    && kind != "function"
+                {
+                    return Err(Error::input(
+                        format!("{at}.type"),
+                        format!("{kind:?}: only function calls are taken"),
+                    ));
+                }
+                let mut function = Fields::of(c.need("function")?, &format!("{at}.function"))?;
+                let name = function.string("name")?.unwrap_or_default();
+                let arguments = function.string("arguments")?.unwrap_or_default();
+                function.finish()?;
+                c.finish()?;
+                let (id, extra) = uncarry_id(&id, &format!("{at}.id"))?;
+                let mut call = ToolCall::new(id, name.clone(), arguments);
+                call.extra = extra;
+                uncarry_turn(&mut call, &mut a);
+                names.insert(call.id.clone(), name);
+                a.tool_calls.push(call);
+            }
+            Message::Assistant(a)
+        }
+        "tool" => {
+            let id = m
+                .string("tool_call_id")?
+                .ok_or_else(|| Error::input(format!("{at}.tool_call_id"), "field required"))?;
+            let content = text_of(m.need("content")?, &format!("{at}.content"))?;
+            let (id, _) = uncarry_id(&id, &format!("{at}.tool_call_id"))?;
+            let Some(name) = names.get(&id) else {
+                return Err(Error::input(
+                    format!("{at}.tool_call_id"),
+                    format!("{id:?} answers no tool call of an earlier assistant message"),
+                ));
+            };
+            Message::Tool(ToolResult::new(id, name.clone(), Value::String(content)))
+        }
+        other => {
+            return Err(Error::input(
+                format!("{at}.role"),
+                format!("unknown role {other:?}"),
+            ));
+        }
+    };
+    m.finish()?;
+    Ok(message)
+}
+
+fn tool(value: Value, at: &str) -> Result<ToolDefinition> {
+    let mut t = Fields::of(value, at)?;
+    match t.string("type")?.as_deref() {
+        Some("function") => {}
+        other => {
+            return Err(Error::input(
+                format!("{at}.type"),
+                format!("{other:?}: only function tools are taken"),
+            ));
+        }
+    }
+    let at = format!("{at}.function");
+    let mut f = Fields::of(t.need("function")?, &at)?;
+    t.finish()?;
+    let name = f.string("name")?.unwrap_or_default();
+    let description = f.string("description")?.unwrap_or_default();
+    let mut def = ToolDefinition::new(name, description).map_err(|e| relocate(e, &at))?;
+    if let Some(parameters) = f.take("parameters") {
+        def = def
+            .with_parameters(parameters)
+            .map_err(|e| relocate(e, &format!("{at}.parameters")))?;
+    }
+    def = def.with_strict(f.boolean("strict")?.unwrap_or(false));
+    f.finish()?;
+    Ok(def)
+}
+
+/// An input error from a constructor, placed at `at` in the body.
+fn relocate(e: Error, at: &str) -> Error {
+    match e {
+        Error::Input { path, message } => Error::input(format!("{at}.{path}"), message),
+        other => other,
+    }
+}
+
+fn tool_choice(value: Value) -> Result<ToolChoice> {
+    match value {
+        Value::String(s) => match s.as_str() {
+            "auto" => Ok(ToolChoice::Auto),
+            "none" => Ok(ToolChoice::None),
+            "required" => Ok(ToolChoice::Required),
+            other => Err(Error::input(
+                "tool_choice",
+                format!("{other:?}: expected auto, none, required or a function"),
+            )),
+        },
+        other => {
+            let mut c = Fields::of(other, "tool_choice")?;
+            c.ignore("type");
+            let mut function = Fields::of(c.need("function")?, "tool_choice.function")?;
+            let name = function
+                .string("name")?
+                .ok_or_else(|| Error::input("tool_choice.function.name", "field required"))?;
+            function.finish()?;
+            c.finish()?;
+            Ok(ToolChoice::Tool(name))
+        }
+    }
+}
+
+fn response_format(value: Value) -> Result<Option<ResponseFormat>> {
+    let mut f = Fields::of(value, "response_format")?;
+    let format = match f.string("type")?.as_deref() {
+        Some("text") => None,
+        Some("json_schema") => {
+            let mut s = Fields::of(f.need("json_schema")?, "response_format.json_schema")?;
+            let name = s.string("name")?.unwrap_or_default();
+            let schema = s.take("schema").unwrap_or_else(|| json!({}));
+            let mut format = ResponseFormat::json_schema(name, schema);
+            format.description = s.string("description")?;
+            format.strict = s.boolean("strict")?;
+            s.finish()?;
+            Some(format)
+        }
+        other => {
+            return Err(Error::input(
+                "response_format.type",
+                format!(
+                    "{other:?}: the gateway takes text or json_schema (a schema it can translate for every provider)"
+                ),
+            ));
+        }
+    };
+    f.finish()?;
+    Ok(format)
+}
+
+/// Seconds since the epoch are the caller's to give: providers read no clock.
+fn envelope(id: &str, model: &str, created: u64, object: &str) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("id".into(), json!(id));
+    m.insert("object".into(), json!(object));
+    m.insert("created".into(), json!(created));
+    m.insert("model".into(), json!(model));
+    m
+}
+
+/// The Chat Completions spelling of a canonical finish reason.
+pub fn finish_reason(reason: &FinishReason) -> &str {
+    match reason {
+        FinishReason::Error => "stop",
+        other => other.as_str(),
+    }
+}
+
+fn usage_json(u: &Usage) -> Value {
+    let mut m = Map::new();
+    m.insert("prompt_tokens".into(), json!(u.input_tokens));
+    m.insert("completion_tokens".into(), json!(u.output_tokens));
+    m.insert(
+        "total_tokens".into(),
+        json!(u.input_tokens.saturating_add(u.output_tokens)),
+    );
+    if let Some(c) = u.cached_input_tokens {
+        m.insert("prompt_tokens_details".into(), json!({"cached_tokens": c}));
+    }
+    if let Some(r) = u.reasoning_tokens {
+        m.insert(
+            "completion_tokens_details".into(),
+            json!({"reasoning_tokens": r}),
+        );
+    }
+    Value::Object(m)
+}
+
+fn call_json(call: &ToolCall) -> Value {
+    json!({
+        "id": carry_id(call),
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.raw_arguments},
+    })
+}
+
+/// A whole `chat.completion` body for `response`. `id` and `created` are the caller's.
+pub fn encode_body(response: &ChatResponse, id: &str, model: &str, created: u64) -> Vec<u8> {
+    let mut message = Map::new();
+    message.insert("role".into(), json!("assistant"));
+    message.insert("content".into(), json!(response.text));
+    if let Some(reasoning) = &response.reasoning {
+        message.insert("reasoning_content".into(), json!(reasoning));
+    }
+    if !response.tool_calls.is_empty() {
+        let calls: Vec<Value> = fold_turn(response).iter().map(call_json).collect();
+        message.insert("tool_calls".into(), Value::Array(calls));
+    }
+    let choice = json!({
+        "index": 0,
+        "message": message,
+        "finish_reason": finish_reason(&response.finish_reason),
+        "logprobs": null,
+    });
+    let mut body = envelope(id, model, created, "chat.completion");
+    body.insert("choices".into(), json!([choice]));
+    if let Some(u) = &response.usage {
+        body.insert("usage".into(), usage_json(u));
+    }
+    Value::Object(body).to_string().into_bytes()
+}
+
+/// The error body and status for `error`, in OpenAI's shape
+/// (`{"error": {"message", "type", "param", "code"}}`).
+pub fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
+    let status = error.status.unwrap_or(502);
+    let kind = match status {
+        400 | 422 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        429 => "rate_limit_error",
+        _ => "api_error",
+    };
+    let body = json!({"error": {
+        "message": error.message,
+        "type": kind,
+        "param": null,
+        "code": error.code,
+    }});
+    (status, body.to_string().into_bytes())
+}
+
+/// The Chat Completions [`StreamWriter`].
+#[derive(Debug)]
+pub struct ChunkWriter {
+    id: String,
+    model: String,
+    created: u64,
+    include_usage: bool,
+    calls: CallGate,
+    finished: bool,
+}
+
+impl ChunkWriter {
+    /// A writer for one stream; `id`, `model` and `created` go on every chunk.
+    pub fn new(
+        id: impl Into<String>,
+        model: impl Into<String>,
+        created: u64,
+        include_usage: bool,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            model: model.into(),
+            created,
+            include_usage,
+            calls: CallGate::default(),
+            finished: false,
+        }
+    }
+
+    fn chunk(&self, delta: Value, finish: Option<&str>, out: &mut Vec<u8>) {
+        let mut c = envelope(&self.id, &self.model, self.created, "chat.completion.chunk");
+        c.insert(
+            "choices".into(),
+            json!([{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": null}]),
+        );
+        data(out, &Value::Object(c).to_string());
+    }
+
+    fn call_out(&self, o: CallOut, out: &mut Vec<u8>) {
+        match o {
+            CallOut::Open {
+                slot,
+                id,
+                name,
+                arguments,
+            } => self.chunk(
+                json!({"tool_calls": [{"index": slot, "id": id, "type": "function",
+                        "function": {"name": name, "arguments": arguments}}]}),
+                None,
+                out,
+            ),
+            CallOut::Arguments { slot, fragment } => self.chunk(
+                json!({"tool_calls": [{"index": slot, "function": {"arguments": fragment}}]}),
+                None,
+                out,
+            ),
+            CallOut::Done { .. } => {}
+        }
+    }
+
+    fn flush(&mut self, out: &mut Vec<u8>) {
+        let mut outs = Vec::new();
+        self.calls.flush(&mut outs);
+        for o in outs {
+            self.call_out(o, out);
+        }
+    }
+}
+
+fn data(out: &mut Vec<u8>, text: &str) {
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(b"\n\n");
+}
+
+impl StreamWriter for ChunkWriter {
+    fn start(&mut self, out: &mut Vec<u8>) {
+        self.chunk(json!({"role": "assistant", "content": ""}), None, out);
+    }
+
+    fn events(&mut self, events: &[StreamEvent], out: &mut Vec<u8>) {
+        for event in events {
+            match event {
+                StreamEvent::TextDelta { text } => {
+                    self.flush(out);
+                    self.chunk(json!({"content": text}), None, out);
+                }
+                StreamEvent::ReasoningDelta { text } => {
+                    self.flush(out);
+                    self.calls.reasoning();
+                    self.chunk(json!({"reasoning_content": text}), None, out);
+                }
+                other => {
+                    let mut outs = Vec::new();
+                    self.calls.event(other, &mut outs);
+                    for o in outs {
+                        self.call_out(o, out);
+                    }
+                }
+            }
+        }
+        self.flush(out);
+    }
+
+    fn finish(&mut self, response: &ChatResponse, out: &mut Vec<u8>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let mut outs = Vec::new();
+        self.calls.rest(response, true, &mut outs);
+        for o in outs {
+            self.call_out(o, out);
+        }
+        self.chunk(json!({}), Some(finish_reason(&response.finish_reason)), out);
+        if self.include_usage
+            && let Some(u) = &response.usage
+        {
+            let mut c = envelope(&self.id, &self.model, self.created, "chat.completion.chunk");
+            c.insert("choices".into(), json!([]));
+            c.insert("usage".into(), usage_json(u));
+            data(out, &Value::Object(c).to_string());
+        }
+        data(out, "[DONE]");
+    }
+
+    fn fail(&mut self, error: &ApiError, out: &mut Vec<u8>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        self.flush(out);
+        let (_, body) = encode_error(error);
+        data(out, &String::from_utf8_lossy(&body));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::openai::OpenAi;
+    use crate::replay::replay;
+
+    fn req(body: Value) -> Result<ChatCompletionsRequest> {
+        decode_request(body.to_string().as_bytes())
+    }
+
+    #[test]
+    fn a_full_request_reads_into_the_canonical_model() {
+        let r = req(json!({
+            "model": "fast",
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "What is this?"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}
+                ]},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function",
+                     "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}
+            ],
+            "tools": [{"type": "function", "function": {"name": "get_weather",
+                "description": "Weather", "parameters": {"type": "object",
+                "properties": {"city": {"type": "string"}}}}}],
+            "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+            "parallel_tool_calls": false,
+            "max_completion_tokens": 100,
+            "temperature": 0.5
+        }))
+        .unwrap();
+        assert!(r.stream && r.include_usage);
+        let q = r.request;
+        assert_eq!(q.model, "fast");
+        assert_eq!(q.messages.len(), 4);
+        let Message::User {
+            content: Content::Parts(parts),
+        } = &q.messages[1]
+        else {
+            panic!("{:?}", q.messages[1]);
+        };
+        assert_eq!(
+            parts[1],
+            Part::Image {
+                source: Source::Data {
+                    media_type: "image/png".into(),
+                    data: "iVBO".into()
+                }
+            }
+        );
+        let Message::Assistant(a) = &q.messages[2] else {
+            panic!()
+        };
+        assert_eq!(a.tool_calls[0].raw_arguments, r#"{"city":"Paris"}"#);
+        let Message::Tool(t) = &q.messages[3] else {
+            panic!()
+        };
+        assert_eq!(
+            (t.name.as_str(), t.content_text().as_str()),
+            ("get_weather", "sunny")
+        );
+        assert_eq!(q.tools[0].name, "get_weather");
+        assert_eq!(q.tool_choice, Some(ToolChoice::Tool("get_weather".into())));
+        assert_eq!(q.parallel_tool_calls, Some(false));
+        assert_eq!(q.max_tokens, Some(100));
+        assert_eq!(q.temperature, Some(0.5));
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_by_name() {
+        let base = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        for (field, value, path) in [
+            ("top_logprobs", json!(3), "top_logprobs"),
+            ("frequency_penalty", json!(0.5), "frequency_penalty"),
+            ("n", json!(2), "n"),
+        ] {
+            let mut body = base.clone();
+            body[field] = value;
+            let err = req(body).unwrap_err();
+            assert!(
+                matches!(&err, Error::Input { path: p, .. } if p == path),
+                "{err}"
+            );
+        }
+        let mut body = base.clone();
+        body["messages"][0]["colour"] = json!("red");
+        let err = req(body).unwrap_err();
+        assert!(err.to_string().contains("messages[0].colour"), "{err}");
+        let body = json!({"model": "m", "messages": [{"role": "tool", "tool_call_id": "x", "content": "r"}]});
+        assert!(
+            req(body)
+                .unwrap_err()
+                .to_string()
+                .contains("messages[0].tool_call_id")
+        );
+        assert!(decode_request(b"{").is_err());
+        assert!(decode_request(b"[]").is_err());
+    }
+
+    #[test]
+    fn carried_state_comes_back_from_the_echoed_id() {
+        let mut call = ToolCall::new("call_1", "f", "{}");
+        call.extra.insert("thought_signature".into(), json!("c2ln"));
+        let id = carry_id(&call);
+        let r = req(json!({"model": "m", "messages": [
+            {"role": "assistant", "tool_calls": [{"id": id, "type": "function",
+              "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": id, "content": "ok"}
+        ]}))
+        .unwrap();
+        let Message::Assistant(a) = &r.request.messages[0] else {
+            panic!()
+        };
+        assert_eq!(a.tool_calls[0].id, "call_1");
+        assert_eq!(a.tool_calls[0].extra, call.extra);
+        let Message::Tool(t) = &r.request.messages[1] else {
+            panic!()
+        };
+        assert_eq!(t.call_id, "call_1");
+    }
+
+    /// What the writer sends reads back, through our own Chat Completions decoder, as the
+    /// events and response it was given, however the events were batched.
+    #[test]
+    fn written_streams_decode_back() {
+        let calls = vec![
+            ToolCall::new("call_a", "search", r#"{"q":"rust"}"#),
+            ToolCall::new("call_b", "search", r#"{"q":"go"}"#),
+        ];
+        let response = ChatResponse {
+            text: Some("Looking.".into()),
+            tool_calls: calls.clone(),
+            finish_reason: FinishReason::ToolCalls,
+            usage: Some(Usage {
+                input_tokens: 3,
+                output_tokens: 5,
+                ..Usage::default()
+            }),
+            ..ChatResponse::default()
+        };
+        let mut events = vec![
+            StreamEvent::TextDelta {
+                text: "Look".into(),
+            },
+            StreamEvent::TextDelta {
+                text: "ing.".into(),
+            },
+        ];
+        for (i, c) in calls.iter().enumerate() {
+            events.push(StreamEvent::ToolCallStarted {
+                index: i,
+                id: Some(c.id.clone()),
+                name: c.name.clone(),
+            });
+            for piece in [&c.raw_arguments[..4], &c.raw_arguments[4..]] {
+                events.push(StreamEvent::ToolCallDelta {
+                    index: i,
+                    fragment: piece.into(),
+                });
+            }
+            events.push(StreamEvent::ToolCallComplete {
+                index: i,
+                call: c.clone(),
+            });
+        }
+        for batch in [1, 2, 3, events.len()] {
+            let mut w = ChunkWriter::new("chatcmpl-1", "m", 0, true);
+            let mut out = Vec::new();
+            w.start(&mut out);
+            for b in events.chunks(batch) {
+                w.events(b, &mut out);
+            }
+            w.finish(&response, &mut out);
+            let back = replay(&OpenAi::new(), &out).unwrap().response;
+            assert_eq!(back.text, response.text, "batch {batch}");
+            assert_eq!(back.tool_calls.len(), 2);
+            for (b, c) in back.tool_calls.iter().zip(&calls) {
+                assert_eq!(
+                    (&b.id, &b.name, &b.raw_arguments),
+                    (&c.id, &c.name, &c.raw_arguments)
+                );
+            }
+            assert_eq!(back.finish_reason, FinishReason::ToolCalls);
+            assert_eq!(back.usage.map(|u| u.output_tokens), Some(5));
+        }
+        let body = encode_body(&response, "chatcmpl-1", "m", 0);
+        let back = crate::provider::Provider::decode(&OpenAi::new(), &body).unwrap();
+        assert_eq!(back.tool_calls[1].raw_arguments, calls[1].raw_arguments);
+    }
+}

@@ -1,0 +1,1084 @@
+//! The gateway's Responses side: a client's Responses request → the canonical request, and the
+//! canonical stream → the events an OpenAI Responses client reads, written as events arrive.
+//!
+//! Request fields follow the Responses reference
+//! (<https://platform.openai.com/docs/api-reference/responses/create>); a field the gateway does
+//! not translate is refused by name. The gateway keeps no conversation, so
+//! `previous_response_id` is refused: the client sends the whole input, as with `store: false`.
+//! Streams follow the documented events (`response.created`, `response.output_item.added`,
+//! `response.output_text.delta`, `response.function_call_arguments.delta`,
+//! `response.output_item.done`, `response.completed`).
+//!
+//! Provider state of a call rides in its `call_id` (packed reversibly, checked when it comes
+//! back); state of the turn as a whole (reasoning items before the text, an Anthropic turn's
+//! opening thinking blocks) rides in a reasoning item whose `encrypted_content` the gateway
+//! made, which clients echo as they echo every reasoning item.
+
+use serde_json::{Map, Value, json};
+
+use crate::error::{ApiError, Error, Result};
+use crate::provider::StreamWriter;
+use crate::providers::shared::{
+    CallGate, CallOut, Fields, base64url, carry_id, unbase64url, uncarry_id,
+};
+use crate::types::{
+    AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part,
+    ResponseFormat, Source, StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
+};
+
+/// Prefix of the `encrypted_content` of a reasoning item that carries the gateway's state.
+const STATE: &str = "toolwire.state.1.";
+
+/// A client's Responses request, read.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ResponsesRequest {
+    /// The canonical request (its `model` is the client's model name, unresolved).
+    pub request: ChatRequest,
+    /// Whether the client asked for a stream.
+    pub stream: bool,
+}
+
+/// Reads a Responses request body. Errors are [`Error::Input`] naming the field.
+pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| Error::input("body", format!("not valid JSON: {e}")))?;
+    let mut f = Fields::of(value, "")?;
+    let model = f
+        .string("model")?
+        .ok_or_else(|| Error::input("model", "field required"))?;
+    let stream = f.boolean("stream")?.unwrap_or(false);
+    if f.take("previous_response_id").is_some() {
+        return Err(Error::input(
+            "previous_response_id",
+            "the gateway keeps no conversations: send the whole input (as with store: false)",
+        ));
+    }
+    let mut messages = Vec::new();
+    if let Some(instructions) = f.string("instructions")? {
+        messages.push(Message::system(instructions));
+    }
+    match f.need("input")? {
+        Value::String(s) => messages.push(Message::user(s)),
+        Value::Array(items) => read_items(items, &mut messages)?,
+        other => {
+            return Err(Error::input(
+                "input",
+                format!(
+                    "must be a string or an array of items, got {}",
+                    crate::types::json_kind(&other)
+                ),
+            ));
+        }
+    }
+    let mut request = ChatRequest::new(model, messages);
+    if let Some(tools) = f.array("tools")? {
+        for (i, t) in tools.into_iter().enumerate() {
+            request.tools.push(tool(t, &format!("tools[{i}]"))?);
+        }
+    }
+    if let Some(choice) = f.take("tool_choice") {
+        request.tool_choice = Some(match choice {
+            Value::String(s) => match s.as_str() {
+                "auto" => ToolChoice::Auto,
+                "none" => ToolChoice::None,
+                "required" => ToolChoice::Required,
+                other => {
+                    return Err(Error::input(
+                        "tool_choice",
+                        format!("{other:?}: expected auto, none, required or a function"),
+                    ));
+                }
+            },
+            other => {
+                let mut c = Fields::of(other, "tool_choice")?;
+                c.ignore("type");
+                let name = c
+                    .string("name")?
+                    .ok_or_else(|| Error::input("tool_choice.name", "field required"))?;
+                c.finish()?;
+                ToolChoice::Tool(name)
+            }
+        });
+    }
+    request.parallel_tool_calls = f.boolean("parallel_tool_calls")?;
+    request.max_tokens = f.count("max_output_tokens")?;
+    request.temperature = f.number("temperature")?;
+    if let Some(reasoning) = f.take("reasoning") {
+        let mut r = Fields::of(reasoning, "reasoning")?;
+        if let Some(effort) = r.string("effort")? {
+            request.thinking = Some(effort != "none");
+        }
+        r.ignore("summary");
+        r.finish()?;
+    }
+    if let Some(text) = f.take("text") {
+        let mut t = Fields::of(text, "text")?;
+        if let Some(format) = t.take("format") {
+            let mut s = Fields::of(format, "text.format")?;
+            match s.string("type")?.as_deref() {
+                Some("text") => {}
+                Some("json_schema") => {
+                    let name = s.string("name")?.unwrap_or_default();
+                    let schema = s.take("schema").unwrap_or_else(|| json!({}));
+                    let mut format = ResponseFormat::json_schema(name, schema);
+                    format.description = s.string("description")?;
+                    format.strict = s.boolean("strict")?;
+                    request.response_format = Some(format);
+                }
+                other => {
+                    return Err(Error::input(
+                        "text.format.type",
+                        format!("{other:?}: the gateway takes text or json_schema"),
+                    ));
+                }
+            }
+            s.finish()?;
+        }
+        t.finish()?;
+    }
+    // Asking for encrypted reasoning back: the gateway always sends what the next turn needs.
+    f.ignore("include");
+    // Labels and storage hints for the client's own records; the gateway stores nothing.
+    f.ignore("store");
+    f.ignore("metadata");
+    f.ignore("user");
+    f.finish()?;
+    Ok(ResponsesRequest { request, stream })
+}
+
+/// The assistant turn being read from consecutive output items the client echoed.
+#[derive(Default)]
+struct Turn {
+    message: Option<AssistantMessage>,
+    /// Reasoning items waiting for the call or text they came before.
+    pending: Vec<Value>,
+}
+
+impl Turn {
+    fn get(&mut self) -> &mut AssistantMessage {
+        self.message.get_or_insert_with(AssistantMessage::default)
+    }
+
+    fn end(&mut self, out: &mut Vec<Message>) {
+        if !self.pending.is_empty() {
+            let pending = std::mem::take(&mut self.pending);
+            self.get()
+                .extra
+                .insert(super::REASONING_ITEMS.into(), Value::Array(pending));
+        }
+        if let Some(m) = self.message.take() {
+            out.push(Message::Assistant(m));
+        }
+    }
+}
+
+fn read_items(items: Vec<Value>, out: &mut Vec<Message>) -> Result<()> {
+    let mut turn = Turn::default();
+    let mut names: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let at = format!("input[{i}]");
+        let mut f = Fields::of(item, &at)?;
+        let kind = f.string("type")?;
+        let role = f.string("role")?;
+        match (kind.as_deref(), role.as_deref()) {
+            (None | Some("message"), Some("assistant")) => {
+                f.ignore("id");
+                f.ignore("status");
+                let text = output_text(f.need("content")?, &format!("{at}.content"))?;
+                f.finish()?;
+                let m = turn.get();
+                m.content.get_or_insert_with(String::new).push_str(&text);
+            }
+            (None | Some("message"), Some(role @ ("user" | "system" | "developer"))) => {
+                turn.end(out);
+                f.ignore("id");
+                f.ignore("status");
+                let content = f.need("content")?;
+                f.finish()?;
+                let parts = input_parts(content, &format!("{at}.content"))?;
+                if role == "user" {
+                    out.push(Message::user(parts));
+                } else {
+                    let text = parts.as_text().map(|t| t.into_owned()).ok_or_else(|| {
+                        Error::input(format!("{at}.content"), "a system message takes text only")
+                    })?;
+                    out.push(Message::system(text));
+                }
+            }
+            (Some("reasoning"), None) => {
+                let mut item = Map::new();
+                item.insert("type".into(), json!("reasoning"));
+                for key in ["id", "summary", "encrypted_content", "content", "status"] {
+                    if let Some(v) = f.take(key) {
+                        item.insert(key.into(), v);
+                    }
+                }
+                f.finish()?;
+                let carried = item
+                    .get("encrypted_content")
+                    .and_then(Value::as_str)
+                    .and_then(|e| e.strip_prefix(STATE))
+                    .map(str::to_owned);
+                match carried {
+                    Some(packed) => {
+                        let bad = || {
+                            Error::input(
+                                format!("{at}.encrypted_content"),
+                                "the gateway's state in this reasoning item is damaged; send it back as given",
+                            )
+                        };
+                        let bytes = unbase64url(&packed).ok_or_else(bad)?;
+                        let Ok(Value::Object(extra)) = serde_json::from_slice::<Value>(&bytes)
+                        else {
+                            return Err(bad());
+                        };
+                        turn.get().extra.extend(extra);
+                    }
+                    None => turn.pending.push(Value::Object(item)),
+                }
+            }
+            (Some("function_call"), None) => {
+                f.ignore("id");
+                f.ignore("status");
+                let call_id = f
+                    .string("call_id")?
+                    .ok_or_else(|| Error::input(format!("{at}.call_id"), "field required"))?;
+                let name = f.string("name")?.unwrap_or_default();
+                let arguments = f.string("arguments")?.unwrap_or_default();
+                f.finish()?;
+                let (id, mut extra) = uncarry_id(&call_id, &format!("{at}.call_id"))?;
+                if !turn.pending.is_empty() && !extra.contains_key(super::REASONING_ITEMS) {
+                    let pending = std::mem::take(&mut turn.pending);
+                    extra.insert(super::REASONING_ITEMS.into(), Value::Array(pending));
+                }
+                turn.pending.clear();
+                let mut call = ToolCall::new(id, name.clone(), arguments);
+                call.extra = extra;
+                names.insert(call.id.clone(), name);
+                turn.get().tool_calls.push(call);
+            }
+            (Some("function_call_output"), None) => {
+                turn.end(out);
+                f.ignore("id");
+                f.ignore("status");
+                let call_id = f
+                    .string("call_id")?
+                    .ok_or_else(|| Error::input(format!("{at}.call_id"), "field required"))?;
+                let (id, _) = uncarry_id(&call_id, &format!("{at}.call_id"))?;
+                let Some(name) = names.get(&id) else {
+                    return Err(Error::input(
+                        format!("{at}.call_id"),
+                        format!("{id:?} answers no function_call earlier in the input"),
+                    ));
+                };
+                let mut result = ToolResult::new(id, name.clone(), Value::Null);
+                match f.need("output")? {
+                    Value::String(s) => result.output = Value::String(s),
+                    Value::Array(parts) => {
+                        let Content::Parts(parts) =
+                            input_parts(Value::Array(parts), &format!("{at}.output"))?
+                        else {
+                            unreachable!("an array reads as parts")
+                        };
+                        result = result.with_content(parts);
+                    }
+                    other => {
+                        return Err(Error::input(
+                            format!("{at}.output"),
+                            format!(
+                                "must be a string or content parts, got {}",
+                                crate::types::json_kind(&other)
+                            ),
+                        ));
+                    }
+                }
+                f.finish()?;
+                out.push(Message::Tool(result));
+            }
+            (kind, role) => {
+                return Err(Error::input(
+                    format!("{at}.type"),
+                    format!(
+                        "an item of type {kind:?} (role {role:?}): the gateway takes messages, \
+                         reasoning, function_call and function_call_output items"
+                    ),
+                ));
+            }
+        }
+    }
+    turn.end(out);
+    Ok(())
+}
+
+/// An assistant message's text (`output_text` parts, or a string).
+fn output_text(value: Value, at: &str) -> Result<String> {
+    match value {
+        Value::String(s) => Ok(s),
+        Value::Array(parts) => {
+            let mut out = String::new();
+            for (j, p) in parts.into_iter().enumerate() {
+                let at = format!("{at}[{j}]");
+                let mut p = Fields::of(p, &at)?;
+                match p.string("type")?.as_deref() {
+                    Some("output_text" | "input_text") => {
+                        out.push_str(&p.string("text")?.unwrap_or_default());
+                        p.ignore("annotations");
+                        p.ignore("logprobs");
+                    }
+                    other => {
+                        return Err(Error::input(
+                            format!("{at}.type"),
+                            format!("{other:?}: an assistant message takes output_text parts"),
+                        ));
+                    }
+                }
+                p.finish()?;
+            }
+            Ok(out)
+        }
+        other => Err(Error::input(
+            at,
+            format!(
+                "must be a string or parts, got {}",
+                crate::types::json_kind(&other)
+            ),
+        )),
+    }
+}
+
+fn data_or_url(url: String) -> Source {
+    if let Some(rest) = url.strip_prefix("data:")
+        && let Some((media_type, data)) = rest.split_once(";base64,")
+    {
+        return Source::Data {
+            media_type: media_type.to_owned(),
+            data: data.to_owned(),
+        };
+    }
+    Source::Url {
+        url,
+        media_type: None,
+    }
+}
+
+fn input_parts(value: Value, at: &str) -> Result<Content> {
+    let parts = match value {
+        Value::String(s) => return Ok(Content::Text(s)),
+        Value::Array(parts) => parts,
+        other => {
+            return Err(Error::input(
+                at,
+                format!(
+                    "must be a string or parts, got {}",
+                    crate::types::json_kind(&other)
+                ),
+            ));
+        }
+    };
+    let mut out = Vec::with_capacity(parts.len());
+    for (j, p) in parts.into_iter().enumerate() {
+        let at = format!("{at}[{j}]");
+        let mut p = Fields::of(p, &at)?;
+        let part = match p.string("type")?.as_deref() {
+            Some("input_text" | "output_text") => {
+                p.ignore("annotations");
+                Part::text(p.string("text")?.unwrap_or_default())
+            }
+            Some("input_image") => {
+                p.ignore("detail");
+                let url = p.string("image_url")?.ok_or_else(|| {
+                    Error::input(
+                        format!("{at}.image_url"),
+                        "field required (an uploaded file_id cannot be read by another provider)",
+                    )
+                })?;
+                Part::Image {
+                    source: data_or_url(url),
+                }
+            }
+            Some("input_file") => {
+                let filename = p.string("filename")?;
+                let source = match (p.string("file_data")?, p.string("file_url")?) {
+                    (Some(data), None) => data_or_url(data),
+                    (None, Some(url)) => Source::Url {
+                        url,
+                        media_type: None,
+                    },
+                    _ => {
+                        return Err(Error::input(
+                            &at,
+                            "an input_file needs file_data or file_url (an uploaded file_id \
+                             cannot be read by another provider)",
+                        ));
+                    }
+                };
+                Part::File { source, filename }
+            }
+            other => {
+                return Err(Error::input(
+                    format!("{at}.type"),
+                    format!("unknown content part type {other:?}"),
+                ));
+            }
+        };
+        p.finish()?;
+        out.push(part);
+    }
+    Ok(Content::Parts(out))
+}
+
+fn tool(value: Value, at: &str) -> Result<ToolDefinition> {
+    let mut t = Fields::of(value, at)?;
+    match t.string("type")?.as_deref() {
+        Some("function") => {}
+        other => {
+            return Err(Error::input(
+                format!("{at}.type"),
+                format!(
+                    "{other:?}: the gateway takes function tools (hosted tools run at OpenAI only)"
+                ),
+            ));
+        }
+    }
+    let name = t.string("name")?.unwrap_or_default();
+    let description = t.string("description")?.unwrap_or_default();
+    let relocate = |e: Error, field: &str| match e {
+        Error::Input { message, .. } => Error::input(format!("{at}.{field}"), message),
+        other => other,
+    };
+    let mut def = ToolDefinition::new(name, description).map_err(|e| relocate(e, "name"))?;
+    if let Some(parameters) = t.take("parameters") {
+        def = def
+            .with_parameters(parameters)
+            .map_err(|e| relocate(e, "parameters"))?;
+    }
+    def = def.with_strict(t.boolean("strict")?.unwrap_or(false));
+    t.finish()?;
+    Ok(def)
+}
+
+fn usage_json(u: &Usage) -> Value {
+    let mut m = Map::new();
+    m.insert("input_tokens".into(), json!(u.input_tokens));
+    m.insert(
+        "input_tokens_details".into(),
+        json!({"cached_tokens": u.cached_input_tokens.unwrap_or(0)}),
+    );
+    m.insert("output_tokens".into(), json!(u.output_tokens));
+    m.insert(
+        "output_tokens_details".into(),
+        json!({"reasoning_tokens": u.reasoning_tokens.unwrap_or(0)}),
+    );
+    m.insert(
+        "total_tokens".into(),
+        json!(u.input_tokens.saturating_add(u.output_tokens)),
+    );
+    Value::Object(m)
+}
+
+/// `status` and `incomplete_details` for a finish reason.
+fn status(reason: &FinishReason) -> (&'static str, Value) {
+    match reason {
+        FinishReason::Length => ("incomplete", json!({"reason": "max_output_tokens"})),
+        FinishReason::ContentFilter => ("incomplete", json!({"reason": "content_filter"})),
+        _ => ("completed", Value::Null),
+    }
+}
+
+fn response_object(
+    id: &str,
+    model: &str,
+    created: u64,
+    status: &str,
+    details: Value,
+    output: Vec<Value>,
+    usage: Option<&Usage>,
+) -> Value {
+    json!({
+        "id": id, "object": "response", "created_at": created, "status": status,
+        "error": null, "incomplete_details": details, "model": model, "output": output,
+        "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
+        "usage": usage.map(usage_json),
+    })
+}
+
+fn message_item(id: &str, status: &str, text: &str) -> Value {
+    json!({"type": "message", "id": id, "status": status, "role": "assistant",
+           "content": [{"type": "output_text", "text": text, "annotations": []}]})
+}
+
+fn call_item(item_id: &str, call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
+    json!({"type": "function_call", "id": item_id, "call_id": call_id, "name": name,
+           "arguments": arguments, "status": status})
+}
+
+fn reasoning_item(id: &str, text: &str) -> Value {
+    let summary = if text.is_empty() {
+        json!([])
+    } else {
+        json!([{"type": "summary_text", "text": text}])
+    };
+    json!({"type": "reasoning", "id": id, "summary": summary})
+}
+
+/// The reasoning item carrying the turn's own provider state, when it has any.
+fn state_item(response: &ChatResponse) -> Option<Value> {
+    let state: Map<String, Value> = response
+        .extra
+        .iter()
+        .filter(|(k, _)| k.as_str() != super::UNKNOWN_EVENTS && k.as_str() != super::OTHER_ITEMS)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if state.is_empty() {
+        return None;
+    }
+    let packed = base64url(Value::Object(state).to_string().as_bytes());
+    Some(
+        json!({"type": "reasoning", "id": "rs_toolwire_state", "summary": [],
+                "encrypted_content": format!("{STATE}{packed}")}),
+    )
+}
+
+/// A whole `response` body for `response`. `id` and `created` are the caller's.
+pub fn encode_body(response: &ChatResponse, id: &str, model: &str, created: u64) -> Vec<u8> {
+    let mut output = Vec::new();
+    if let Some(reasoning) = &response.reasoning {
+        output.push(reasoning_item("rs_0", reasoning));
+    }
+    if let Some(text) = &response.text {
+        output.push(message_item("msg_0", "completed", text));
+    }
+    for (i, call) in response.tool_calls.iter().enumerate() {
+        output.push(call_item(
+            &format!("fc_{i}"),
+            &carry_id(call),
+            &call.name,
+            &call.raw_arguments,
+            "completed",
+        ));
+    }
+    output.extend(state_item(response));
+    let (status, details) = status(&response.finish_reason);
+    let body = response_object(
+        id,
+        model,
+        created,
+        status,
+        details,
+        output,
+        response.usage.as_ref(),
+    );
+    body.to_string().into_bytes()
+}
+
+/// The error body and status for `error`, in OpenAI's shape.
+pub fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
+    crate::providers::openai::gateway::encode_error(error)
+}
+
+/// The item open on the client's side.
+#[derive(Debug, Clone, PartialEq)]
+enum Open {
+    None,
+    Reasoning { id: String, text: String },
+    Message { id: String, text: String },
+    Call { slot: usize },
+}
+
+#[derive(Debug)]
+struct CallItem {
+    output_index: usize,
+    item_id: String,
+    call_id: String,
+    name: String,
+    arguments: String,
+}
+
+/// The Responses [`StreamWriter`].
+#[derive(Debug)]
+pub struct EventWriter {
+    id: String,
+    model: String,
+    created: u64,
+    sequence: u64,
+    calls: CallGate,
+    open: Open,
+    output: Vec<Value>,
+    call_items: Vec<CallItem>,
+    finished: bool,
+}
+
+impl EventWriter {
+    /// A writer for one stream; `id`, `model` and `created` go on the response object.
+    pub fn new(id: impl Into<String>, model: impl Into<String>, created: u64) -> Self {
+        Self {
+            id: id.into(),
+            model: model.into(),
+            created,
+            sequence: 0,
+            calls: CallGate::default(),
+            open: Open::None,
+            output: Vec::new(),
+            call_items: Vec::new(),
+            finished: false,
+        }
+    }
+
+    fn event(&mut self, kind: &str, body: Value, out: &mut Vec<u8>) {
+        let mut m = Map::new();
+        m.insert("type".into(), json!(kind));
+        m.insert("sequence_number".into(), json!(self.sequence));
+        self.sequence += 1;
+        if let Value::Object(fields) = body {
+            m.extend(fields);
+        }
+        out.extend_from_slice(b"event: ");
+        out.extend_from_slice(kind.as_bytes());
+        out.extend_from_slice(b"\ndata: ");
+        out.extend_from_slice(Value::Object(m).to_string().as_bytes());
+        out.extend_from_slice(b"\n\n");
+    }
+
+    fn close(&mut self, out: &mut Vec<u8>) {
+        let index = self.output.len();
+        match std::mem::replace(&mut self.open, Open::None) {
+            Open::None => {}
+            Open::Reasoning { id, text } => {
+                if !text.is_empty() {
+                    let at = json!({"item_id": id, "output_index": index, "summary_index": 0});
+                    self.event(
+                        "response.reasoning_summary_text.done",
+                        merge(&at, json!({"text": text})),
+                        out,
+                    );
+                    self.event(
+                        "response.reasoning_summary_part.done",
+                        merge(&at, json!({"part": {"type": "summary_text", "text": text}})),
+                        out,
+                    );
+                }
+                let item = reasoning_item(&id, &text);
+                self.event(
+                    "response.output_item.done",
+                    json!({"output_index": index, "item": item}),
+                    out,
+                );
+                self.output.push(item);
+            }
+            Open::Message { id, text } => {
+                let at = json!({"item_id": id, "output_index": index, "content_index": 0});
+                self.event(
+                    "response.output_text.done",
+                    merge(&at, json!({"text": text})),
+                    out,
+                );
+                self.event(
+                    "response.content_part.done",
+                    merge(
+                        &at,
+                        json!({"part": {"type": "output_text", "text": text, "annotations": []}}),
+                    ),
+                    out,
+                );
+                let item = message_item(&id, "completed", &text);
+                self.event(
+                    "response.output_item.done",
+                    json!({"output_index": index, "item": item}),
+                    out,
+                );
+                self.output.push(item);
+            }
+            Open::Call { slot } => {
+                let Some(c) = self.call_items.get(slot) else {
+                    return;
+                };
+                let (item_id, arguments) = (c.item_id.clone(), c.arguments.clone());
+                let item = call_item(&c.item_id, &c.call_id, &c.name, &c.arguments, "completed");
+                self.event(
+                    "response.function_call_arguments.done",
+                    json!({"item_id": item_id, "output_index": index, "arguments": arguments}),
+                    out,
+                );
+                self.event(
+                    "response.output_item.done",
+                    json!({"output_index": index, "item": item}),
+                    out,
+                );
+                self.output.push(item);
+            }
+        }
+    }
+
+    fn calls_out(&mut self, outs: Vec<CallOut>, out: &mut Vec<u8>) {
+        for o in outs {
+            match o {
+                CallOut::Open {
+                    slot,
+                    id,
+                    name,
+                    arguments,
+                } => {
+                    self.close(out);
+                    let index = self.output.len();
+                    let item_id = format!("fc_{slot}");
+                    let item = call_item(&item_id, &id, &name, "", "in_progress");
+                    self.event(
+                        "response.output_item.added",
+                        json!({"output_index": index, "item": item}),
+                        out,
+                    );
+                    self.call_items.push(CallItem {
+                        output_index: index,
+                        item_id: item_id.clone(),
+                        call_id: id,
+                        name,
+                        arguments: String::new(),
+                    });
+                    self.open = Open::Call { slot };
+                    if !arguments.is_empty() {
+                        self.arguments(slot, &arguments, out);
+                    }
+                }
+                CallOut::Arguments { slot, fragment } => self.arguments(slot, &fragment, out),
+                // The call keeps the id it opened with: clients check that the finished item
+                // is the one they were told of.
+                CallOut::Done { .. } => {}
+            }
+        }
+    }
+
+    fn arguments(&mut self, slot: usize, fragment: &str, out: &mut Vec<u8>) {
+        let Some(c) = self.call_items.get_mut(slot) else {
+            return;
+        };
+        c.arguments.push_str(fragment);
+        let at = json!({"item_id": c.item_id, "output_index": c.output_index, "delta": fragment});
+        self.event("response.function_call_arguments.delta", at, out);
+    }
+
+    fn flush(&mut self, out: &mut Vec<u8>) {
+        let mut outs = Vec::new();
+        self.calls.flush(&mut outs);
+        self.calls_out(outs, out);
+    }
+}
+
+fn merge(a: &Value, b: Value) -> Value {
+    let mut m = a.as_object().cloned().unwrap_or_default();
+    if let Value::Object(b) = b {
+        m.extend(b);
+    }
+    Value::Object(m)
+}
+
+impl StreamWriter for EventWriter {
+    fn start(&mut self, out: &mut Vec<u8>) {
+        let body = response_object(
+            &self.id,
+            &self.model,
+            self.created,
+            "in_progress",
+            Value::Null,
+            Vec::new(),
+            None,
+        );
+        self.event("response.created", json!({"response": body.clone()}), out);
+        self.event("response.in_progress", json!({"response": body}), out);
+    }
+
+    fn events(&mut self, events: &[StreamEvent], out: &mut Vec<u8>) {
+        for e in events {
+            match e {
+                StreamEvent::TextDelta { text } => {
+                    self.flush(out);
+                    if !matches!(self.open, Open::Message { .. }) {
+                        self.close(out);
+                        let index = self.output.len();
+                        let id = format!("msg_{index}");
+                        self.event(
+                            "response.output_item.added",
+                            json!({"output_index": index, "item": {"type": "message", "id": id,
+                                   "status": "in_progress", "role": "assistant", "content": []}}),
+                            out,
+                        );
+                        self.event(
+                            "response.content_part.added",
+                            json!({"item_id": id, "output_index": index, "content_index": 0,
+                                   "part": {"type": "output_text", "text": "", "annotations": []}}),
+                            out,
+                        );
+                        self.open = Open::Message {
+                            id,
+                            text: String::new(),
+                        };
+                    }
+                    let index = self.output.len();
+                    if let Open::Message { id, text: all } = &mut self.open {
+                        all.push_str(text);
+                        let at = json!({"item_id": id, "output_index": index, "content_index": 0,
+                                        "delta": text});
+                        self.event("response.output_text.delta", at, out);
+                    }
+                }
+                StreamEvent::ReasoningDelta { text } => {
+                    self.flush(out);
+                    self.calls.reasoning();
+                    let index = self.output.len();
+                    if !matches!(self.open, Open::Reasoning { .. }) {
+                        self.close(out);
+                        let id = format!("rs_{index}");
+                        self.event(
+                            "response.output_item.added",
+                            json!({"output_index": index, "item": reasoning_item(&id, "")}),
+                            out,
+                        );
+                        self.event(
+                            "response.reasoning_summary_part.added",
+                            json!({"item_id": id, "output_index": index, "summary_index": 0,
+                                   "part": {"type": "summary_text", "text": ""}}),
+                            out,
+                        );
+                        self.open = Open::Reasoning {
+                            id,
+                            text: String::new(),
+                        };
+                    }
+                    if let Open::Reasoning { id, text: all } = &mut self.open {
+                        all.push_str(text);
+                        let at = json!({"item_id": id, "output_index": index, "summary_index": 0,
+                                        "delta": text});
+                        self.event("response.reasoning_summary_text.delta", at, out);
+                    }
+                }
+                other => {
+                    let mut outs = Vec::new();
+                    self.calls.event(other, &mut outs);
+                    self.calls_out(outs, out);
+                }
+            }
+        }
+        self.flush(out);
+    }
+
+    fn finish(&mut self, response: &ChatResponse, out: &mut Vec<u8>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let mut outs = Vec::new();
+        self.calls.rest(response, false, &mut outs);
+        self.calls_out(outs, out);
+        self.close(out);
+        if let Some(item) = state_item(response) {
+            let index = self.output.len();
+            self.event(
+                "response.output_item.added",
+                json!({"output_index": index, "item": item}),
+                out,
+            );
+            self.event(
+                "response.output_item.done",
+                json!({"output_index": index, "item": item}),
+                out,
+            );
+            self.output.push(item);
+        }
+        let (status, details) = status(&response.finish_reason);
+        let body = response_object(
+            &self.id,
+            &self.model,
+            self.created,
+            status,
+            details,
+            std::mem::take(&mut self.output),
+            response.usage.as_ref(),
+        );
+        let kind = if status == "completed" {
+            "response.completed"
+        } else {
+            "response.incomplete"
+        };
+        self.event(kind, json!({"response": body}), out);
+    }
+
+    fn fail(&mut self, error: &ApiError, out: &mut Vec<u8>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        self.event(
+            "error",
+            json!({"code": error.code, "message": error.message, "param": null}),
+            out,
+        );
+        let mut body = response_object(
+            &self.id,
+            &self.model,
+            self.created,
+            "failed",
+            Value::Null,
+            std::mem::take(&mut self.output),
+            None,
+        );
+        body["error"] = json!({"code": error.code.clone().unwrap_or_else(|| "server_error".into()),
+                               "message": error.message});
+        self.event("response.failed", json!({"response": body}), out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::openai_responses::OpenAiResponses;
+    use crate::replay::replay;
+
+    fn req(body: Value) -> Result<ResponsesRequest> {
+        decode_request(body.to_string().as_bytes())
+    }
+
+    #[test]
+    fn a_full_request_reads_into_the_canonical_model() {
+        let mut call = ToolCall::new("call_1", "get_weather", r#"{"city":"Paris"}"#);
+        call.extra.insert("thought_signature".into(), json!("c2ln"));
+        let r = req(json!({
+            "model": "fast", "stream": true, "instructions": "Be brief.",
+            "max_output_tokens": 300, "reasoning": {"effort": "low"},
+            "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
+            "tool_choice": {"type": "function", "name": "get_weather"},
+            "input": [
+                {"role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
+                {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "enc"},
+                {"type": "function_call", "id": "fc_1", "call_id": carry_id(&call),
+                 "name": "get_weather", "arguments": "{\"city\":\"Paris\"}"},
+                {"type": "function_call_output", "call_id": carry_id(&call), "output": "sunny"}
+            ]
+        }))
+        .unwrap();
+        assert!(r.stream);
+        let q = r.request;
+        assert_eq!(q.messages[0], Message::system("Be brief."));
+        assert_eq!(q.max_tokens, Some(300));
+        assert_eq!(q.thinking, Some(true));
+        let Message::Assistant(a) = &q.messages[2] else {
+            panic!("{:?}", q.messages)
+        };
+        assert_eq!(a.tool_calls[0].id, "call_1");
+        assert_eq!(a.tool_calls[0].extra["thought_signature"], "c2ln");
+        assert_eq!(
+            a.tool_calls[0].extra[super::super::REASONING_ITEMS][0]["encrypted_content"],
+            "enc"
+        );
+        let Message::Tool(t) = &q.messages[3] else {
+            panic!()
+        };
+        assert_eq!(
+            (t.call_id.as_str(), t.name.as_str()),
+            ("call_1", "get_weather")
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_by_name() {
+        let base = json!({"model": "m", "input": "hi"});
+        for field in ["previous_response_id", "top_p", "truncation"] {
+            let mut body = base.clone();
+            body[field] = json!("x");
+            let err = req(body).unwrap_err();
+            assert!(
+                matches!(&err, Error::Input { path, .. } if path == field),
+                "{err}"
+            );
+        }
+        let mut body = base;
+        body["tools"] = json!([{"type": "web_search"}]);
+        assert!(req(body).unwrap_err().to_string().contains("tools[0].type"));
+    }
+
+    #[test]
+    fn turn_state_rides_in_a_reasoning_item() {
+        let mut response = ChatResponse::default().with_text("Hi.");
+        response.extra.insert(
+            "thinking_blocks".into(),
+            json!([{"type": "thinking", "signature": "s"}]),
+        );
+        let body: Value = serde_json::from_slice(&encode_body(&response, "r", "m", 0)).unwrap();
+        let output = body["output"].as_array().unwrap().clone();
+        let mut input = vec![json!({"role": "user", "content": "hi"})];
+        input.extend(output);
+        let r = req(json!({"model": "m", "input": input})).unwrap();
+        let Message::Assistant(a) = &r.request.messages[1] else {
+            panic!()
+        };
+        assert_eq!(a.content.as_deref(), Some("Hi."));
+        assert_eq!(a.extra["thinking_blocks"][0]["signature"], "s");
+    }
+
+    /// What the writer sends reads back, through our own Responses decoder, as what it was given.
+    #[test]
+    fn written_streams_decode_back() {
+        let calls = vec![
+            ToolCall::new("call_a", "search", r#"{"q":"rust"}"#),
+            ToolCall::new("call_b", "search", r#"{"q":"go"}"#),
+        ];
+        let response = ChatResponse {
+            text: Some("Looking.".into()),
+            tool_calls: calls.clone(),
+            finish_reason: FinishReason::ToolCalls,
+            usage: Some(Usage {
+                input_tokens: 3,
+                output_tokens: 5,
+                ..Usage::default()
+            }),
+            ..ChatResponse::default()
+        };
+        let mut events = vec![
+            StreamEvent::TextDelta {
+                text: "Look".into(),
+            },
+            StreamEvent::TextDelta {
+                text: "ing.".into(),
+            },
+        ];
+        for (i, c) in calls.iter().enumerate() {
+            events.push(StreamEvent::ToolCallStarted {
+                index: i,
+                id: Some(c.id.clone()),
+                name: c.name.clone(),
+            });
+            for piece in [&c.raw_arguments[..4], &c.raw_arguments[4..]] {
+                events.push(StreamEvent::ToolCallDelta {
+                    index: i,
+                    fragment: piece.into(),
+                });
+            }
+            events.push(StreamEvent::ToolCallComplete {
+                index: i,
+                call: c.clone(),
+            });
+        }
+        for batch in [1, 2, 3, events.len()] {
+            let mut w = EventWriter::new("resp_1", "m", 0);
+            let mut out = Vec::new();
+            w.start(&mut out);
+            for b in events.chunks(batch) {
+                w.events(b, &mut out);
+            }
+            w.finish(&response, &mut out);
+            let back = replay(&OpenAiResponses::new(), &out).unwrap().response;
+            assert_eq!(back.text, response.text, "batch {batch}");
+            assert_eq!(back.tool_calls.len(), 2);
+            for (b, c) in back.tool_calls.iter().zip(&calls) {
+                assert_eq!(
+                    (&b.id, &b.name, &b.raw_arguments),
+                    (&c.id, &c.name, &c.raw_arguments)
+                );
+            }
+            assert_eq!(back.finish_reason, FinishReason::ToolCalls);
+            assert_eq!(back.usage.map(|u| u.output_tokens), Some(5));
+        }
+        let body = encode_body(&response, "resp_1", "m", 0);
+        let back = crate::provider::Provider::decode(&OpenAiResponses::new(), &body).unwrap();
+        assert_eq!(back.tool_calls[1].raw_arguments, calls[1].raw_arguments);
+    }
+}

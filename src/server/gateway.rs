@@ -1,0 +1,661 @@
+//! The gateway: the wires clients already speak (`POST /v1/chat/completions`,
+//! `POST /v1/messages`, `POST /v1/responses`, `GET /v1/models`) in front of any provider, plus
+//! `GET /metrics`. Translation is the providers' (request reading and stream writing live with
+//! each client wire); this file does the IO: model resolution, the upstream call, streaming the
+//! re-encoded events out as they are decoded, errors in the client wire's shape.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde_json::json;
+use tokio::sync::OnceCell;
+
+use super::{App, offline};
+use crate::client::{Client, RetryPolicy};
+use crate::error::{ApiError, Error};
+use crate::mock::{MockServer, Script};
+use crate::provider::{ProviderKind, StreamWriter};
+use crate::providers::anthropic::gateway as messages;
+use crate::providers::openai::gateway as chat;
+use crate::providers::openai_responses::gateway as responses;
+use crate::types::{ChatRequest, ChatResponse};
+
+/// The largest request body a client may send (a long conversation with images fits).
+const MAX_BODY: usize = 32 << 20;
+
+/// The client wires the gateway speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    Chat,
+    Messages,
+    Responses,
+}
+
+impl Wire {
+    const ALL: [Wire; 3] = [Wire::Chat, Wire::Messages, Wire::Responses];
+
+    fn route(self) -> &'static str {
+        match self {
+            Wire::Chat => "/v1/chat/completions",
+            Wire::Messages => "/v1/messages",
+            Wire::Responses => "/v1/responses",
+        }
+    }
+
+    fn slot(self) -> usize {
+        self as usize
+    }
+
+    /// The status and body of `error` in this wire's error shape.
+    fn error(self, error: &ApiError) -> (u16, Vec<u8>) {
+        match self {
+            Wire::Chat => chat::encode_error(error),
+            Wire::Messages => messages::encode_error(error),
+            Wire::Responses => responses::encode_error(error),
+        }
+    }
+}
+
+/// Per-route counters for `GET /metrics`.
+#[derive(Debug, Default)]
+struct Counters {
+    requests: AtomicU64,
+    streams: AtomicU64,
+    client_errors: AtomicU64,
+    upstream_errors: AtomicU64,
+    open_streams: AtomicU64,
+}
+
+/// What the gateway keeps between requests: upstream clients by model name, the offline
+/// upstream, counters.
+#[derive(Debug, Default)]
+pub(crate) struct Gateway {
+    clients: Mutex<HashMap<String, (Client, String)>>,
+    offline: OnceCell<MockServer>,
+    counters: [Counters; 3],
+    /// The keys clients must send; empty keeps the gateway loopback-only.
+    keys: Vec<String>,
+}
+
+/// A request refused before it reached an upstream: status, code, message.
+fn refuse(status: u16, code: &str, message: impl Into<String>) -> ApiError {
+    let mut e = ApiError::new(ProviderKind::Custom("toolwire"), Some(status), message);
+    e.code = Some(code.to_owned());
+    e
+}
+
+/// An upstream failure as the client wire reports it: the provider's own error (status, code,
+/// retry-after) when it sent one, else 502 (504 for a timeout).
+fn upstream_error(e: &Error) -> ApiError {
+    match e {
+        Error::Api(api) => {
+            let mut api = (**api).clone();
+            if api.status.is_none() {
+                api.status = Some(502);
+            }
+            api
+        }
+        Error::Timeout { .. } => refuse(504, "upstream_timeout", e.to_string()),
+        Error::Input { path, message } => {
+            refuse(400, "invalid_request", format!("{path}: {message}"))
+        }
+        Error::Unsupported { .. } => refuse(400, "unsupported", e.to_string()),
+        _ => refuse(502, "upstream_error", e.to_string()),
+    }
+}
+
+fn error_response(wire: Wire, error: &ApiError) -> Response {
+    let (status, body) = wire.error(error);
+    let mut response = (
+        StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response();
+    if let Some(after) = error.retry_after {
+        let secs = after.as_secs() + u64::from(after.subsec_nanos() > 0);
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        if let Ok(v) = HeaderValue::from_str(&after.as_millis().to_string()) {
+            response.headers_mut().insert("retry-after-ms", v);
+        }
+    }
+    response
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A fresh id for one answer: the time and a process-wide counter.
+fn answer_id(prefix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{prefix}{nanos:x}{n:x}")
+}
+
+impl Gateway {
+    /// A gateway that takes clients sending one of `keys` from anywhere (none: loopback only).
+    pub(crate) fn new(keys: Vec<String>) -> Self {
+        Self {
+            keys,
+            ..Self::default()
+        }
+    }
+
+    /// Whether `sent` is one of the keys, compared in time independent of where they differ.
+    fn admits(&self, sent: &str) -> bool {
+        self.keys.iter().fold(false, |found, key| {
+            let (a, b) = (key.as_bytes(), sent.as_bytes());
+            let same =
+                a.len() == b.len() && a.iter().zip(b).fold(0_u8, |d, (x, y)| d | (x ^ y)) == 0;
+            found | same
+        })
+    }
+
+    /// The client and upstream model for a model name: a role of the config, or
+    /// `PROVIDER/MODEL` with the provider's default URL and key variables.
+    async fn resolve(&self, app: &App, model: &str) -> Result<(Client, String), ApiError> {
+        if let Some(found) = self
+            .clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(model)
+        {
+            return Ok(found.clone());
+        }
+        let resolved = if let Some(role) = app.role(model) {
+            let config = &role.config;
+            match config.provider {
+                None => (self.offline_client().await?, config.model.clone()),
+                Some(kind) => {
+                    let mut b = Client::builder(kind).retry(RetryPolicy::none());
+                    if let Some(url) = &config.base_url {
+                        b = b.base_url(url.as_str());
+                    }
+                    if let Some(var) = &config.api_key_env {
+                        let key = std::env::var(var).unwrap_or_default();
+                        if key.trim().is_empty() {
+                            return Err(refuse(
+                                500,
+                                "upstream_key_missing",
+                                format!("model {model:?}: the server has no key in ${var}"),
+                            ));
+                        }
+                        b = b.api_key(key);
+                    }
+                    let client = b.build().map_err(|e| {
+                        refuse(500, "upstream_config", format!("model {model:?}: {e}"))
+                    })?;
+                    (client, config.model.clone())
+                }
+            }
+        } else if model.contains('/') {
+            // The same PROVIDER/MODEL strings as `client::Router`.
+            let (kind, name) = crate::providers::parse_model(model)
+                .map_err(|e| refuse(404, "model_not_found", format!("model {model:?}: {e}")))?;
+            let client = Client::builder(kind)
+                .retry(RetryPolicy::none())
+                .build()
+                .map_err(|e| refuse(500, "upstream_config", format!("model {model:?}: {e}")))?;
+            (client, name.to_owned())
+        } else {
+            let roles: Vec<&str> = app.roles.iter().map(|r| r.config.name.as_str()).collect();
+            return Err(refuse(
+                404,
+                "model_not_found",
+                format!(
+                    "model {model:?} is neither a role of this server ({}) nor PROVIDER/MODEL",
+                    roles.join(", ")
+                ),
+            ));
+        };
+        self.clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(model.to_owned(), resolved.clone());
+        Ok(resolved)
+    }
+
+    /// A client of the offline upstream (one loopback mock for the whole server).
+    async fn offline_client(&self) -> Result<Client, ApiError> {
+        let mock = self
+            .offline
+            .get_or_try_init(|| async {
+                let script = Script::new().respond_with(offline::respond);
+                MockServer::start(ProviderKind::OpenAi, script).await
+            })
+            .await
+            .map_err(|e| refuse(500, "offline_upstream", e.to_string()))?;
+        Client::builder(ProviderKind::OpenAi)
+            .base_url(mock.url())
+            .api_key("offline")
+            .retry(RetryPolicy::none())
+            .build()
+            .map_err(|e| refuse(500, "offline_upstream", e.to_string()))
+    }
+}
+
+/// The gate of the gateway routes: without keys, the server's loopback gate; with keys, a
+/// client from anywhere sending one (`Authorization: Bearer K` or `x-api-key: K`), refused with
+/// 401 in the route's error shape otherwise.
+pub(crate) async fn gate(
+    State(app): State<Arc<App>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if app.gateway.keys.is_empty() {
+        return super::gate::loopback_only(request, next).await;
+    }
+    let headers = request.headers();
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let api_key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
+    let admitted = bearer
+        .into_iter()
+        .chain(api_key)
+        .any(|k| app.gateway.admits(k.trim()));
+    if admitted {
+        return next.run(request).await;
+    }
+    let wire = if request.uri().path() == Wire::Messages.route() {
+        Wire::Messages
+    } else {
+        Wire::Chat
+    };
+    error_response(
+        wire,
+        &refuse(
+            401,
+            "invalid_api_key",
+            "send a gateway key as Authorization: Bearer K or x-api-key: K",
+        ),
+    )
+}
+
+/// Reads a JSON body of at most [`MAX_BODY`] bytes, counted as they arrive. The content type
+/// must be JSON, so a web page cannot post here without the browser asking first.
+async fn read_body(headers: &HeaderMap, body: Body) -> Result<Vec<u8>, ApiError> {
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !is_json {
+        return Err(refuse(
+            415,
+            "unsupported_media_type",
+            "the body must be JSON sent with Content-Type: application/json",
+        ));
+    }
+    let mut bytes = Vec::new();
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            refuse(
+                400,
+                "invalid_request",
+                format!("reading the body failed: {e}"),
+            )
+        })?;
+        if bytes.len() + chunk.len() > MAX_BODY {
+            return Err(refuse(
+                413,
+                "request_too_large",
+                format!("the body is larger than {MAX_BODY} bytes"),
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+/// One client request, read: the canonical request and how to answer it.
+struct Asked {
+    request: ChatRequest,
+    stream: bool,
+    include_usage: bool,
+}
+
+fn decode(wire: Wire, bytes: &[u8]) -> Result<Asked, Error> {
+    Ok(match wire {
+        Wire::Chat => {
+            let r = chat::decode_request(bytes)?;
+            Asked {
+                request: r.request,
+                stream: r.stream,
+                include_usage: r.include_usage,
+            }
+        }
+        Wire::Messages => {
+            let r = messages::decode_request(bytes)?;
+            Asked {
+                request: r.request,
+                stream: r.stream,
+                include_usage: true,
+            }
+        }
+        Wire::Responses => {
+            let r = responses::decode_request(bytes)?;
+            Asked {
+                request: r.request,
+                stream: r.stream,
+                include_usage: true,
+            }
+        }
+    })
+}
+
+fn writer(wire: Wire, model: &str, include_usage: bool) -> Box<dyn StreamWriter> {
+    match wire {
+        Wire::Chat => Box::new(chat::ChunkWriter::new(
+            answer_id("chatcmpl-"),
+            model,
+            now(),
+            include_usage,
+        )),
+        Wire::Messages => Box::new(messages::EventWriter::new(answer_id("msg_"), model)),
+        Wire::Responses => Box::new(responses::EventWriter::new(
+            answer_id("resp_"),
+            model,
+            now(),
+        )),
+    }
+}
+
+fn body(wire: Wire, response: &ChatResponse, model: &str) -> Vec<u8> {
+    match wire {
+        Wire::Chat => chat::encode_body(response, &answer_id("chatcmpl-"), model, now()),
+        Wire::Messages => messages::encode_body(response, &answer_id("msg_"), model),
+        Wire::Responses => responses::encode_body(response, &answer_id("resp_"), model, now()),
+    }
+}
+
+/// `POST /v1/chat/completions`.
+pub(crate) async fn chat_completions(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    serve(app, Wire::Chat, headers, body).await
+}
+
+/// `POST /v1/messages`.
+pub(crate) async fn anthropic_messages(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    serve(app, Wire::Messages, headers, body).await
+}
+
+/// `POST /v1/responses`.
+pub(crate) async fn openai_responses(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    serve(app, Wire::Responses, headers, body).await
+}
+
+/// Decrements the open-stream gauge when the stream ends or the client leaves.
+struct OpenStream(Arc<App>, usize);
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.gateway.counters[self.1]
+            .open_streams
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+async fn serve(app: Arc<App>, wire: Wire, headers: HeaderMap, raw: Body) -> Response {
+    use tracing::Instrument;
+    let span = tracing::info_span!(
+        "gateway",
+        route = wire.route(),
+        model = tracing::field::Empty
+    );
+    serve_in(app, wire, headers, raw, span.clone())
+        .instrument(span)
+        .await
+}
+
+async fn serve_in(
+    app: Arc<App>,
+    wire: Wire,
+    headers: HeaderMap,
+    raw: Body,
+    span: tracing::Span,
+) -> Response {
+    let counters = &app.gateway.counters[wire.slot()];
+    counters.requests.fetch_add(1, Ordering::Relaxed);
+    let refused = |e: ApiError| {
+        counters.client_errors.fetch_add(1, Ordering::Relaxed);
+        error_response(wire, &e)
+    };
+    let bytes = match read_body(&headers, raw).await {
+        Ok(b) => b,
+        Err(e) => return refused(e),
+    };
+    let mut asked = match decode(wire, &bytes) {
+        Ok(a) => a,
+        Err(Error::Input { path, message }) => {
+            return refused(refuse(
+                400,
+                "invalid_request_error",
+                format!("{path}: {message}"),
+            ));
+        }
+        Err(e) => return refused(refuse(400, "invalid_request_error", e.to_string())),
+    };
+    let model = std::mem::take(&mut asked.request.model);
+    span.record("model", model.as_str());
+    let (client, upstream_model) = match app.gateway.resolve(&app, &model).await {
+        Ok(c) => c,
+        Err(e) => return refused(e),
+    };
+    asked.request.model = upstream_model;
+    if !asked.stream {
+        return match client.chat(&asked.request).await {
+            Ok(response) => (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                body(wire, &response, &model),
+            )
+                .into_response(),
+            Err(e) => {
+                counters.upstream_errors.fetch_add(1, Ordering::Relaxed);
+                error_response(wire, &upstream_error(&e))
+            }
+        };
+    }
+    counters.streams.fetch_add(1, Ordering::Relaxed);
+    let upstream = match client.stream(&asked.request).await {
+        Ok(s) => s,
+        Err(e) => {
+            counters.upstream_errors.fetch_add(1, Ordering::Relaxed);
+            return error_response(wire, &upstream_error(&e));
+        }
+    };
+    counters.open_streams.fetch_add(1, Ordering::Relaxed);
+    let guard = OpenStream(Arc::clone(&app), wire.slot());
+    let mut writer = writer(wire, &model, asked.include_usage);
+    let mut first = Vec::new();
+    writer.start(&mut first);
+    // Events that are ready together go out together; the upstream is read only as fast as the
+    // client takes bytes, and dropping this stream (the client left) drops the upstream request.
+    struct Run {
+        upstream: futures::stream::ReadyChunks<crate::client::ChatStream>,
+        writer: Box<dyn StreamWriter>,
+        done: bool,
+        _guard: OpenStream,
+    }
+    let run = Run {
+        upstream: upstream.ready_chunks(64),
+        writer,
+        done: false,
+        _guard: guard,
+    };
+    let rest = futures::stream::unfold(run, |mut run| async move {
+        if run.done {
+            return None;
+        }
+        let mut out = Vec::new();
+        match run.upstream.next().await {
+            Some(items) => {
+                let mut events = Vec::with_capacity(items.len());
+                let mut failed = None;
+                for item in items {
+                    match item {
+                        Ok(ev) => events.push(ev),
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                run.writer.events(&events, &mut out);
+                if let Some(e) = failed {
+                    let mut api = upstream_error(&e);
+                    api.status = None;
+                    run.writer.fail(&api, &mut out);
+                    run.done = true;
+                }
+            }
+            None => {
+                // The stream ended; the stream itself keeps its final response.
+                match run.upstream.get_ref().response() {
+                    Some(response) => run.writer.finish(response, &mut out),
+                    None => {
+                        let e = refuse(
+                            502,
+                            "upstream_error",
+                            "the upstream stream ended without a response",
+                        );
+                        run.writer.fail(&e, &mut out);
+                    }
+                }
+                run.done = true;
+            }
+        }
+        Some((Ok::<Bytes, Infallible>(Bytes::from(out)), run))
+    });
+    let stream = futures::stream::once(async move { Ok::<Bytes, Infallible>(Bytes::from(first)) })
+        .chain(rest);
+    let mut response = Response::new(Body::from_stream(stream));
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// `GET /v1/models`: the roles of the config, in OpenAI's list shape (Anthropic's SDK reads
+/// `data[].id` the same way).
+pub(crate) async fn models(State(app): State<Arc<App>>) -> Response {
+    let created = now();
+    let data: Vec<_> = app
+        .roles
+        .iter()
+        .map(|r| {
+            let owner = r.config.provider.map_or("mock", ProviderKind::name);
+            json!({"id": r.config.name, "object": "model", "created": created, "owned_by": owner,
+                   "type": "model", "display_name": r.config.name, "created_at": "1970-01-01T00:00:00Z"})
+        })
+        .collect();
+    let first = data
+        .first()
+        .and_then(|m| m["id"].as_str())
+        .map(str::to_owned);
+    let last = data
+        .last()
+        .and_then(|m| m["id"].as_str())
+        .map(str::to_owned);
+    axum::Json(json!({"object": "list", "data": data, "has_more": false,
+                      "first_id": first, "last_id": last}))
+    .into_response()
+}
+
+/// One metric: name, type, help, and where its value is.
+type Series = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&Counters) -> &AtomicU64,
+);
+
+/// `GET /metrics`: per-route counters in the Prometheus text format.
+pub(crate) async fn metrics(State(app): State<Arc<App>>) -> Response {
+    let mut out = String::new();
+    let series: [Series; 5] = [
+        (
+            "toolwire_gateway_requests_total",
+            "counter",
+            "Requests received.",
+            |c| &c.requests,
+        ),
+        (
+            "toolwire_gateway_streams_total",
+            "counter",
+            "Requests that asked for a stream.",
+            |c| &c.streams,
+        ),
+        (
+            "toolwire_gateway_client_errors_total",
+            "counter",
+            "Requests refused before an upstream was called.",
+            |c| &c.client_errors,
+        ),
+        (
+            "toolwire_gateway_upstream_errors_total",
+            "counter",
+            "Requests the upstream failed before answering.",
+            |c| &c.upstream_errors,
+        ),
+        (
+            "toolwire_gateway_open_streams",
+            "gauge",
+            "Streams being answered now.",
+            |c| &c.open_streams,
+        ),
+    ];
+    for (name, kind, help, get) in series {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+        for wire in Wire::ALL {
+            let value = get(&app.gateway.counters[wire.slot()]).load(Ordering::Relaxed);
+            out.push_str(&format!("{name}{{route=\"{}\"}} {value}\n", wire.route()));
+        }
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        out,
+    )
+        .into_response()
+}

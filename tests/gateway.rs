@@ -1,0 +1,632 @@
+//! The gateway (`/v1/chat/completions`, `/v1/messages`, `/v1/models`, `/metrics`) in front of
+//! a mock upstream of every built-in wire: the calls a client reads (decoded by our own client
+//! wire decoders) are the calls the upstream sent, streamed and not, parallel calls apart; the
+//! second turn reaches the upstream with the provider state intact, also through a second
+//! gateway process; an upstream 429 keeps its status and retry-after.
+
+#![cfg(feature = "server")]
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolwire::mock::{MockReply, MockServer, Script};
+use toolwire::replay::replay;
+use toolwire::server::{RoleConfig, ServerConfig, ServerHandle};
+use toolwire::{ApiError, ChatResponse, FinishReason, Provider, ProviderKind, ToolCall};
+
+/// The variable the upstream key is read from, in the server's environment (never from the
+/// client): one cargo sets for every test process, standing in for a key the mock ignores.
+const KEY_VAR: &str = "CARGO_PKG_NAME";
+
+fn http() -> reqwest::Client {
+    toolwire::client::http_client_builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
+/// Two parallel calls; the Gemini one carries a thought signature the next turn must return.
+fn answer() -> ChatResponse {
+    let mut a = ToolCall::new("call_tw_1", "get_weather", r#"{"city":"Paris"}"#);
+    a.extra
+        .insert("thought_signature".into(), json!("c2lnLXBhcmlz"));
+    let b = ToolCall::new("call_tw_2", "get_weather", r#"{"city":"Tokyo","unit":"c"}"#);
+    ChatResponse::default()
+        .with_tool_calls([a, b])
+        .with_finish_reason(FinishReason::ToolCalls)
+}
+
+async fn gateway(kind: ProviderKind, upstream: &MockServer) -> ServerHandle {
+    let role = RoleConfig::live("up", kind, "model-x")
+        .with_base_url(upstream.url())
+        .with_api_key_env(KEY_VAR);
+    toolwire::server::start(ServerConfig::new().with_port(0).with_roles([role]))
+        .await
+        .unwrap()
+}
+
+async fn post(url: &str, body: &Value) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+    let r = http().post(url).json(body).send().await.unwrap();
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    (status, headers, r.bytes().await.unwrap().to_vec())
+}
+
+fn chat_body(stream: bool) -> Value {
+    json!({
+        "model": "up",
+        "stream": stream,
+        "stream_options": if stream { json!({"include_usage": true}) } else { Value::Null },
+        "messages": [{"role": "user", "content": "Weather in Paris and Tokyo?"}],
+        "tools": [{"type": "function", "function": {"name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}}}]
+    })
+}
+
+fn messages_body(stream: bool) -> Value {
+    json!({
+        "model": "up",
+        "max_tokens": 256,
+        "stream": stream,
+        "messages": [{"role": "user", "content": "Weather in Paris and Tokyo?"}],
+        "tools": [{"name": "get_weather",
+            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}}]
+    })
+}
+
+fn same_calls(kind: ProviderKind, got: &ChatResponse, want: &ChatResponse) {
+    assert_eq!(
+        got.tool_calls.len(),
+        want.tool_calls.len(),
+        "{kind}: {got:?}"
+    );
+    for (g, w) in got.tool_calls.iter().zip(&want.tool_calls) {
+        assert_eq!(g.name, w.name, "{kind}");
+        assert_eq!(g.raw_arguments, w.raw_arguments, "{kind}");
+        let upstream_id = g.id.split(".tw1.").next().unwrap();
+        if !w.has_synthetic_id() {
+            // Wires that send ids pass them through.
+            assert!(
+                upstream_id == w.id
+                    || kind == ProviderKind::Gemini
+                    || upstream_id.starts_with("call_"),
+                "{kind}: {} vs {}",
+                g.id,
+                w.id
+            );
+        }
+    }
+    assert_eq!(got.finish_reason, FinishReason::ToolCalls, "{kind}");
+}
+
+/// Every client wire × every built-in upstream wire, streamed and not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_client_wire_reads_the_upstream_calls() {
+    for kind in ProviderKind::ALL.iter().copied() {
+        let script = Script::new().then(answer()).repeat_last();
+        let upstream = MockServer::start(kind, script).await.unwrap();
+        let server = gateway(kind, &upstream).await;
+        for stream in [false, true] {
+            let url = format!("{}/v1/chat/completions", server.url());
+            let (status, _, bytes) = post(&url, &chat_body(stream)).await;
+            assert_eq!(
+                status,
+                200,
+                "{kind} stream {stream}: {}",
+                String::from_utf8_lossy(&bytes)
+            );
+            let openai = toolwire::providers::openai::OpenAi::new();
+            let got = if stream {
+                replay(&openai, &bytes).unwrap().response
+            } else {
+                openai.decode(&bytes).unwrap()
+            };
+            same_calls(kind, &got, &upstream_answer(kind));
+
+            let url = format!("{}/v1/messages", server.url());
+            let (status, _, bytes) = post(&url, &messages_body(stream)).await;
+            assert_eq!(
+                status,
+                200,
+                "{kind} stream {stream}: {}",
+                String::from_utf8_lossy(&bytes)
+            );
+            let anthropic = toolwire::providers::anthropic::Anthropic::new();
+            let got = if stream {
+                replay(&anthropic, &bytes).unwrap().response
+            } else {
+                anthropic.decode(&bytes).unwrap()
+            };
+            same_calls(kind, &got, &upstream_answer(kind));
+
+            let url = format!("{}/v1/responses", server.url());
+            let (status, _, bytes) = post(&url, &responses_body(stream)).await;
+            assert_eq!(
+                status,
+                200,
+                "{kind} stream {stream}: {}",
+                String::from_utf8_lossy(&bytes)
+            );
+            let native = toolwire::providers::openai_responses::OpenAiResponses::new();
+            let got = if stream {
+                replay(&native, &bytes).unwrap().response
+            } else {
+                native.decode(&bytes).unwrap()
+            };
+            same_calls(kind, &got, &upstream_answer(kind));
+        }
+    }
+}
+
+fn responses_body(stream: bool) -> Value {
+    json!({
+        "model": "up",
+        "stream": stream,
+        "input": "Weather in Paris and Tokyo?",
+        "tools": [{"type": "function", "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}}]
+    })
+}
+
+/// What the upstream's own wire gives back for [`answer`] (ids some wires do not carry are
+/// minted on decoding).
+fn upstream_answer(_kind: ProviderKind) -> ChatResponse {
+    answer()
+}
+
+/// Turn two comes back through a *different* gateway process, with the ids turn one gave the
+/// client: the upstream sees its own ids and the Gemini thought signature.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_turn_through_another_gateway_keeps_provider_state() {
+    for kind in [
+        ProviderKind::Gemini,
+        ProviderKind::OpenAi,
+        ProviderKind::Anthropic,
+    ] {
+        let script = Script::new()
+            .then(answer())
+            .then(MockReply::text("Paris is sunny, Tokyo is rainy."));
+        let upstream = MockServer::start(kind, script).await.unwrap();
+        let first = gateway(kind, &upstream).await;
+        let second = gateway(kind, &upstream).await;
+        let url = format!("{}/v1/chat/completions", first.url());
+        let (status, _, bytes) = post(&url, &chat_body(true)).await;
+        assert_eq!(status, 200);
+        let turn = replay(&toolwire::providers::openai::OpenAi::new(), &bytes)
+            .unwrap()
+            .response;
+        let calls: Vec<Value> = turn
+            .tool_calls
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "type": "function",
+                            "function": {"name": c.name, "arguments": c.raw_arguments}})
+            })
+            .collect();
+        let mut body = chat_body(false);
+        let messages = body["messages"].as_array_mut().unwrap();
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": calls}));
+        for c in &turn.tool_calls {
+            messages.push(json!({"role": "tool", "tool_call_id": c.id, "content": "sunny"}));
+        }
+        drop(first);
+        let url = format!("{}/v1/chat/completions", second.url());
+        let (status, _, bytes) = post(&url, &body).await;
+        assert_eq!(status, 200, "{kind}: {}", String::from_utf8_lossy(&bytes));
+        let requests = upstream.requests();
+        assert_eq!(requests.len(), 2);
+        let sent = requests[1].body.to_string();
+        assert!(
+            !sent.contains(".tw1."),
+            "{kind}: the gateway's packing reached the upstream: {sent}"
+        );
+        if kind == ProviderKind::Gemini {
+            assert!(
+                sent.contains("c2lnLXBhcmlz"),
+                "{kind}: the thought signature was lost: {sent}"
+            );
+        } else {
+            assert!(
+                sent.contains("call_tw_1") && sent.contains("call_tw_2"),
+                "{kind}: {sent}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_errors_answer_in_the_client_wire() {
+    let mut limited = ApiError::new(ProviderKind::OpenAi, Some(429), "Rate limit reached");
+    limited.code = Some("rate_limit_exceeded".into());
+    limited.retry_after = Some(Duration::from_secs(7));
+    let script = Script::new().then(MockReply::Error(limited)).repeat_last();
+    let upstream = MockServer::start(ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let server = gateway(ProviderKind::OpenAi, &upstream).await;
+    for stream in [false, true] {
+        let (status, headers, bytes) = post(
+            &format!("{}/v1/chat/completions", server.url()),
+            &chat_body(stream),
+        )
+        .await;
+        assert_eq!(status, 429);
+        assert_eq!(headers["retry-after"], "7");
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(body["error"]["code"], "rate_limit_exceeded");
+        assert_eq!(body["error"]["type"], "rate_limit_error");
+        let (status, headers, bytes) = post(
+            &format!("{}/v1/messages", server.url()),
+            &messages_body(stream),
+        )
+        .await;
+        assert_eq!(status, 429);
+        assert_eq!(headers["retry-after"], "7");
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(body["type"], "error");
+        assert_eq!(body["error"]["type"], "rate_limit_error");
+    }
+    // A field the gateway does not translate: 400 naming it, in each wire's shape.
+    let mut bad = chat_body(false);
+    bad["logit_bias"] = json!({"50256": -100});
+    let (status, _, bytes) = post(&format!("{}/v1/chat/completions", server.url()), &bad).await;
+    assert_eq!(status, 400);
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("logit_bias"),
+        "{body}"
+    );
+    let mut bad = messages_body(false);
+    bad["top_k"] = json!(5);
+    let (status, _, bytes) = post(&format!("{}/v1/messages", server.url()), &bad).await;
+    assert_eq!(status, 400);
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("top_k"),
+        "{body}"
+    );
+    // An unknown model: 404.
+    let mut unknown = chat_body(false);
+    unknown["model"] = json!("nope");
+    let (status, _, _) = post(&format!("{}/v1/chat/completions", server.url()), &unknown).await;
+    assert_eq!(status, 404);
+
+    let models: Value = http()
+        .get(format!("{}/v1/models", server.url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(models["data"][0]["id"], "up");
+    let metrics = http()
+        .get(format!("{}/metrics", server.url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("toolwire_gateway_requests_total{route=\"/v1/chat/completions\"} 4"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("toolwire_gateway_upstream_errors_total{route=\"/v1/messages\"} 2"),
+        "{metrics}"
+    );
+}
+
+/// A role with `provider = "mock"` answers offline, streamed through the Messages wire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offline_role_answers_without_an_upstream() {
+    let server = toolwire::server::start(ServerConfig::new().with_port(0))
+        .await
+        .unwrap();
+    let mut body = messages_body(true);
+    body["model"] = json!("default");
+    let (status, _, bytes) = post(&format!("{}/v1/messages", server.url()), &body).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    let got = replay(&toolwire::providers::anthropic::Anthropic::new(), &bytes)
+        .unwrap()
+        .response;
+    assert!(got.text.is_some() || !got.tool_calls.is_empty(), "{got:?}");
+}
+
+/// An upstream turn whose calls carry the state the next turn must return: a Gemini thought
+/// signature, an Anthropic signed thinking block, Responses reasoning items with encrypted
+/// content. The marker is the state's text, looked for in the upstream's second request.
+fn stateful(kind: ProviderKind) -> (ChatResponse, &'static str) {
+    let mut a = ToolCall::new("call_tw_1", "get_weather", r#"{"city":"Paris"}"#);
+    let b = ToolCall::new("call_tw_2", "get_weather", r#"{"city":"Tokyo"}"#);
+    let response = ChatResponse::default().with_finish_reason(FinishReason::ToolCalls);
+    let marker = match kind {
+        ProviderKind::Gemini => {
+            a.extra
+                .insert("thought_signature".into(), json!("R0VNLXNpZw"));
+            "R0VNLXNpZw"
+        }
+        ProviderKind::Anthropic => {
+            a.extra.insert(
+                "thinking_blocks".into(),
+                json!([{"type": "thinking", "thinking": "Two cities.", "signature": "QU5ULXNpZw"}]),
+            );
+            "QU5ULXNpZw"
+        }
+        _ => {
+            a.extra.insert(
+                "reasoning_items".into(),
+                json!([{"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "UkVTUC1lbmM"}]),
+            );
+            a.extra.insert("item_id".into(), json!("fc_up_1"));
+            "UkVTUC1lbmM"
+        }
+    };
+    (response.with_tool_calls([a, b]), marker)
+}
+
+/// Turn one through one gateway process, turn two (as each client wire echoes it) through
+/// another: the upstream gets its own state back, for every client wire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_state_survives_every_client_wire_and_a_second_process() {
+    for kind in [
+        ProviderKind::Gemini,
+        ProviderKind::Anthropic,
+        ProviderKind::OpenAiResponses,
+    ] {
+        for client in ["chat", "messages", "responses"] {
+            let (answer, marker) = stateful(kind);
+            let script = Script::new().then(answer).then(MockReply::text("Done."));
+            let upstream = MockServer::start(kind, script).await.unwrap();
+            let first = gateway(kind, &upstream).await;
+            let second = gateway(kind, &upstream).await;
+            // Turn one streamed for the Chat and Messages clients, whole for Responses (whose
+            // clients echo `output` verbatim). A Responses upstream's encrypted-only reasoning
+            // shows nothing while its calls stream, so their openers go out before the state is
+            // known (docs/gateway.md); its whole answers carry it, and are tested here.
+            let stream = kind != ProviderKind::OpenAiResponses;
+            let (path, turn1, body2) = match client {
+                "chat" => {
+                    let (_, _, bytes) = post(
+                        &format!("{}/v1/chat/completions", first.url()),
+                        &chat_body(stream),
+                    )
+                    .await;
+                    let openai = toolwire::providers::openai::OpenAi::new();
+                    let r = if stream {
+                        replay(&openai, &bytes).unwrap().response
+                    } else {
+                        openai.decode(&bytes).unwrap()
+                    };
+                    let calls: Vec<Value> = r
+                        .tool_calls
+                        .iter()
+                        .map(|c| {
+                            json!({"id": c.id, "type": "function",
+                        "function": {"name": c.name, "arguments": c.raw_arguments}})
+                        })
+                        .collect();
+                    let mut body = chat_body(false);
+                    let m = body["messages"].as_array_mut().unwrap();
+                    m.push(json!({"role": "assistant", "content": null, "tool_calls": calls}));
+                    for c in &r.tool_calls {
+                        m.push(json!({"role": "tool", "tool_call_id": c.id, "content": "sunny"}));
+                    }
+                    ("/v1/chat/completions", r, body)
+                }
+                "messages" => {
+                    let (_, _, bytes) = post(
+                        &format!("{}/v1/messages", first.url()),
+                        &messages_body(stream),
+                    )
+                    .await;
+                    let anthropic = toolwire::providers::anthropic::Anthropic::new();
+                    let r = if stream {
+                        replay(&anthropic, &bytes).unwrap().response
+                    } else {
+                        anthropic.decode(&bytes).unwrap()
+                    };
+                    let uses: Vec<Value> = r
+                        .tool_calls
+                        .iter()
+                        .map(|c| {
+                            json!({"type": "tool_use", "id": c.id,
+                        "name": c.name, "input": c.arguments})
+                        })
+                        .collect();
+                    let results: Vec<Value> = r
+                        .tool_calls
+                        .iter()
+                        .map(|c| {
+                            json!({"type": "tool_result",
+                        "tool_use_id": c.id, "content": "sunny"})
+                        })
+                        .collect();
+                    let mut body = messages_body(false);
+                    let m = body["messages"].as_array_mut().unwrap();
+                    m.push(json!({"role": "assistant", "content": uses}));
+                    m.push(json!({"role": "user", "content": results}));
+                    ("/v1/messages", r, body)
+                }
+                _ => {
+                    let (_, _, bytes) = post(
+                        &format!("{}/v1/responses", first.url()),
+                        &responses_body(false),
+                    )
+                    .await;
+                    let whole: Value = serde_json::from_slice(&bytes).unwrap();
+                    let r = toolwire::providers::openai_responses::OpenAiResponses::new()
+                        .decode(&bytes)
+                        .unwrap();
+                    let mut input =
+                        vec![json!({"role": "user", "content": "Weather in Paris and Tokyo?"})];
+                    input.extend(whole["output"].as_array().unwrap().iter().cloned());
+                    for c in &r.tool_calls {
+                        input.push(json!({"type": "function_call_output", "call_id": c.id, "output": "sunny"}));
+                    }
+                    let mut body = responses_body(false);
+                    body["input"] = json!(input);
+                    ("/v1/responses", r, body)
+                }
+            };
+            assert_eq!(turn1.tool_calls.len(), 2, "{kind} via {client}");
+            drop(first);
+            let (status, _, bytes) = post(&format!("{}{path}", second.url()), &body2).await;
+            assert_eq!(
+                status,
+                200,
+                "{kind} via {client}: {}",
+                String::from_utf8_lossy(&bytes)
+            );
+            let sent = upstream.requests()[1].body.to_string();
+            assert!(
+                sent.contains(marker),
+                "{kind} via {client}: state lost: {sent}"
+            );
+            assert!(
+                !sent.contains(".tw1."),
+                "{kind} via {client}: packing leaked: {sent}"
+            );
+            assert!(
+                sent.contains("call_tw_2") || kind == ProviderKind::Gemini,
+                "{kind} via {client}: {sent}"
+            );
+        }
+    }
+}
+
+/// `listen` on another address needs gateway keys; with keys, the gateway routes take a client
+/// that sends one (either header) and refuse one that does not, in the route's error shape,
+/// while `/api/*` stays loopback-only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_keys_guard_the_gateway_routes() {
+    let anywhere: std::net::SocketAddr = "0.0.0.0:0".parse().unwrap();
+    let err = toolwire::server::start(ServerConfig::new().with_listen(anywhere))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("gateway keys"), "{err}");
+
+    let script = Script::new().then(answer()).repeat_last();
+    let upstream = MockServer::start(ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let role = RoleConfig::live("up", ProviderKind::OpenAi, "model-x")
+        .with_base_url(upstream.url())
+        .with_api_key_env(KEY_VAR);
+    let server = toolwire::server::start(
+        ServerConfig::new()
+            .with_listen(anywhere)
+            .with_gateway_keys(["k-one".to_owned(), "k-two".to_owned()])
+            .with_roles([role]),
+    )
+    .await
+    .unwrap();
+    let port = server.addr().port();
+    // A non-loopback address of this machine, when it has one, else loopback.
+    let host = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("192.0.2.1:9").map(|()| s))
+        .and_then(|s| s.local_addr())
+        .map_or_else(|_| "127.0.0.1".to_owned(), |a| a.ip().to_string());
+    let base = format!("http://{host}:{port}");
+    let chat = format!("{base}/v1/chat/completions");
+    let r = http()
+        .post(&chat)
+        .json(&chat_body(false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "invalid_api_key");
+    let r = http()
+        .post(&chat)
+        .bearer_auth("k-wrong")
+        .json(&chat_body(false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let r = http()
+        .post(&chat)
+        .bearer_auth("k-two")
+        .json(&chat_body(false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let r = http()
+        .post(format!("{base}/v1/messages"))
+        .header("x-api-key", "k-one")
+        .json(&messages_body(false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let r = http()
+        .post(format!("{base}/v1/messages"))
+        .json(&messages_body(false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["type"], "error", "Anthropic's error shape: {body}");
+    if host != "127.0.0.1" {
+        let r = http()
+            .get(format!("{base}/api/tools"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 403, "/api stays loopback-only");
+    }
+}
+
+/// However the upstream's bytes are cut (a few bytes per write, with pauses so each piece
+/// is its own read), the client reads the same calls, text and finish: the writers are
+/// incremental, never relying on an event arriving whole with its neighbours.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_upstream_chunking_gives_the_client_the_same_turn() {
+    for kind in [
+        ProviderKind::OpenAi,
+        ProviderKind::Anthropic,
+        ProviderKind::Gemini,
+        ProviderKind::OpenAiResponses,
+    ] {
+        for size in [5, 61] {
+            let reply = MockReply::from(answer().with_text("Checking both."))
+                .chunk_size(size)
+                .delay(Duration::from_micros(200));
+            let upstream = MockServer::start(kind, Script::new().then(reply).repeat_last())
+                .await
+                .unwrap();
+            let server = gateway(kind, &upstream).await;
+            let (status, _, bytes) = post(
+                &format!("{}/v1/chat/completions", server.url()),
+                &chat_body(true),
+            )
+            .await;
+            assert_eq!(status, 200);
+            let got = replay(&toolwire::providers::openai::OpenAi::new(), &bytes)
+                .unwrap()
+                .response;
+            assert_eq!(got.text.as_deref(), Some("Checking both."), "{kind} {size}");
+            same_calls(kind, &got, &answer());
+            let (_, _, bytes) = post(
+                &format!("{}/v1/messages", server.url()),
+                &messages_body(true),
+            )
+            .await;
+            let got = replay(&toolwire::providers::anthropic::Anthropic::new(), &bytes)
+                .unwrap()
+                .response;
+            assert_eq!(got.text.as_deref(), Some("Checking both."), "{kind} {size}");
+            same_calls(kind, &got, &answer());
+        }
+    }
+}
