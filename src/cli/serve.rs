@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use toolwire::server::{DEFAULT_PORT, ServerConfig};
+use toolwire::server::{
+    DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, ServerConfig,
+};
 
 use super::CliError;
 
@@ -20,6 +22,13 @@ pub(crate) struct ServeArgs {
     /// Keep registrations in this JSON file across restarts.
     #[arg(long, value_name = "FILE")]
     state: Option<PathBuf>,
+    /// Seconds a peer has to send a request head (also how long an idle keep-alive
+    /// connection stays open).
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_HEADER_TIMEOUT.as_secs_f64())]
+    header_timeout: f64,
+    /// The most connections open at once; past it idle ones are closed and new ones wait.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
 }
 
 pub(crate) fn serve(args: &ServeArgs) -> Result<(), CliError> {
@@ -32,7 +41,12 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), CliError> {
 }
 
 async fn run(args: &ServeArgs) -> Result<(), CliError> {
-    let mut config = ServerConfig::new().with_port(args.port);
+    let header_timeout = std::time::Duration::try_from_secs_f64(args.header_timeout)
+        .map_err(|e| CliError::Input(format!("--header-timeout {}: {e}", args.header_timeout)))?;
+    let mut config = ServerConfig::new()
+        .with_port(args.port)
+        .with_header_timeout(header_timeout)
+        .with_max_connections(args.max_connections);
     if let Some(path) = &args.config {
         config = config
             .with_roles_file(path)

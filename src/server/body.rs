@@ -153,7 +153,9 @@ pub(crate) async fn read_object(
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
-    let mut bytes = Vec::new();
+    // Room for the declared length at once (it is within the limit): growing by doubling
+    // would hold up to twice the body.
+    let mut bytes = Vec::with_capacity(declared.map_or(0, |n| n as usize));
     let mut stream = body.into_data_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| {

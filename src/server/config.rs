@@ -1,6 +1,7 @@
 //! What a server runs: its port, its roles (one model session each) and its state file.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -98,7 +99,26 @@ pub struct ServerConfig {
     pub roles: Vec<RoleConfig>,
     /// Where registrations are kept across restarts, if anywhere.
     pub state_file: Option<PathBuf>,
+    /// The time a peer has to send a whole request head, from the connection's start or the
+    /// end of the previous answer: closes slowloris and idle keep-alive connections
+    /// ([`DEFAULT_HEADER_TIMEOUT`]).
+    pub header_timeout: Duration,
+    /// The most connections open at once ([`DEFAULT_MAX_CONNECTIONS`]); past it idle ones are
+    /// closed and new ones wait.
+    pub max_connections: usize,
+    /// How long shutdown waits for requests in flight ([`DEFAULT_DRAIN`]).
+    pub drain: Duration,
 }
+
+/// The default [`ServerConfig::header_timeout`]: 10 seconds.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default [`ServerConfig::max_connections`]: 128, well under the usual limit of 1,024 file
+/// descriptors (and under 256), leaving room for callbacks and the offline model.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 128;
+
+/// The default [`ServerConfig::drain`]: 5 seconds.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(5);
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -113,7 +133,28 @@ impl ServerConfig {
             port: DEFAULT_PORT,
             roles: vec![RoleConfig::offline(DEFAULT_ROLE)],
             state_file: None,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            drain: DEFAULT_DRAIN,
         }
+    }
+
+    /// Sets the request-head (and idle keep-alive) deadline; zero is refused at start.
+    pub fn with_header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// Sets the most connections open at once; zero is refused at start.
+    pub fn with_max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max;
+        self
+    }
+
+    /// Sets how long shutdown waits for requests in flight.
+    pub fn with_drain(mut self, drain: Duration) -> Self {
+        self.drain = drain;
+        self
     }
 
     /// Sets the port.
@@ -154,6 +195,15 @@ impl ServerConfig {
     pub(crate) fn check(&self) -> Result<()> {
         if self.roles.is_empty() {
             return Err(Error::input("roles", "at least one role is needed"));
+        }
+        if self.header_timeout.is_zero() {
+            return Err(Error::input(
+                "header_timeout",
+                "must be more than zero (it closes connections that send nothing)",
+            ));
+        }
+        if self.max_connections == 0 {
+            return Err(Error::input("max_connections", "must be at least 1"));
         }
         for (i, role) in self.roles.iter().enumerate() {
             let at = format!("roles[{i}]");

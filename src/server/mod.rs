@@ -9,11 +9,15 @@ mod chat;
 mod config;
 mod gate;
 mod ledger;
+mod listen;
 mod live;
 mod offline;
 mod plugin;
 
-pub use config::{DEFAULT_PORT, DEFAULT_ROLE, OFFLINE_MODEL, RoleConfig, ServerConfig};
+pub use config::{
+    DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_ROLE,
+    OFFLINE_MODEL, RoleConfig, ServerConfig,
+};
 pub use gate::{is_loopback_host, is_loopback_peer};
 pub use offline::{MAX_CALLS as OFFLINE_MAX_CALLS, example_arguments};
 pub use plugin::{Plugin, PluginHandle};
@@ -39,9 +43,6 @@ use crate::tools::ToolRegistry;
 use body::Reject;
 use ledger::{Ledger, Op, Outcome};
 use live::{Live, LiveEvent};
-
-/// How long [`ServerHandle::shutdown`] waits for requests in flight before it cuts them off.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// One role as the server runs it.
 pub(crate) struct Role {
@@ -153,6 +154,7 @@ pub struct ServerHandle {
     addr: SocketAddr,
     roles: Vec<(String, bool)>,
     stop: watch::Sender<bool>,
+    drain: Duration,
     task: Option<JoinHandle<()>>,
 }
 
@@ -172,13 +174,14 @@ impl ServerHandle {
         &self.roles
     }
 
-    /// Stops accepting requests, ends event streams, waits up to a few seconds for requests in
-    /// flight, then stops.
+    /// Stops accepting connections, ends event streams, closes idle connections, waits up to
+    /// [`ServerConfig::drain`] for requests in flight, then stops.
     pub async fn shutdown(mut self) {
         let _ = self.stop.send(true);
         if let Some(task) = self.task.take() {
             let abort = task.abort_handle();
-            if tokio::time::timeout(SHUTDOWN_GRACE, task).await.is_err() {
+            let grace = self.drain + Duration::from_millis(500);
+            if tokio::time::timeout(grace, task).await.is_err() {
                 abort.abort();
             }
         }
@@ -256,18 +259,19 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         live: Live::new(),
         shutdown,
     });
-    let signal = app.shutdown_signal();
+    let limits = listen::Limits {
+        header_timeout: config.header_timeout,
+        max_connections: config.max_connections,
+        drain: config.drain,
+    };
+    let stopping = app.shutdown.clone();
     let router = router(app);
-    let task = tokio::spawn(async move {
-        let service = router.into_make_service_with_connect_info::<SocketAddr>();
-        let _ = axum::serve(listener, service)
-            .with_graceful_shutdown(signal)
-            .await;
-    });
+    let task = tokio::spawn(listen::serve(listener, router, limits, stopping));
     Ok(ServerHandle {
         addr,
         roles: handle_roles,
         stop,
+        drain: config.drain,
         task: Some(task),
     })
 }
