@@ -19,7 +19,8 @@ pub(crate) struct ServeArgs {
     /// role named "default".
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Keep registrations in this JSON file across restarts.
+    /// Keep registrations in this SQLite database across restarts (a JSON state file of an
+    /// earlier version found there is imported once, and kept as FILE.json-imported).
     #[arg(long, value_name = "FILE")]
     state: Option<PathBuf>,
     /// Seconds a peer has to send a request head (also how long an idle keep-alive
@@ -73,6 +74,12 @@ async fn run(args: &ServeArgs) -> Result<(), CliError> {
     outln!("roles: {}", roles.join(", "));
     if let Some(path) = &args.state {
         outln!("state: {}", path.display());
+    }
+    if let Some(kept) = server.imported() {
+        outln!(
+            "state: imported the JSON state file into the database; the old file is kept as {}",
+            kept.display()
+        );
     }
     outln!("page: {}/", server.url());
     stop_signal().await;

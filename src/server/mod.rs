@@ -13,6 +13,7 @@ mod listen;
 mod live;
 mod offline;
 mod plugin;
+mod store;
 
 pub use config::{
     DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_ROLE,
@@ -56,10 +57,10 @@ pub(crate) struct Role {
 /// What every request shares.
 pub(crate) struct App {
     pub roles: Vec<Role>,
-    /// The registrations; held while a change is written to the state file, so changes apply
-    /// one at a time, in order, and none is lost.
+    /// The registrations; held while a change is written to the store, so changes apply one
+    /// at a time, in order, and none is lost.
     pub ledger: Mutex<Ledger>,
-    pub state_file: Option<PathBuf>,
+    pub store: Option<Arc<store::Store>>,
     pub live: Live,
     shutdown: watch::Receiver<bool>,
 }
@@ -81,32 +82,31 @@ impl App {
         }
     }
 
-    /// Applies a change: to a copy of the ledger, then to the state file, and only when that
-    /// is written, to the ledger and the roles' registries. A state file that cannot be
-    /// written leaves everything as it was (500).
+    /// Applies a change: to the store (one transaction), and only when that is committed, to
+    /// the ledger and the roles' registries, in place. A store that cannot be written leaves
+    /// everything as it was (500).
     pub async fn change(&self, op: Op) -> std::result::Result<Outcome, Reject> {
         let mut ledger = self.ledger.lock().await;
-        let mut next = ledger.clone();
-        let mut outcome = next.apply(&op);
-        if let Some(path) = &self.state_file {
-            let path = path.clone();
-            let snapshot = next.clone();
-            let written = tokio::task::spawn_blocking(move || ledger::save(&path, &snapshot))
+        if let Some(store) = &self.store {
+            let targets: Vec<String> = self
+                .roles
+                .iter()
+                .map(|r| r.config.name.clone())
+                .filter(|name| op.role().is_none_or(|x| x == name))
+                .collect();
+            let store = Arc::clone(store);
+            let write = op.clone();
+            let written = tokio::task::spawn_blocking(move || store.apply(&write, &targets))
                 .await
-                .map_err(|e| std::io::Error::other(e.to_string()))
-                .and_then(|r| r);
+                .unwrap_or_else(|e| Err(Error::input("state", e.to_string())));
             if let Err(e) = written {
-                let file = self.state_file.as_deref().unwrap_or_else(|| "".as_ref());
                 return Err(Reject::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
-                    format!(
-                        "the state file {} could not be written ({e}); nothing was changed",
-                        file.display()
-                    ),
+                    e.to_string(),
                 ));
             }
         }
-        *ledger = next;
+        let mut outcome = ledger.apply(&op);
         outcome.failed = self.apply_to_registries(&op);
         drop(ledger);
         self.live
@@ -155,6 +155,7 @@ pub struct ServerHandle {
     roles: Vec<(String, bool)>,
     stop: watch::Sender<bool>,
     drain: Duration,
+    imported: Option<PathBuf>,
     task: Option<JoinHandle<()>>,
 }
 
@@ -167,6 +168,12 @@ impl ServerHandle {
     /// `http://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Where the JSON state file of an earlier version was kept after it was imported into the
+    /// state database at this start (`None`: nothing was imported).
+    pub fn imported(&self) -> Option<&std::path::Path> {
+        self.imported.as_deref()
     }
 
     /// Each role's name and whether it runs offline on the mock provider.
@@ -218,9 +225,12 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         });
     }
     let names: Vec<String> = config.roles.iter().map(|r| r.name.clone()).collect();
-    let ledger = match &config.state_file {
-        Some(path) => ledger::load(path, &names)?,
-        None => Ledger::new(&names),
+    let (ledger, store, imported) = match &config.state_file {
+        Some(path) => {
+            let opened = store::open(path, &names)?;
+            (opened.ledger, Some(Arc::new(opened.store)), opened.imported)
+        }
+        None => (Ledger::new(&names), None, None),
     };
     for r in &ledger.roles {
         if let Some(role) = roles.iter().find(|x| x.config.name == r.role) {
@@ -255,7 +265,7 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
     let app = Arc::new(App {
         roles,
         ledger: Mutex::new(ledger),
-        state_file: config.state_file.clone(),
+        store,
         live: Live::new(),
         shutdown,
     });
@@ -272,6 +282,7 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         roles: handle_roles,
         stop,
         drain: config.drain,
+        imported,
         task: Some(task),
     })
 }
