@@ -13,7 +13,7 @@ use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
 
 use super::api::unknown_role;
-use super::body::{Fields, Reject, a_kind, read_object};
+use super::body::{Fields, Reject, a_kind, json_response, read_object};
 use super::{App, Role, offline};
 use crate::agent::{Agent, AgentEvent, AgentOutcome, AgentStream};
 use crate::client::Client;
@@ -249,46 +249,6 @@ async fn run_to_end(mut stream: AgentStream, mut observer: Observer, session: Se
                 Err(e) => failure(&e, Vec::new()),
             }
         }
-    }
-}
-
-/// `value` as a JSON response, written into a buffer of exactly its size (measured first), so
-/// a long conversation is not held in a buffer grown by doubling.
-fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response {
-    let mut count = Count(0);
-    let mut out = Vec::new();
-    if serde_json::to_writer(&mut count, value).is_ok() {
-        out.reserve_exact(count.0);
-    }
-    if let Err(e) = serde_json::to_writer(&mut out, value) {
-        return Reject::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the answer could not be written as JSON: {e}"),
-        )
-        .into_response();
-    }
-    (
-        status,
-        [(
-            axum::http::header::CONTENT_TYPE,
-            axum::http::HeaderValue::from_static("application/json"),
-        )],
-        out,
-    )
-        .into_response()
-}
-
-/// Counts the bytes written to it.
-struct Count(usize);
-
-impl std::io::Write for Count {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 

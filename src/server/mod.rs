@@ -109,8 +109,13 @@ impl App {
         let mut outcome = ledger.apply(&op);
         outcome.failed = self.apply_to_registries(&op);
         drop(ledger);
-        self.live
-            .retain_stats(|role, name| self.role(role).is_some_and(|r| r.registry.contains(name)));
+        // Only a removal can leave statistics of a tool that is gone (and the check looks up
+        // every tool with statistics, so a registration does not pay for it).
+        if outcome.removed > 0 {
+            self.live.retain_stats(|role, name| {
+                self.role(role).is_some_and(|r| r.registry.contains(name))
+            });
+        }
         self.live.tools_changed();
         Ok(outcome)
     }
