@@ -105,7 +105,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::Client;
+use crate::client::{Client, Router};
 use crate::error::{Error, Result};
 use crate::provider::ProviderKind;
 use crate::tools::{ToolRegistry, ToolSelection};
@@ -317,6 +317,7 @@ pub struct Agent {
     after_turn: Option<Hook<AfterTurnFn>>,
     hook_timeout: Duration,
     stop_when: Vec<StopWhen>,
+    model: Option<String>,
 }
 
 impl Agent {
@@ -333,7 +334,60 @@ impl Agent {
             after_turn: None,
             hook_timeout: DEFAULT_HOOK_TIMEOUT,
             stop_when: Vec::new(),
+            model: None,
         }
+    }
+
+    /// An agent on the provider a `PROVIDER/MODEL` string names (`gemini/gemini-2.5-flash`),
+    /// with that model for [`Agent::prompt`]: the router's client for that provider.
+    ///
+    /// ```no_run
+    /// use toolwire::agent::Agent;
+    /// use toolwire::client::Router;
+    /// use toolwire::tools::ToolRegistry;
+    ///
+    /// # async fn run() -> toolwire::Result<()> {
+    /// let router = Router::new();
+    /// let agent = Agent::routed(&router, "anthropic/claude-haiku-4-5", ToolRegistry::new())?;
+    /// println!("{}", agent.prompt("What can you do?").await?);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn routed(router: &Router, model: &str, registry: ToolRegistry) -> Result<Self> {
+        let (client, name) = router.route(model)?;
+        Ok(Self::new(client, registry).with_model(name))
+    }
+
+    /// The model [`Agent::prompt`] asks (the provider's default model when none is set).
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// The one-shot case: asks `text` as one user message, runs the tools the model calls, and
+    /// returns the final answer's text (empty when the model answered with none). The model is
+    /// [`Agent::with_model`]'s, else the provider's default one. A run a stop condition or hook
+    /// ended returns its last turn's text; [`Agent::run`] tells the two apart.
+    pub async fn prompt(&self, text: impl Into<String>) -> Result<String> {
+        let model = match &self.model {
+            Some(model) => model.clone(),
+            None => crate::providers::builtin(self.provider())
+                .map(|b| b.default_model.to_owned())
+                .ok_or_else(|| {
+                    Error::input(
+                        "model",
+                        format!(
+                            "{} has no default model: set one with Agent::with_model",
+                            self.provider()
+                        ),
+                    )
+                })?,
+        };
+        let outcome = self
+            .run(ChatRequest::new(model, vec![Message::user(text.into())]))
+            .finish()
+            .await?;
+        Ok(outcome.response.text.unwrap_or_default())
     }
 
     /// Which tools are offered (role, toolsets).

@@ -60,6 +60,64 @@ pub use client::{ChatStream, Client};
 pub use error::{ApiError, Error, Result, TimeoutPhase};
 pub use provider::{HttpRequest, NameMap, Provider, ProviderKind, StreamDecoder};
 pub use providers::provider_for;
+/// Makes a typed tool of a function: `#[toolwire::tool]` on an `async fn` (or a plain `fn`)
+/// keeps the function and adds a unit struct named after it in CamelCase that implements
+/// [`TypedTool`](tools::TypedTool), so `Tool::typed(GetWeather)` is the tool.
+///
+/// The tool's name is the function's, its description the function's doc comment, its
+/// parameters schema is derived from the argument types exactly as a [`TypedTool`](tools::TypedTool)'s
+/// `Args` struct would be (each argument's doc comment is its description; `Option<T>`
+/// arguments are optional). `#[toolwire::tool(name = "...", description = "...")]` overrides
+/// either. The function returns `Result<T, E>` (`T: Serialize`, `E` any `std::error::Error` or
+/// [`ToolError`](tools::ToolError)) or a plain `T: Serialize`; a
+/// [`ToolReply`](tools::ToolReply) carries content parts.
+///
+/// ```
+/// use toolwire::tools::{Tool, ToolError};
+///
+/// /// Current weather for a city.
+/// #[toolwire::tool]
+/// async fn get_weather(/** City name. */ city: String) -> Result<String, ToolError> {
+///     Ok(format!("21 °C and sunny in {city}"))
+/// }
+///
+/// let tool = Tool::typed(GetWeather)?;
+/// assert_eq!(tool.definition().name, "get_weather");
+/// assert_eq!(tool.definition().description, "Current weather for a city.");
+/// assert_eq!(tool.definition().parameters["properties"]["city"]["description"], "City name.");
+/// # Ok::<(), toolwire::Error>(())
+/// ```
+///
+/// Arguments are owned values deserialized from the model's JSON, so a borrowed one is refused
+/// at compile time:
+///
+/// ```compile_fail
+/// /// Shouts.
+/// #[toolwire::tool]
+/// async fn shout(text: &str) -> String {
+///     text.to_uppercase()
+/// }
+/// ```
+///
+/// and so is a function without a description:
+///
+/// ```compile_fail
+/// #[toolwire::tool]
+/// async fn undocumented(x: i64) -> i64 {
+///     x
+/// }
+/// ```
+#[cfg(feature = "tools")]
+pub use toolwire_macros::tool;
+
+/// What `#[toolwire::tool]` expands to refers to; not a public API.
+#[cfg(feature = "tools")]
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+    pub use serde;
+}
+
 pub use types::{
     ArgumentsError, ArgumentsErrorKind, AssistantMessage, ChatRequest, ChatResponse, FinishReason,
     Message, SchemaMode, StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,

@@ -22,6 +22,8 @@ use crate::sse::{EventSink, Lines, Pushed, SseError, SseParser};
 use crate::types::{ChatResponse, StreamEvent};
 
 /// Size limits that keep memory bounded whatever a server (or a file) sends.
+///
+/// Non-exhaustive: start from [`Limits::default`] (or [`Limits::for_files`]) and the `with_*` setters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {

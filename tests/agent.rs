@@ -1072,3 +1072,102 @@ async fn after_turn_hook_stops_or_edits_the_next_request() {
             .any(|m| m == &Message::user("Answer in one sentence."))
     );
 }
+
+/// Adds two integers.
+#[toolwire::tool]
+async fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[tokio::test]
+async fn one_router_picks_the_provider_by_model_string_and_prompt_is_one_call() {
+    use toolwire::client::Router;
+    let openai = MockServer::start(
+        ProviderKind::OpenAi,
+        Script::new()
+            .then(MockReply::tool_calls([call(
+                "c1",
+                "add",
+                r#"{"a":2,"b":3}"#,
+            )]))
+            .then(MockReply::text("2 + 3 = 5")),
+    )
+    .await
+    .unwrap();
+    let gemini = MockServer::start(
+        ProviderKind::Gemini,
+        Script::new().then(MockReply::text("hello from gemini")),
+    )
+    .await
+    .unwrap();
+    let router = Router::new()
+        .with_client(
+            Client::builder(ProviderKind::OpenAi)
+                .base_url(openai.url())
+                .api_key("k")
+                .build()
+                .unwrap(),
+        )
+        .with_client(
+            Client::builder(ProviderKind::Gemini)
+                .base_url(gemini.url())
+                .api_key("k")
+                .build()
+                .unwrap(),
+        );
+
+    let registry = ToolRegistry::new();
+    registry.register_typed(Add).unwrap();
+    let agent = Agent::routed(&router, "openai/gpt-4o-mini", registry).unwrap();
+    assert_eq!(agent.provider(), ProviderKind::OpenAi);
+    assert_eq!(agent.prompt("add 2 and 3").await.unwrap(), "2 + 3 = 5");
+    let sent = openai.requests();
+    assert_eq!(sent.len(), 2, "a call, then the final answer");
+    assert_eq!(
+        sent[0].body["model"], "gpt-4o-mini",
+        "the provider prefix is not sent"
+    );
+    assert_eq!(
+        sent[1].body["messages"][2]["content"], "5",
+        "the tool ran: {}",
+        sent[1].body
+    );
+
+    // The same router, another string: another provider.
+    let reply = router
+        .chat(&ChatRequest::new(
+            "gemini/gemini-2.5-flash",
+            vec![Message::user("hi")],
+        ))
+        .await
+        .unwrap();
+    assert_eq!(reply.text.as_deref(), Some("hello from gemini"));
+    assert!(gemini.requests()[0].path.contains("gemini-2.5-flash"));
+    assert!(openai.requests().len() == 2, "nothing more went to openai");
+
+    // A string that names no provider says what to write.
+    let err = router
+        .chat(&ChatRequest::new("gpt-4o", vec![Message::user("hi")]))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("PROVIDER/MODEL"), "{err}");
+    let err = Agent::routed(&router, "opnai/gpt-4o", ToolRegistry::new()).unwrap_err();
+    assert!(
+        err.to_string().contains("unknown provider \"opnai\""),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn prompt_uses_the_providers_default_model_when_none_is_set() {
+    let Some((server, agent)) = start(
+        ProviderKind::Anthropic,
+        Script::new().then(MockReply::text("hi")),
+    )
+    .await
+    else {
+        return;
+    };
+    assert_eq!(agent.prompt("hello").await.unwrap(), "hi");
+    assert_eq!(server.requests()[0].body["model"], "claude-haiku-4-5");
+}

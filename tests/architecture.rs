@@ -342,6 +342,8 @@ const LAYERS: &[&[&str]] = &[
         "providers/openai_responses",
         "providers/anthropic",
         "providers/ollama",
+        "providers/mistral",
+        "providers/cohere",
     ],
     &["providers"],
     &["turn"],

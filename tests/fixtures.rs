@@ -56,6 +56,8 @@ cases!(qwen: error_body, quirk_cached_tokens, quirk_data_inspection_failed, quir
 cases!(anthropic: error_body, quirk_audio_refused, quirk_cached_tokens, quirk_empty_partial_json, quirk_error_after_text, quirk_foreign_body, quirk_foreign_ids, quirk_max_tokens_open_block, quirk_pause_turn, quirk_prepopulated_message_start, quirk_redacted_thinking, quirk_refusal, quirk_response_format, quirk_stop_sequence, quirk_thinking_blocks, quirk_thinking_forced_choice, quirk_thinking_roundtrip, quirk_tool_choice_forced, quirk_tool_choice_none, quirk_tool_name_mapped, quirk_tool_result_image, quirk_unknown_event, quirk_user_image_and_pdf, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 cases!(ollama: error_body, quirk_arguments_object_order, quirk_calls_with_done, quirk_done_reason_load, quirk_eof_without_done, quirk_error_line, quirk_missing_ids_and_index, quirk_pretty_printed_body, quirk_response_format, quirk_thinking, quirk_tool_choice_none, quirk_tool_choice_required, quirk_tool_result_image, quirk_user_image, quirk_user_image_and_pdf, schema_translation, single_call, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 cases!(stepfun: quirk_cached_tokens, quirk_missing_ids, quirk_no_index, quirk_one_field_per_chunk, quirk_property_key_rule, quirk_response_format, quirk_tool_choice_auto, quirk_tool_choice_required, quirk_tool_result_image, quirk_user_image_and_pdf, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(mistral: error_body, quirk_arguments_object, quirk_finish_model_length, quirk_foreign_ids, quirk_thinking_body, quirk_thinking_chunks, quirk_tool_choice_required, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, tool_result_roundtrip, zero_arg_call);
+cases!(cohere: error_body, quirk_citations_stream, quirk_finish_unknown, quirk_meta_usage, quirk_thinking_content, quirk_tool_choice_named, quirk_tool_choice_required, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 cases!(openai_responses = "openai-responses": error_body, quirk_audio_refused, quirk_cached_tokens, quirk_call_id_vs_item_id, quirk_call_without_name, quirk_custom_tool, quirk_error_event_after_output, quirk_format_switch, quirk_incomplete_max_output_tokens, quirk_item_id_rotation, quirk_max_output_tokens_mid_call, quirk_max_output_tokens_mid_call_body, quirk_reasoning_items, quirk_response_format, quirk_tool_choice_named, quirk_tool_result_image, quirk_unknown_event, quirk_user_image_and_pdf, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 
 /// Cases registered one test each (by name, so `cargo test --test fixtures glm::single_call`
@@ -72,6 +74,8 @@ const REGISTERED: &[(&str, &[&str])] = &[
     ("openai-responses", openai_responses::CASES),
     ("anthropic", anthropic::CASES),
     ("ollama", ollama::CASES),
+    ("mistral", mistral::CASES),
+    ("cohere", cohere::CASES),
 ];
 
 #[test]

@@ -563,9 +563,55 @@ fn check(
                 .unwrap_or_default();
             check_chat(&messages, response, &mut out)
         }
+        ProviderKind::Cohere => {
+            check_chat(&list("messages"), response, &mut out);
+            check_cohere_results(&list("messages"), &mut out);
+        }
+        ProviderKind::Mistral => {
+            check_chat(&list("messages"), response, &mut out);
+            check_mistral_ids(&list("messages"), &mut out);
+        }
         _ => check_chat(&list("messages"), response, &mut out),
     }
     out
+}
+
+/// Cohere: every tool message's content is a list of documents, each with its data as text
+/// (the tool-use guide's `{"type": "document", "document": {"data": ...}}`).
+fn check_cohere_results(messages: &[Value], out: &mut Problems) {
+    for m in messages
+        .iter()
+        .filter(|m| str_of(m, "role") == Some("tool"))
+    {
+        let docs = m["content"].as_array().cloned().unwrap_or_default();
+        let ok = !docs.is_empty()
+            && docs.iter().all(|d| {
+                str_of(d, "type") == Some("document") && d["document"]["data"].is_string()
+            });
+        if !ok {
+            out.push(format!(
+                "tool message content is not documents: {}",
+                m["content"]
+            ));
+        }
+    }
+}
+
+/// Mistral: every call id and tool_call_id is exactly nine letters or digits (its 400 otherwise:
+/// "must be a-z, A-Z, 0-9, with a length of 9", karthink/gptel#1203).
+fn check_mistral_ids(messages: &[Value], out: &mut Problems) {
+    let nine = |id: &str| id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric());
+    for m in messages {
+        let calls = m["tool_calls"].as_array().into_iter().flatten();
+        let ids = calls
+            .filter_map(|c| str_of(c, "id"))
+            .chain(str_of(m, "tool_call_id"));
+        for id in ids {
+            if !nine(id) {
+                out.push(format!("id {id:?} is not nine letters or digits"));
+            }
+        }
+    }
 }
 
 #[test]

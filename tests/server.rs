@@ -1599,8 +1599,13 @@ async fn the_page_shows_a_call_made_through_chat_in_headless_chromium() {
         "no call row in the page:\n{dom}"
     );
     assert!(
-        calls.contains(r#"<td class="mono tool-name">get_weather</td>"#),
+        calls.contains(r#"<td class="mono tool-name nowrap">get_weather</td>"#),
         "{calls}"
+    );
+    // Names and times never wrap mid-word; only the JSON cells may break, where they must.
+    assert!(
+        calls.contains(r#"<td class="nowrap">20"#),
+        "started_at: {calls}"
     );
     assert!(
         calls.contains("cb-weather"),

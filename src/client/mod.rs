@@ -39,12 +39,14 @@
 mod body;
 mod record;
 mod retry;
+mod router;
 mod stream;
 pub(crate) mod time;
 
 pub use crate::tls::http_client_builder;
 pub use crate::turn::Limits;
 pub use retry::RetryPolicy;
+pub use router::Router;
 pub use stream::ChatStream;
 #[cfg(feature = "agent")]
 pub(crate) use stream::record_response;
@@ -66,6 +68,8 @@ use body::{Body, BodyError, Deadlines};
 use record::{Recorder, Recording};
 
 /// Time limits of one request. Each ends in its own [`Error::Timeout`] phase.
+///
+/// Non-exhaustive: start from [`Timeouts::default`] and change a limit with the `with_*` setters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Timeouts {

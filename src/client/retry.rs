@@ -17,6 +17,8 @@ use reqwest::header::HeaderMap;
 /// field such as Gemini's `retryDelay`), that wait is used instead; if it is longer than
 /// `max_delay` the error is returned at once, carrying the wait in
 /// [`crate::ApiError::retry_after`], rather than retrying early or blocking for long.
+///
+/// Non-exhaustive: start from [`RetryPolicy::default`] (or [`RetryPolicy::none`]) and the `with_*` setters.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct RetryPolicy {

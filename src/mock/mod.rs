@@ -91,6 +91,8 @@ pub enum MockReply {
 }
 
 /// How a reply is delivered: pacing, cuts, and header changes.
+///
+/// Non-exhaustive: start from [`Shape::default`] and the setters of [`MockReply`] that shape it.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Shape {

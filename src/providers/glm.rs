@@ -57,6 +57,9 @@ pub const GLM: Dialect = Dialect {
     },
     // Only `{"type": "json_object"}` is documented; a `json_schema` is accepted and ignored.
     structured_output: StructuredOutput::JsonObjectOnly,
+    call_ids: super::openai::CallIds::AsGiven,
+    required_tool_choice: "required",
+    thinking_chunks: false,
 };
 
 /// How GLM's server writes its answers, for the mock provider.

@@ -1,9 +1,9 @@
 //! The built-in providers: pure translation, no IO.
 //!
 //! One module per provider: `openai` (Chat Completions, and every OpenAI-compatible wire as an
-//! [`openai::Dialect`]), `glm`, `qwen` and `stepfun` (dialects of it), `gemini`, `dashscope`,
-//! `openai_responses`, `anthropic` and `ollama`; `shared` and `lenient` hold what their
-//! encoders and decoders share. Each writes its own answers for the mock provider
+//! [`openai::Dialect`]), `glm`, `qwen`, `stepfun` and `mistral` (dialects of it), `gemini`,
+//! `dashscope`, `openai_responses`, `anthropic`, `ollama` and `cohere`; `shared` and `lenient` hold what
+//! their encoders and decoders share. Each writes its own answers for the mock provider
 //! (`respond.rs`, feature `mock`). [`BUILTINS`] lists them: every list of providers is read
 //! from it.
 //!
@@ -12,10 +12,12 @@
 //! quirk sheet `providers/<name>.md`; the checklist is in `docs/architecture.md`.
 
 pub mod anthropic;
+pub mod cohere;
 pub mod dashscope;
 pub mod gemini;
 pub mod glm;
 pub(crate) mod lenient;
+pub mod mistral;
 pub mod ollama;
 pub mod openai;
 pub mod openai_responses;
@@ -123,6 +125,18 @@ pub const BUILTINS: &[Builtin] = &[
         ollama::Ollama::new(),
         ollama::Ollama::new()
     ),
+    builtin!(
+        ProviderKind::Mistral,
+        "mistral-small-latest",
+        mistral::provider(),
+        mistral::responder()
+    ),
+    builtin!(
+        ProviderKind::Cohere,
+        "command-a-03-2025",
+        cohere::Cohere::new(),
+        cohere::Cohere::new()
+    ),
 ];
 
 /// The built-in provider `kind` names; `None` for a [`ProviderKind::Custom`] one.
@@ -166,6 +180,29 @@ impl std::str::FromStr for ProviderKind {
                 )
             })
     }
+}
+
+/// Splits a `PROVIDER/MODEL` string (`gemini/gemini-2.5-flash`, `openai/gpt-4o-mini`) at its
+/// first `/`: the built-in provider and the model name as that provider spells it (which may
+/// hold more slashes: `openai/meta-llama/Llama-3.3-70B` on a compatible server). The same
+/// strings pick the provider in `client::Router` and in `toolwire serve`'s gateway.
+pub fn parse_model(model: &str) -> Result<(ProviderKind, &str)> {
+    let Some((provider, name)) = model.split_once('/') else {
+        return Err(Error::input(
+            "model",
+            format!(
+                "{model:?} names no provider; write PROVIDER/MODEL, as in gemini/gemini-2.5-flash"
+            ),
+        ));
+    };
+    let kind = provider.parse()?;
+    if name.is_empty() {
+        return Err(Error::input(
+            "model",
+            format!("{model:?} names no model after {provider:?}/"),
+        ));
+    }
+    Ok((kind, name))
 }
 
 /// A provider name in JSON (fixture goldens, error JSON, role files): a built-in's name.
@@ -331,7 +368,9 @@ mod tests {
                 r#""stepfun""#,
                 r#""openai-responses""#,
                 r#""anthropic""#,
-                r#""ollama""#
+                r#""ollama""#,
+                r#""mistral""#,
+                r#""cohere""#
             ]
         );
         for (kind, text) in ProviderKind::ALL.iter().zip(&json) {

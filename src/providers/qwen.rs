@@ -50,6 +50,9 @@ pub const QWEN: Dialect = Dialect {
     },
     // https://www.alibabacloud.com/help/en/model-studio/qwen-structured-output (non-thinking).
     structured_output: StructuredOutput::JsonSchemaNotThinking,
+    call_ids: super::openai::CallIds::AsGiven,
+    required_tool_choice: "required",
+    thinking_chunks: false,
 };
 
 /// How Qwen's server writes its answers, for the mock provider: as in the Alibaba doc example

@@ -106,10 +106,15 @@ fn likely_api(v: &Value) -> Option<(&'static str, &'static [ProviderKind])> {
                 "an AWS Bedrock Converse body: `output.message`, `stopReason`",
                 &[],
             )
+        } else if o.get("message").is_some_and(Value::is_object) && has("finish_reason") {
+            (
+                "a Cohere v2 chat body: `message`, `finish_reason`",
+                &[K::Cohere],
+            )
         } else if has("choices") {
             (
                 "an OpenAI Chat Completions body: `choices`",
-                &[K::OpenAi, K::Glm, K::Qwen, K::StepFun],
+                &[K::OpenAi, K::Glm, K::Qwen, K::StepFun, K::Mistral],
             )
         } else if has("candidates") || has("promptFeedback") {
             ("a Gemini body: `candidates`", &[K::Gemini])

@@ -52,6 +52,9 @@ pub const STEPFUN: Dialect = Dialect {
     },
     // `response_format` documents `json_object`; a schema is model-dependent, so refused.
     structured_output: StructuredOutput::JsonObjectOnly,
+    call_ids: super::openai::CallIds::AsGiven,
+    required_tool_choice: "required",
+    thinking_chunks: false,
 };
 
 /// How StepFun's server writes its answers, for the mock provider: as in the chat/streaming

@@ -22,6 +22,8 @@ pub const OFFLINE_MODEL: &str = "toolwire-offline";
 const MAX_TURNS_LIMIT: usize = 100;
 
 /// One role: a model session with its own tools, like one character of N.E.K.O.
+///
+/// Non-exhaustive: build it with [`RoleConfig::offline`] or [`RoleConfig::live`] and the `with_*` setters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RoleConfig {
@@ -90,6 +92,8 @@ impl RoleConfig {
 }
 
 /// How to run a server: port, roles, state file.
+///
+/// Non-exhaustive: build it with [`ServerConfig::new`] and the `with_*` setters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerConfig {

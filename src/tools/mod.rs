@@ -172,6 +172,8 @@ pub type ToolOutput = Result<Value, ToolError>;
 /// assert_eq!(reply.content.len(), 2);
 /// ```
 /// A [`TypedTool`] may use it as its `Output` too: the parts reach the model unchanged.
+///
+/// Non-exhaustive: build it with [`ToolReply::new`] (or from a `Value`) and [`ToolReply::with_content`].
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 #[non_exhaustive]
 pub struct ToolReply {

@@ -30,6 +30,10 @@ pub enum ProviderKind {
     Anthropic,
     /// Ollama's native chat API (`/api/chat`).
     Ollama,
+    /// Mistral's chat completions (`api.mistral.ai`), with Mistral's rules.
+    Mistral,
+    /// Cohere's v2 chat API (`/v2/chat`).
+    Cohere,
     /// A provider that is not built in, by its own name (`ProviderKind::Custom("acme")`).
     Custom(&'static str),
 }
@@ -47,6 +51,8 @@ impl ProviderKind {
             Self::OpenAiResponses => "openai-responses",
             Self::Anthropic => "anthropic",
             Self::Ollama => "ollama",
+            Self::Mistral => "mistral",
+            Self::Cohere => "cohere",
             Self::Custom(name) => name,
         }
     }

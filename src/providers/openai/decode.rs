@@ -123,7 +123,11 @@ fn apply_delta(
         }
     }
     if let Some(content) = delta.content {
-        turn.text(&raw_content_text(content, buf)?, out);
+        if dialect.thinking_chunks && content.get().starts_with('[') {
+            typed_chunks(turn, content, out)?;
+        } else {
+            turn.text(&raw_content_text(content, buf)?, out);
+        }
     }
     for (position, call) in delta.tool_calls.iter().enumerate() {
         let function = call.function.as_ref();
@@ -155,6 +159,38 @@ fn apply_delta(
         }
     }
     Ok(())
+}
+
+/// `content` as a list of typed chunks, in order: a `thinking` chunk's text chunks are
+/// reasoning, any other chunk's `text` is answer text (Mistral's Magistral models:
+/// `[{"type": "thinking", "thinking": [{"type": "text", "text"}]}, {"type": "text", "text"}]`).
+fn typed_chunks(
+    turn: &mut Assembler,
+    content: &serde_json::value::RawValue,
+    out: &mut Vec<StreamEvent>,
+) -> serde_json::Result<()> {
+    let chunks: Vec<Value> = serde_json::from_str(content.get())?;
+    for chunk in &chunks {
+        if chunk.get("type").and_then(Value::as_str) == Some("thinking") {
+            match chunk.get("thinking") {
+                Some(Value::Array(parts)) => {
+                    for text in parts.iter().filter_map(text_of) {
+                        turn.reasoning(text, out);
+                    }
+                }
+                Some(Value::String(text)) => turn.reasoning(text, out),
+                _ => {}
+            }
+        } else if let Some(text) = text_of(chunk) {
+            turn.text(text, out);
+        }
+    }
+    Ok(())
+}
+
+/// A typed chunk's `text`.
+fn text_of(chunk: &Value) -> Option<&str> {
+    chunk.get("text").and_then(Value::as_str)
 }
 
 /// Parses one payload, turning an `{"error": …}` payload into [`Error::Api`].

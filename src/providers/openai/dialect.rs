@@ -25,6 +25,8 @@ use crate::types::FinishReason;
 /// let provider = OpenAi::with_dialect(&MY_GATEWAY);
 /// assert_eq!(provider.dialect().info.kind, ProviderKind::OpenAi);
 /// ```
+///
+/// Non-exhaustive: derive one from a built-in constant with the `const` `with_*` setters, as above.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Dialect {
@@ -104,6 +106,17 @@ pub struct Dialect {
     pub media: MediaSupport,
     /// What [`crate::ChatRequest::response_format`] becomes on this wire.
     pub structured_output: StructuredOutput,
+    /// The rule tool-call ids in the history must meet; ids from another provider that break
+    /// it are mapped reversibly per request (Mistral: nine letters or digits, fixture
+    /// `mistral/quirk_foreign_ids`).
+    pub call_ids: CallIds,
+    /// How `tool_choice` "required" is spelled (`"required"` on OpenAI, `"any"` in Mistral's
+    /// function-calling guide, fixture `mistral/quirk_tool_choice_required`).
+    pub required_tool_choice: &'static str,
+    /// `content` may come as a list of typed chunks whose `thinking` chunks (each a list of
+    /// text chunks) are reasoning (Mistral's Magistral models, fixture
+    /// `mistral/quirk_thinking_chunks`); otherwise every part's `text` is answer text.
+    pub thinking_chunks: bool,
 }
 
 impl Dialect {
@@ -247,10 +260,53 @@ impl Dialect {
         self.structured_output = structured_output;
         self
     }
+
+    /// Sets [`Dialect::call_ids`].
+    pub const fn with_call_ids(mut self, call_ids: CallIds) -> Self {
+        self.call_ids = call_ids;
+        self
+    }
+
+    /// Sets [`Dialect::required_tool_choice`].
+    pub const fn with_required_tool_choice(mut self, required_tool_choice: &'static str) -> Self {
+        self.required_tool_choice = required_tool_choice;
+        self
+    }
+
+    /// Sets [`Dialect::thinking_chunks`].
+    pub const fn with_thinking_chunks(mut self, thinking_chunks: bool) -> Self {
+        self.thinking_chunks = thinking_chunks;
+        self
+    }
+}
+
+/// The rule a wire puts on the tool-call ids of a history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CallIds {
+    /// Any non-empty text goes back as it came.
+    AsGiven,
+    /// Exactly this many ASCII letters or digits (Mistral: 9). An id that breaks the rule is
+    /// replaced, in the call and in its results alike, by one derived from it (the same id
+    /// gives the same replacement in every request) and distinct from every other id of the
+    /// request; ids that meet the rule go as they are.
+    Alphanumeric(usize),
+}
+
+impl CallIds {
+    /// Whether `id` can go on the wire as it is.
+    pub fn allows(self, id: &str) -> bool {
+        match self {
+            Self::AsGiven => true,
+            Self::Alphanumeric(n) => id.len() == n && id.bytes().all(|b| b.is_ascii_alphanumeric()),
+        }
+    }
 }
 
 /// The media parts a user message takes on one wire (text parts always go as
 /// `{"type": "text", "text"}`).
+///
+/// Non-exhaustive: take a built-in dialect's value and change it with the `const` setters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MediaSupport {
@@ -441,6 +497,9 @@ pub const OPENAI: Dialect = Dialect {
     },
     // https://platform.openai.com/docs/guides/structured-outputs
     structured_output: StructuredOutput::JsonSchema,
+    call_ids: CallIds::AsGiven,
+    required_tool_choice: "required",
+    thinking_chunks: false,
 };
 
 /// Any other OpenAI-compatible server (vLLM, Ollama, DeepSeek, a gateway): the `openai` wire

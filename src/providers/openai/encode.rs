@@ -1,9 +1,13 @@
 //! The canonical request → a Chat Completions body.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{Map, Value, json};
 
 use super::Dialect;
-use super::dialect::{FilePart, InlineImage, ParallelCalls, StructuredOutput, ThinkingSwitch};
+use super::dialect::{
+    CallIds, FilePart, InlineImage, ParallelCalls, StructuredOutput, ThinkingSwitch,
+};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap};
 use crate::providers::shared::{
@@ -164,7 +168,70 @@ fn response_format_json(
     Ok(json!({"type": "json_schema", "json_schema": spec}))
 }
 
-fn message_json(dialect: &Dialect, i: usize, m: &Message, names: &NameMap) -> Result<Value> {
+/// History call ids the wire's [`CallIds`] rule would refuse, and what goes instead: empty when
+/// every id meets the rule. Deterministic (the same history gives the same ids in every request,
+/// so a conversation's turns agree) and collision-checked against every other id of the request.
+pub(crate) fn wire_call_ids(rule: CallIds, messages: &[Message]) -> HashMap<String, String> {
+    let CallIds::Alphanumeric(len) = rule else {
+        return HashMap::new();
+    };
+    if len == 0 {
+        return HashMap::new(); // no id can be made: the wire's own error says so
+    }
+    let ids = messages.iter().flat_map(|m| -> Vec<&str> {
+        match m {
+            Message::Assistant(a) => a.tool_calls.iter().map(|c| c.id.as_str()).collect(),
+            Message::Tool(r) => vec![r.call_id.as_str()],
+            _ => Vec::new(),
+        }
+    });
+    let (kept, foreign): (Vec<&str>, Vec<&str>) = ids.partition(|id| rule.allows(id));
+    let mut taken: HashSet<String> = kept.into_iter().map(str::to_owned).collect();
+    let mut map = HashMap::new();
+    for id in foreign {
+        if map.contains_key(id) {
+            continue;
+        }
+        // FNV-1a of the id and a salt, drawn into letters and digits; the next salt on a collision.
+        let wire = (0u64..)
+            .map(|salt| derived_id(id, salt, len))
+            .find(|candidate| !taken.contains(candidate))
+            .unwrap_or_default();
+        taken.insert(wire.clone());
+        map.insert(id.to_owned(), wire);
+    }
+    map
+}
+
+/// `len` letters and digits derived from `id` and `salt`.
+fn derived_id(id: &str, salt: u64, len: usize) -> String {
+    const DIGITS: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut state: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes().chain(salt.to_le_bytes()) {
+        state ^= u64::from(b);
+        state = state.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    // One splitmix64 step per character, so every length draws on the whole hash.
+    (0..len)
+        .map(|_| {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            char::from(DIGITS[(z % 62) as usize])
+        })
+        .collect()
+}
+
+fn message_json(
+    dialect: &Dialect,
+    i: usize,
+    m: &Message,
+    names: &NameMap,
+    ids: &HashMap<String, String>,
+) -> Result<Value> {
+    let id = |id: &str| ids.get(id).cloned().unwrap_or_else(|| id.to_owned());
     Ok(match m {
         Message::System { content } => json!({"role": "system", "content": content}),
         Message::User { content } => json!({
@@ -188,7 +255,11 @@ fn message_json(dialect: &Dialect, i: usize, m: &Message, names: &NameMap) -> Re
                 let calls: Vec<Value> = a
                     .tool_calls
                     .iter()
-                    .map(|c| history_call(c, names, None))
+                    .map(|c| {
+                        let mut call = history_call(c, names, None);
+                        call["id"] = json!(id(&c.id));
+                        call
+                    })
                     .collect();
                 msg.insert("tool_calls".into(), Value::Array(calls));
             }
@@ -197,17 +268,18 @@ fn message_json(dialect: &Dialect, i: usize, m: &Message, names: &NameMap) -> Re
         // Text only: media in the result moved to a user message after the run.
         Message::Tool(r) => json!({
             "role": "tool",
-            "tool_call_id": r.call_id,
+            "tool_call_id": id(&r.call_id),
             "content": r.content_text(),
         }),
     })
 }
 
-pub(crate) fn tool_choice_json(choice: &ToolChoice, names: &NameMap) -> Value {
+/// The choice in OpenAI's shapes, "required" spelled `required` (Mistral: `any`).
+fn tool_choice_json(required: &str, choice: &ToolChoice, names: &NameMap) -> Value {
     match choice {
         ToolChoice::Auto => json!("auto"),
         ToolChoice::None => json!("none"),
-        ToolChoice::Required => json!("required"),
+        ToolChoice::Required => json!(required),
         ToolChoice::Tool(name) => {
             json!({"type": "function", "function": {"name": names.wire(name)}})
         }
@@ -329,9 +401,10 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
     let names = NameMap::build(request_names(req), dialect.valid_name)?;
     let mut downgrades = Vec::new();
     let moved = tool_media_after_runs(&req.messages, dialect.info.kind.name(), &mut downgrades);
+    let ids = wire_call_ids(dialect.call_ids, &req.messages);
     let mut messages = Vec::with_capacity(req.messages.len() + moved.len());
     for (i, m) in req.messages.iter().enumerate() {
-        messages.push(message_json(dialect, i, m, &names)?);
+        messages.push(message_json(dialect, i, m, &names, &ids)?);
         if let Some(parts) = moved.get(&i) {
             let at = format!("messages[{i}] (tool result media)");
             messages.push(json!({"role": "user", "content": parts_json(dialect, parts, &at)?}));
@@ -352,7 +425,10 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
         );
     }
     if let Some(choice) = &req.tool_choice {
-        body.insert("tool_choice".into(), tool_choice_json(choice, &names));
+        body.insert(
+            "tool_choice".into(),
+            tool_choice_json(dialect.required_tool_choice, choice, &names),
+        );
     }
     if !req.tools.is_empty() {
         let parallel = match dialect.parallel_tool_calls {

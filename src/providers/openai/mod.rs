@@ -12,7 +12,7 @@ mod respond;
 mod wire;
 
 pub use dialect::{
-    AZURE_OPENAI, Dialect, FilePart, InlineImage, MediaSupport, OPENAI, OPENAI_COMPATIBLE,
+    AZURE_OPENAI, CallIds, Dialect, FilePart, InlineImage, MediaSupport, OPENAI, OPENAI_COMPATIBLE,
     ParallelCalls, ReasoningField, StructuredOutput, ThinkingSwitch, ToolChoiceSupport,
     openai_name,
 };

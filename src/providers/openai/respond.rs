@@ -235,6 +235,10 @@ pub enum DeltaRole {
     /// A chunk of its own opens the stream: `{"role": "assistant", "content": ""}` (OpenAI,
     /// OpenAI's recorded streams).
     OpeningChunk,
+    /// As [`DeltaRole::OpeningChunk`], and the finish chunk's delta is `{"content": ""}`
+    /// (Mistral, the streams quoted in vercel/ai's Mistral provider tests and
+    /// spring-projects/spring-ai#5019).
+    OpeningChunkEmptyFinish,
     /// `"role": "assistant"` on the stream's first delta only (Qwen, Qwen's recorded streams).
     FirstDelta,
     /// This `role` on every delta, the finish chunk's too, whose delta is then
@@ -288,6 +292,10 @@ pub enum StreamedCalls {
         /// The `index` every call carries, or `None` for its position.
         index: Option<i64>,
     },
+    /// Every call whole in one chunk that carries the `finish_reason` and ends the stream: no
+    /// finish chunk follows (Mistral, fixture `mistral/stream_single_call`). Each call's
+    /// `index` is its position.
+    WholeWithFinish,
 }
 
 /// Where usage goes in a stream.
@@ -310,6 +318,9 @@ pub enum ErrorFields {
     OpenAi,
     /// `{"error": {"code", "message"}}` (GLM's error-code docs).
     CodeMessage,
+    /// `{"object": "error", "message", "type", "param", "code"}` at the top level (Mistral,
+    /// the bodies quoted in karthink/gptel#1203 and nearai/ironclaw#1241).
+    TopLevel,
 }
 
 /// How OpenAI's server writes (OpenAI's recorded streams): a role-only opening chunk, calls opened then
@@ -427,9 +438,14 @@ pub(crate) fn body(w: Wire<'_>, response: &ChatResponse) -> Vec<u8> {
     let shape = w.shape;
     let mut message = Map::new();
     message.insert("role".into(), json!("assistant"));
-    let content = match &response.text {
-        None if w.dialect.empty_content_as_string => json!(""),
-        text => json!(text),
+    let content = match (&response.text, &response.reasoning) {
+        (text, Some(reasoning)) if w.dialect.thinking_chunks => {
+            let mut chunks = vec![thinking_chunk(reasoning)];
+            chunks.extend(text.iter().map(|t| json!({"type": "text", "text": t})));
+            Value::Array(chunks)
+        }
+        (None, _) if w.dialect.empty_content_as_string => json!(""),
+        (text, _) => json!(text),
     };
     message.insert("content".into(), content);
     if let (Some(reasoning), Some(field)) =
@@ -459,6 +475,11 @@ pub(crate) fn body(w: Wire<'_>, response: &ChatResponse) -> Vec<u8> {
     Value::Object(body).to_string().into_bytes()
 }
 
+/// A Magistral `thinking` chunk holding `text`.
+fn thinking_chunk(text: &str) -> Value {
+    json!({"type": "thinking", "thinking": [{"type": "text", "text": text}]})
+}
+
 /// `{"role": role, "content": ""}`: OpenAI's opening delta, GLM's and StepFun's finish delta.
 fn role_and_empty_content(role: &str) -> Map<String, Value> {
     let mut d = Map::new();
@@ -484,7 +505,10 @@ impl<'d> Chunks<'d> {
             chunks: Vec::new(),
             role_sent: false,
         };
-        if chunks.shape.role == DeltaRole::OpeningChunk {
+        if matches!(
+            chunks.shape.role,
+            DeltaRole::OpeningChunk | DeltaRole::OpeningChunkEmptyFinish
+        ) {
             chunks.push(role_and_empty_content("assistant"), None);
         }
         chunks
@@ -494,7 +518,7 @@ impl<'d> Chunks<'d> {
     fn delta(&mut self) -> Map<String, Value> {
         let mut d = Map::new();
         match self.shape.role {
-            DeltaRole::OpeningChunk => {}
+            DeltaRole::OpeningChunk | DeltaRole::OpeningChunkEmptyFinish => {}
             DeltaRole::FirstDelta => {
                 if !self.role_sent {
                     d.insert("role".into(), json!("assistant"));
@@ -553,6 +577,13 @@ impl<'d> Chunks<'d> {
                 self.push(d, None);
             }
         }
+        if let (Some(reasoning), true) = (&response.reasoning, self.dialect.thinking_chunks) {
+            for piece in pieces(reasoning, TEXT_PIECE) {
+                let mut d = self.delta();
+                d.insert("content".into(), json!([thinking_chunk(piece)]));
+                self.push(d, None);
+            }
+        }
         if let Some(text) = &response.text {
             for piece in pieces(text, TEXT_PIECE) {
                 let mut d = self.delta();
@@ -597,10 +628,14 @@ impl<'d> Chunks<'d> {
                     }
                 }
             }
-            StreamedCalls::Whole { index } => {
+            StreamedCalls::Whole { .. } | StreamedCalls::WholeWithFinish => {
                 if calls.is_empty() {
                     return;
                 }
+                let index = match self.shape.calls {
+                    StreamedCalls::Whole { index } => index,
+                    _ => None,
+                };
                 let whole = (0_i64..)
                     .zip(calls)
                     .map(|(i, c)| call_json(c, Some(index.unwrap_or(i)), &c.raw_arguments))
@@ -615,6 +650,11 @@ impl<'d> Chunks<'d> {
     fn finish(&mut self, reason: &str) {
         let delta = match self.shape.role {
             DeltaRole::EveryDelta(role) => role_and_empty_content(role),
+            DeltaRole::OpeningChunkEmptyFinish => {
+                let mut d = Map::new();
+                d.insert("content".into(), json!(""));
+                d
+            }
             DeltaRole::OpeningChunk | DeltaRole::FirstDelta => Map::new(),
         };
         self.push(delta, Some(reason));
@@ -670,7 +710,9 @@ pub(crate) fn stream(w: Wire<'_>, response: &ChatResponse) -> Vec<u8> {
     let mut chunks = Chunks::new(w);
     chunks.text(response);
     chunks.calls(&response.tool_calls, Some(reason));
-    chunks.finish(reason);
+    if response.tool_calls.is_empty() || w.shape.calls != StreamedCalls::WholeWithFinish {
+        chunks.finish(reason);
+    }
     chunks.usage(response.usage.as_ref());
     let mut out = Vec::new();
     chunks.write(&mut out);
@@ -707,6 +749,14 @@ fn error_json(w: Wire<'_>, error: &ApiError) -> Value {
                 e.insert("code".into(), json!(code));
             }
             e.insert("message".into(), json!(error.message));
+        }
+        ErrorFields::TopLevel => {
+            e.insert("object".into(), json!("error"));
+            e.insert("message".into(), json!(error.message));
+            e.insert("type".into(), json!("invalid_request_error"));
+            e.insert("param".into(), Value::Null);
+            e.insert("code".into(), json!(error.code));
+            return Value::Object(e);
         }
     }
     json!({ "error": e })
