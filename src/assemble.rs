@@ -302,6 +302,42 @@ impl Assembler {
         self.extra.insert(key.to_owned(), value);
     }
 
+    /// Starts the next call (wires that number a call's block and send its id and name first:
+    /// Anthropic, Bedrock, Cohere) and returns its slot for [`Assembler::append_arguments`].
+    pub fn start_call(
+        &mut self,
+        id: Option<&str>,
+        name: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> usize {
+        let slot = self.call_count();
+        self.fragment(
+            0,
+            Fragment {
+                index: Some(i64::try_from(slot).unwrap_or(i64::MAX)),
+                id,
+                name: Some(name),
+                arguments: None,
+            },
+            out,
+        );
+        slot
+    }
+
+    /// Argument text for the call [`Assembler::start_call`] gave `slot`.
+    pub fn append_arguments(&mut self, slot: usize, text: &str, out: &mut Vec<StreamEvent>) {
+        self.fragment(
+            0,
+            Fragment {
+                index: Some(i64::try_from(slot).unwrap_or(i64::MAX)),
+                id: None,
+                name: None,
+                arguments: Some(text),
+            },
+            out,
+        );
+    }
+
     /// Applies one tool-call fragment; `position` is its place in the chunk's list.
     pub fn fragment(&mut self, position: usize, f: Fragment<'_>, out: &mut Vec<StreamEvent>) {
         if self.finalized.is_some() {

@@ -18,8 +18,9 @@ use crate::types::{ChatRequest, Message, ToolDefinition};
 
 pub mod realtime;
 
-/// The names a captured stream may have: Server-Sent Events, or newline-delimited JSON.
-pub const STREAM_FILES: [&str; 2] = ["response.sse", "response.ndjson"];
+/// The names a captured stream may have: Server-Sent Events, newline-delimited JSON, or
+/// binary event-stream frames (Bedrock).
+pub const STREAM_FILES: [&str; 3] = ["response.sse", "response.ndjson", "response.eventstream"];
 
 /// One comparison's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -349,8 +350,23 @@ fn sent_parameters(body: &Value, name: &str, expected: &Value) -> Option<Value> 
                     if expected.is_null() && !map.values().any(Value::is_object) {
                         return Some(Value::Null);
                     }
-                    if let Some(found) = map.values().find(|v| identical(v, expected)) {
-                        return Some(found.clone());
+                    // Beside the name, or wrapped in a one-key object (Bedrock's
+                    // `inputSchema: {"json": …}`).
+                    let unwrap = |v: &'_ Value| match v {
+                        Value::Object(inner) if inner.len() == 1 => inner.values().next().cloned(),
+                        _ => None,
+                    };
+                    if let Some(found) = map
+                        .values()
+                        .find(|v| identical(v, expected))
+                        .cloned()
+                        .or_else(|| {
+                            map.values()
+                                .filter_map(unwrap)
+                                .find(|v| identical(v, expected))
+                        })
+                    {
+                        return Some(found);
                     }
                 }
                 stack.extend(map.values());

@@ -34,6 +34,7 @@ pub mod client;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod error;
+pub mod eventstream;
 pub mod fixture;
 #[cfg(feature = "mock")]
 pub mod mock;

@@ -22,6 +22,11 @@ pub enum Auth {
     Bearer,
     /// The key in the named header (Gemini: `x-goog-api-key`).
     Header(&'static str),
+    /// `Authorization: Bearer <key>` when a key is found; otherwise, with the `sigv4` feature
+    /// and AWS credentials in the environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// optional `AWS_SESSION_TOKEN`, `AWS_REGION`), AWS SigV4 signing for the named service
+    /// (Bedrock: `"bedrock"`).
+    BearerOrSigV4(&'static str),
 }
 
 /// Static facts about a provider, for the client and `toolwire providers`.
@@ -174,6 +179,11 @@ pub enum Framing {
     Sse,
     /// Newline-delimited JSON: one payload per non-blank line, no event names.
     Ndjson,
+    /// The binary `application/vnd.amazon.eventstream` framing of AWS streams (Bedrock
+    /// ConverseStream): each event frame's payload goes to the decoder with its `:event-type`
+    /// header as the event name; exception and error frames become [`Error::Api`]. A body that
+    /// opens with `{` is a whole JSON answer instead.
+    EventStream,
 }
 
 /// Pure translation between the canonical model and one wire format.

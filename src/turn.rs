@@ -16,7 +16,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{ApiError, Error, Result};
+use crate::eventstream::{Frame, FrameError, FrameReader};
 use crate::provider::{Framing, HttpRequest, NameMap, Provider, ProviderKind, StreamDecoder};
 use crate::sse::{EventSink, Lines, Pushed, SseError, SseParser};
 use crate::types::{ChatResponse, StreamEvent};
@@ -116,6 +117,8 @@ enum Mode {
     Sse(SseParser),
     /// One JSON payload per line.
     Lines(LineSplitter),
+    /// Binary event-stream frames ([`Framing::EventStream`]).
+    Frames(FrameReader),
     /// A whole JSON document, decoded at the end.
     Json(Vec<u8>),
     /// An HTML page (a proxy's error page): its start, to name it.
@@ -264,7 +267,7 @@ impl<'p> TurnReader<'p> {
             return None;
         }
         self.done = true;
-        if !matches!(self.mode, Mode::Sse(_) | Mode::Lines(_)) {
+        if !matches!(self.mode, Mode::Sse(_) | Mode::Lines(_) | Mode::Frames(_)) {
             return None;
         }
         let mut partial = partial_of(self.decoder.as_mut());
@@ -316,6 +319,7 @@ impl<'p> TurnReader<'p> {
         match &mut self.mode {
             Mode::Sse(_) => self.push_sse(bytes, out),
             Mode::Lines(_) => self.push_lines(bytes, out, false),
+            Mode::Frames(_) => self.push_frames(bytes, out),
             Mode::Json(buf) => {
                 buf.extend_from_slice(bytes);
                 Ok(())
@@ -362,6 +366,13 @@ impl<'p> TurnReader<'p> {
                 buf.extend_from_slice(start.rest.get(..HTML_KEPT).unwrap_or(start.rest));
                 self.mode = Mode::Html(buf);
                 Ok(())
+            }
+            // A frame's first byte is the top byte of its length: 0 for any frame under 16 MiB,
+            // never whitespace for one within the limits, so the sniffer skipped none of it.
+            _ if self.framing == Framing::EventStream => {
+                self.mode = Mode::Frames(FrameReader::new(self.limits.max_event_bytes));
+                self.push_frames(start.prefix, out)?;
+                self.push_frames(start.rest, out)
             }
             _ => {
                 self.mode = Mode::Sse(SseParser::new(self.limits.max_event_bytes));
@@ -417,6 +428,41 @@ impl<'p> TurnReader<'p> {
         self.take_events(out)?;
         fed?;
         split.map_err(|e| self.sse_error(e))
+    }
+
+    fn push_frames(&mut self, bytes: &[u8], out: &mut Vec<StreamEvent>) -> Result<()> {
+        let Mode::Frames(reader) = &mut self.mode else {
+            return Ok(());
+        };
+        let provider = self.provider.get();
+        let decoder = self.decoder.as_mut();
+        let scratch = &mut self.scratch;
+        let payloads = &mut self.payloads;
+        let mut fed = Ok(());
+        let pushed = reader.push_to(bytes, |frame| {
+            *payloads += 1;
+            fed = feed_frame(provider, decoder, &frame, scratch);
+            fed.is_ok()
+        });
+        self.take_events(out)?;
+        fed?;
+        pushed.map_err(|e| self.frame_error(e))
+    }
+
+    fn frame_error(&self, e: FrameError) -> Error {
+        match e {
+            FrameError::Invalid { .. } => Error::decode(self.kind(), "event stream", e),
+            FrameError::TooLarge { .. } => Error::Stream {
+                provider: self.kind(),
+                reason: format!("{e} (Limits::max_event_bytes)"),
+                partial: None,
+            },
+            _ => Error::Stream {
+                provider: self.kind(),
+                reason: e.to_string(),
+                partial: None,
+            },
+        }
     }
 
     fn sse_error(&self, e: SseError) -> Error {
@@ -531,6 +577,20 @@ impl<'p> TurnReader<'p> {
                 self.push_lines(&[], out, true)?;
                 self.end_decoder(out)
             }
+            Mode::Frames(reader) => {
+                let finished = reader.finish();
+                let frames = reader.frames();
+                self.mode = Mode::Frames(reader);
+                finished.map_err(|e| self.frame_error(e))?;
+                if frames == 0 {
+                    return Err(Error::decode(
+                        kind,
+                        "stream",
+                        format!("no event-stream frames in the body; not a {kind} stream"),
+                    ));
+                }
+                self.end_decoder(out)
+            }
         }
     }
 
@@ -547,7 +607,8 @@ impl<'p> TurnReader<'p> {
     fn fail(&mut self, e: Error) -> Error {
         let mut e = match e {
             e @ (Error::Decode { partial: None, .. } | Error::Stream { partial: None, .. })
-                if !self.done && matches!(self.mode, Mode::Sse(_) | Mode::Lines(_)) =>
+                if !self.done
+                    && matches!(self.mode, Mode::Sse(_) | Mode::Lines(_) | Mode::Frames(_)) =>
             {
                 let partial = partial_of(self.decoder.as_mut());
                 e.with_partial(partial)
@@ -631,6 +692,67 @@ impl EventSink for Feed<'_> {
             }
         }
     }
+}
+
+/// One event-stream frame: an `event` frame's payload goes to the decoder under its
+/// `:event-type`; an `exception` frame is the provider's error (its payload read by
+/// [`Provider::decode_error`], the code the `:exception-type` header), an `error` frame the
+/// `:error-code` and `:error-message` headers; either carries what had arrived.
+fn feed_frame(
+    provider: &dyn Provider,
+    decoder: &mut dyn StreamDecoder,
+    frame: &Frame<'_>,
+    out: &mut Vec<StreamEvent>,
+) -> Result<()> {
+    let kind = provider.info().kind;
+    let at = || format!("event-stream frame at byte {}", frame.offset);
+    let mut api = match frame.text(":message-type").unwrap_or("event") {
+        "event" => {
+            let data = std::str::from_utf8(frame.payload)
+                .map_err(|_| Error::decode(kind, at(), "a payload that is not UTF-8"))?;
+            return decoder
+                .feed(frame.text(":event-type"), data, out)
+                .map_err(|e| match e {
+                    Error::Decode {
+                        provider,
+                        what,
+                        message,
+                        partial,
+                    } => Error::Decode {
+                        provider,
+                        what: format!("{what} in the {}", at()),
+                        message,
+                        partial,
+                    },
+                    other => other,
+                });
+        }
+        "exception" => {
+            let mut api = provider.decode_error(None, frame.payload);
+            if let Some(code) = frame.text(":exception-type") {
+                api.code = Some(code.to_owned());
+            }
+            api
+        }
+        "error" => {
+            let message = frame
+                .text(":error-message")
+                .unwrap_or("an error frame without a message");
+            let mut api = ApiError::new(kind, None, message);
+            api.code = frame.text(":error-code").map(str::to_owned);
+            api.body = String::from_utf8_lossy(frame.payload).into_owned();
+            api
+        }
+        other => {
+            return Err(Error::decode(
+                kind,
+                at(),
+                format!("unknown :message-type {other:?}"),
+            ));
+        }
+    };
+    api.partial = partial_of(decoder);
+    Err(api.into())
 }
 
 /// What an interrupted decoder holds (unfinished calls `truncated`), or `None` when nothing

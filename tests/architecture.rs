@@ -329,7 +329,7 @@ fn cycles(edges: &BTreeMap<String, BTreeMap<String, String>>) -> Vec<String> {
 /// The layers of `docs/architecture.md`, bottom first: a node may use nodes of lower rows, and
 /// its siblings in its own row (which the cycle check keeps acyclic), never a row above.
 const LAYERS: &[&[&str]] = &[
-    &["types", "sse", "tls"],
+    &["types", "sse", "eventstream", "tls"],
     &["provider", "assemble", "partial_json", "schema", "tools"],
     &["providers/shared", "providers/lenient"],
     &[
@@ -344,6 +344,7 @@ const LAYERS: &[&[&str]] = &[
         "providers/ollama",
         "providers/mistral",
         "providers/cohere",
+        "providers/bedrock",
     ],
     &["providers"],
     &["turn"],

@@ -262,3 +262,49 @@ fn chat_without_a_key_tells_a_cli_user_what_to_do() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn chat_on_bedrock_signs_with_sigv4_when_aws_credentials_are_set_and_no_bearer_key() {
+    let server = MockServer::start(
+        ProviderKind::Bedrock,
+        Script::new().then(MockReply::text("signed")),
+    )
+    .await
+    .unwrap();
+    let url = server.url();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_toolwire"))
+            .args([
+                "chat",
+                "--provider",
+                "bedrock",
+                "--model",
+                "tw-model",
+                "--base-url",
+            ])
+            .args([url.as_str(), "hi"])
+            .env_remove("AWS_BEARER_TOKEN_BEDROCK")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+            .env(
+                "AWS_SECRET_ACCESS_KEY",
+                "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+            )
+            .env("AWS_REGION", "eu-west-1")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "signed");
+    let request = &server.requests()[0];
+    let auth = request.header("authorization").unwrap_or_default();
+    assert!(
+        auth.starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+            && auth.contains("/eu-west-1/bedrock/aws4_request"),
+        "{auth}"
+    );
+    assert!(request.header("x-amz-date").is_some());
+}

@@ -87,3 +87,38 @@ fn encode_reports_downgrades_on_stderr() {
     let body: Value = serde_json::from_slice(&out.stdout).expect("a JSON body on stdout");
     assert_eq!(body["messages"][3]["role"], "user");
 }
+
+/// `toolwire replay --provider bedrock FILE` reads either body form Bedrock sends: a whole
+/// Converse JSON body or a ConverseStream binary event stream; a damaged frame is bad input
+/// (exit 2) naming its byte offset, an exception frame the provider's error (exit 1).
+#[test]
+fn bedrock_replays_a_json_body_and_a_binary_event_stream() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/bedrock");
+    let run = |case: &str, file: &str| {
+        Command::new(env!("CARGO_BIN_EXE_toolwire"))
+            .args([
+                "replay",
+                "--provider",
+                "bedrock",
+                &format!("{dir}/{case}/{file}"),
+            ])
+            .output()
+            .expect("the binary runs")
+    };
+    for (case, file) in [
+        ("single_call", "response.json"),
+        ("stream_single_call", "response.eventstream"),
+    ] {
+        let out = run(case, file);
+        assert!(out.status.success(), "{case}: {out:?}");
+        let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(got["tool_calls"][0]["name"], "get_weather", "{case}");
+        assert_eq!(got["finish_reason"], "tool_calls", "{case}");
+    }
+    let out = run("quirk_bad_crc", "response.eventstream");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("frame at byte 272"));
+    let out = run("quirk_exception_frame", "response.eventstream");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("throttlingException"));
+}

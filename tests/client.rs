@@ -203,11 +203,19 @@ async fn every_provider_streams_and_answers_over_the_mock() {
         }
         let requests = server.requests();
         assert_eq!(requests.len(), 2 * replies.len());
-        assert_eq!(requests[1].header("accept"), Some("text/event-stream"));
-        // The model rides in the body, or in the path (Gemini: /v1beta/models/{model}:…).
+        // A stream asks for the wire's framing (one `accept`, the provider's own when it has
+        // one: Bedrock's binary event stream).
+        let accept = match toolwire::provider_for(kind).unwrap().framing() {
+            toolwire::provider::Framing::EventStream => "application/vnd.amazon.eventstream",
+            _ => "text/event-stream",
+        };
+        assert_eq!(requests[1].header("accept"), Some(accept), "{kind}");
+        // The model rides in the body, or in the path (Gemini: /v1beta/models/{model}:…,
+        // Bedrock: /model/{model}/converse).
         assert!(
             requests[0].body["model"] == "tw-test-model"
-                || requests[0].path.contains("/models/tw-test-model:"),
+                || requests[0].path.contains("/models/tw-test-model:")
+                || requests[0].path.starts_with("/model/tw-test-model/"),
             "{kind}: model neither in the body nor in the path {}",
             requests[0].path
         );
@@ -1634,4 +1642,47 @@ async fn ollama_needs_no_key_and_streams_ndjson() {
     assert_eq!(seen[0].body["stream"], true);
     assert_eq!(seen[1].body["stream"], false);
     assert!(seen.iter().all(|r| r.header("authorization").is_none()));
+}
+
+/// Bedrock with SigV4: the signer's headers go on every attempt (a retry signs anew), no
+/// key is needed, and no bearer header is sent.
+#[cfg(feature = "sigv4")]
+#[tokio::test]
+async fn bedrock_requests_are_signed_per_attempt_without_a_key() {
+    use toolwire::client::sigv4::SigV4;
+    let mut overloaded = ApiError::new(ProviderKind::Bedrock, Some(503), "Service unavailable");
+    overloaded.code = Some("ServiceUnavailableException".into());
+    let script: Script = [MockReply::from(overloaded), MockReply::from(text_reply())]
+        .into_iter()
+        .collect();
+    let server = MockServer::start(ProviderKind::Bedrock, script)
+        .await
+        .unwrap();
+    let client = Client::builder(ProviderKind::Bedrock)
+        .base_url(server.url())
+        .signer(SigV4::new(
+            "AKIDEXAMPLE",
+            "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+            None,
+            "us-west-2",
+            "bedrock",
+        ))
+        .retry(fast_retry())
+        .timeouts(short_timeouts())
+        .build()
+        .unwrap();
+    let (_, got) = drain(&client, &request()).await;
+    assert_eq!(got.unwrap().text, text_reply().text);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "one retry");
+    for r in &requests {
+        let auth = r.header("authorization").unwrap();
+        assert!(
+            auth.starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+                && auth.contains("/us-west-2/bedrock/aws4_request"),
+            "{auth}"
+        );
+        assert!(r.header("x-amz-date").is_some());
+        assert!(r.path.ends_with("/converse-stream"), "{}", r.path);
+    }
 }

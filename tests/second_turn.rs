@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use toolwire::conformance;
-use toolwire::providers::{anthropic, gemini, openai_responses};
+use toolwire::providers::{anthropic, bedrock, gemini, openai_responses};
 use toolwire::types::AssistantMessage;
 use toolwire::{
     ChatRequest, ChatResponse, Message, ProviderKind, ToolDefinition, ToolResult, provider_for,
@@ -538,6 +538,113 @@ fn check_ollama(messages: &[Value], response: &ChatResponse, out: &mut Problems)
     }
 }
 
+/// Bedrock Converse: roles alternate starting with the user; the assistant message's `toolUse`
+/// blocks (ids and names in `[A-Za-z0-9_-]`, at most 64; `input` an object) are answered by as
+/// many `toolResult` blocks (non-empty content, a status) in the next user message; no text
+/// block is blank; `toolConfig` declares every tool the history used (Converse refuses tool
+/// blocks without it); the wire's own reasoning blocks go back exactly, signed or redacted.
+fn check_bedrock(body: &Value, response: &ChatResponse, own: bool, out: &mut Problems) {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    if messages.first().and_then(|m| str_of(m, "role")) != Some("user") {
+        out.push("the first message is not the user's".into());
+    }
+    for pair in messages.windows(2) {
+        if str_of(&pair[0], "role") == str_of(&pair[1], "role") {
+            out.push("two messages of the same role in a row".into());
+        }
+    }
+    let blocks_of = |m: &Value| m["content"].as_array().cloned().unwrap_or_default();
+    for m in &messages {
+        for b in blocks_of(m) {
+            if b.get("text")
+                .is_some_and(|t| t.as_str().is_none_or(|t| t.trim().is_empty()))
+            {
+                out.push(format!("a blank text block in a {} message", m["role"]));
+            }
+        }
+    }
+    let Some(at) = messages
+        .iter()
+        .position(|m| str_of(m, "role") == Some("assistant"))
+    else {
+        out.push("no assistant message".into());
+        return;
+    };
+    let blocks = blocks_of(&messages[at]);
+    let uses: Vec<&Value> = blocks.iter().filter_map(|b| b.get("toolUse")).collect();
+    let ids: Vec<String> = uses
+        .iter()
+        .map(|u| str_of(u, "toolUseId").unwrap_or_default().to_owned())
+        .collect();
+    check_ids(&ids, response.tool_calls.len(), "toolUse blocks", out);
+    let declared: BTreeSet<&str> = body["toolConfig"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["toolSpec"]["name"].as_str())
+        .collect();
+    for (id, u) in ids.iter().zip(&uses) {
+        if !tool_name_ok(id) {
+            out.push(format!("toolUseId {id:?} is outside [A-Za-z0-9_-]{{1,64}}"));
+        }
+        if !u["input"].is_object() {
+            out.push(format!("toolUse {id}: input is not an object"));
+        }
+        match str_of(u, "name") {
+            Some(name) if tool_name_ok(name) && declared.contains(name) => {}
+            other => out.push(format!(
+                "toolUse {id}: name {other:?} invalid or not declared in toolConfig {declared:?}"
+            )),
+        }
+    }
+    let reasoning: Vec<&Value> = blocks
+        .iter()
+        .filter_map(|b| b.get("reasoningContent"))
+        .collect();
+    for r in &reasoning {
+        let signed = r["reasoningText"]["signature"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty());
+        if !signed && r.get("redactedContent").is_none() {
+            out.push(format!(
+                "a reasoning block neither signed nor redacted: {r}"
+            ));
+        }
+    }
+    if own {
+        for block in provider_items(response, bedrock::REASONING_BLOCKS) {
+            if !reasoning.contains(&&block) {
+                out.push(format!("reasoning block {block} is not sent back"));
+            }
+        }
+    }
+    let results: Vec<&Value> = messages
+        .get(at + 1)
+        .map(|m| &m["content"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b.get("toolResult"))
+        .collect();
+    let answered: Vec<String> = results
+        .iter()
+        .map(|r| str_of(r, "toolUseId").unwrap_or_default().to_owned())
+        .collect();
+    if answered.iter().collect::<BTreeSet<_>>() != ids.iter().collect::<BTreeSet<_>>() {
+        out.push(format!(
+            "toolResult blocks answer {answered:?}, the calls are {ids:?}"
+        ));
+    }
+    for r in results {
+        if r["content"].as_array().is_none_or(Vec::is_empty) {
+            out.push(format!("toolResult {} has no content", r["toolUseId"]));
+        }
+        if !matches!(str_of(r, "status"), Some("success" | "error")) {
+            out.push(format!("toolResult {} has no status", r["toolUseId"]));
+        }
+    }
+}
+
 /// The target wire's rules for the encoded second turn.
 fn check(
     source: ProviderKind,
@@ -556,6 +663,7 @@ fn check(
             check_responses(&list("input"), response, source == target, &mut out)
         }
         ProviderKind::Ollama => check_ollama(&list("messages"), response, &mut out),
+        ProviderKind::Bedrock => check_bedrock(body, response, source == target, &mut out),
         ProviderKind::DashScope => {
             let messages = body["input"]["messages"]
                 .as_array()

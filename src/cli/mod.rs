@@ -37,7 +37,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Decode a captured response body (SSE or JSON, auto-detected) into a ChatResponse.
+    /// Decode a captured response body (SSE, NDJSON, binary event stream or JSON, auto-detected)
+    /// into a ChatResponse.
     Replay(offline::ReplayArgs),
     /// Encode a canonical ChatRequest into the provider's wire request body.
     Encode(offline::EncodeArgs),

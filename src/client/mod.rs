@@ -40,6 +40,9 @@ mod body;
 mod record;
 mod retry;
 mod router;
+mod sign;
+#[cfg(feature = "sigv4")]
+pub mod sigv4;
 mod stream;
 pub(crate) mod time;
 
@@ -47,6 +50,7 @@ pub use crate::tls::http_client_builder;
 pub use crate::turn::Limits;
 pub use retry::RetryPolicy;
 pub use router::Router;
+pub use sign::{RequestSigner, SigningRequest};
 pub use stream::ChatStream;
 #[cfg(feature = "agent")]
 pub(crate) use stream::record_response;
@@ -158,6 +162,7 @@ pub struct ClientBuilder {
     http: Option<reqwest::Client>,
     auth: Option<Auth>,
     key_required: bool,
+    signer: Option<Arc<dyn RequestSigner>>,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -173,6 +178,7 @@ impl fmt::Debug for ClientBuilder {
             .field("headers", &self.headers)
             .field("query", &self.query)
             .field("http_client", &self.http.as_ref().map(|_| "<user's>"))
+            .field("signer", &self.signer)
             .finish_non_exhaustive()
     }
 }
@@ -263,6 +269,15 @@ impl ClientBuilder {
         self
     }
 
+    /// Signs every request just before it is sent, attempt by attempt (a retry is signed
+    /// anew): the signer sees the method, URL, headers and body and returns headers to add.
+    /// With a signer no API key is required (AWS SigV4 for Bedrock:
+    /// [`sigv4::SigV4`], feature `sigv4`); a key found anyway is still sent.
+    pub fn signer(mut self, signer: impl RequestSigner + 'static) -> Self {
+        self.signer = Some(Arc::new(signer));
+        self
+    }
+
     /// The client. Fails with [`Error::Input`] when no key is found (naming the variables to
     /// set), the base URL is not an http(s) URL, the provider's auth header name is not a
     /// valid header name, an extra header cannot be sent, or the recording folder cannot be
@@ -287,14 +302,26 @@ impl ClientBuilder {
                         .map(Secret)
                 })
             });
+        let signer = match (self.signer, &key, self.auth) {
+            (None, None, None) => aws_signer(info.auth)?,
+            (signer, _, _) => signer,
+        };
         if key.is_none()
+            && signer.is_none()
             && (self.base_url.is_none() || self.key_required)
             && !info.key_vars.is_empty()
         {
+            let aws = match info.auth {
+                Auth::BearerOrSigV4(_) if cfg!(feature = "sigv4") => {
+                    ", or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for SigV4"
+                }
+                Auth::BearerOrSigV4(_) => ", or AWS credentials with the `sigv4` feature",
+                _ => "",
+            };
             return Err(Error::input(
                 "api_key",
                 format!(
-                    "no API key for {}: set {} or pass one with ClientBuilder::api_key",
+                    "no API key for {}: set {}{aws}, or pass one with ClientBuilder::api_key",
                     info.kind,
                     info.key_vars.join(" or ")
                 ),
@@ -302,7 +329,7 @@ impl ClientBuilder {
         }
         let base_url = self
             .base_url
-            .unwrap_or_else(|| info.base_url.to_owned())
+            .unwrap_or_else(|| expand_vars(info.base_url, |v| std::env::var(v).ok()))
             .trim_end_matches('/')
             .to_owned();
         match reqwest::Url::parse(&base_url) {
@@ -318,7 +345,9 @@ impl ClientBuilder {
             None => None,
             Some(Secret(k)) => {
                 let (name, value) = match self.auth.unwrap_or(info.auth) {
-                    Auth::Bearer => (AUTHORIZATION, format!("Bearer {}", k.trim())),
+                    Auth::Bearer | Auth::BearerOrSigV4(_) => {
+                        (AUTHORIZATION, format!("Bearer {}", k.trim()))
+                    }
                     Auth::Header(name) => (header_name(name)?, k.trim().to_owned()),
                 };
                 let mut value = HeaderValue::from_str(&value).map_err(|_| {
@@ -386,9 +415,30 @@ impl ClientBuilder {
                 retry: self.retry,
                 limits: self.limits,
                 recorder,
+                signer,
             }),
         })
     }
+}
+
+/// A default base URL with each `${VAR:-default}` replaced by the variable's value (when set
+/// and not blank) or the default: Bedrock's region (`AWS_REGION`) is part of its host.
+fn expand_vars(template: &str, var: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("${") {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        let inner = &rest[start + 2..start + len];
+        let (name, default) = inner.split_once(":-").unwrap_or((inner, ""));
+        let value = var(name).filter(|v| !v.trim().is_empty());
+        out.push_str(value.as_deref().map_or(default, str::trim));
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A custom provider's auth header name or an extra header's, lowercased (HTTP/2 requires it,
@@ -400,6 +450,19 @@ fn header_name(name: &str) -> Result<HeaderName> {
             format!("{name:?} is not a valid HTTP header name"),
         )
     })
+}
+
+/// The signer a provider with [`Auth::BearerOrSigV4`] gets when no key was found: SigV4 from
+/// the environment's AWS credentials, when they are set (feature `sigv4`).
+fn aws_signer(auth: Auth) -> Result<Option<Arc<dyn RequestSigner>>> {
+    let Auth::BearerOrSigV4(_service) = auth else {
+        return Ok(None);
+    };
+    #[cfg(feature = "sigv4")]
+    if std::env::var("AWS_ACCESS_KEY_ID").is_ok_and(|v| !v.trim().is_empty()) {
+        return Ok(Some(Arc::new(sigv4::SigV4::from_env(_service)?)));
+    }
+    Ok(None)
 }
 
 /// Sends canonical requests to one provider. Cheap to clone; clones share the connection pool.
@@ -426,6 +489,8 @@ pub(crate) struct Inner {
     retry: RetryPolicy,
     limits: Limits,
     recorder: Option<Recorder>,
+    /// Signs each attempt (SigV4), when set.
+    signer: Option<Arc<dyn RequestSigner>>,
 }
 
 impl fmt::Debug for Client {
@@ -488,6 +553,7 @@ impl Client {
             http: None,
             auth: None,
             key_required: false,
+            signer: None,
         }
     }
 
@@ -707,11 +773,14 @@ impl Inner {
         let t = &self.timeouts;
         let start = Instant::now();
         let first_byte = start.checked_add(t.first_byte).unwrap_or(total).min(total);
-        let mut request = self
-            .http
-            .post(url)
-            .header(CONTENT_TYPE, "application/json")
-            .header(
+        let mut request = self.http.post(url).header(CONTENT_TYPE, "application/json");
+        // The provider's own `accept` (Bedrock's event stream) replaces the default.
+        if !wire
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("accept"))
+        {
+            request = request.header(
                 ACCEPT,
                 if stream {
                     "text/event-stream"
@@ -719,8 +788,12 @@ impl Inner {
                     "application/json"
                 },
             );
+        }
         for (name, value) in &wire.headers {
             request = request.header(name.as_str(), value.as_str());
+        }
+        if let Some(signer) = &self.signer {
+            request = self.signed(signer.as_ref(), request, url, body)?;
         }
         if let Some((name, value)) = &self.auth {
             request = request.header(name.clone(), value.clone());
@@ -766,6 +839,46 @@ impl Inner {
             error: self.redact(api.into()),
             answer: Some((status.as_u16(), bytes)),
         })
+    }
+
+    /// Adds the signer's headers to `request`, signed over the headers set so far (the auth
+    /// and the caller's extra headers come after and are not signed).
+    fn signed(
+        &self,
+        signer: &dyn RequestSigner,
+        request: reqwest::RequestBuilder,
+        url: &str,
+        body: &Bytes,
+    ) -> Result<reqwest::RequestBuilder> {
+        let built = request.try_clone().and_then(|r| r.build().ok());
+        let headers: Vec<(String, String)> = built
+            .as_ref()
+            .map(|r| {
+                r.headers()
+                    .iter()
+                    .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let added = signer.sign(&SigningRequest {
+            method: "POST",
+            url,
+            headers: &headers,
+            body,
+        })?;
+        let mut request = request;
+        for (name, value) in added {
+            let name = header_name(&name)?;
+            let mut value = HeaderValue::from_str(&value).map_err(|_| {
+                Error::input(
+                    "signer",
+                    "the signer returned a header value HTTP cannot carry",
+                )
+            })?;
+            value.set_sensitive(true);
+            request = request.header(name, value);
+        }
+        Ok(request)
     }
 
     /// Records a failed exchange when it got an answer, then returns its error.
@@ -1005,4 +1118,32 @@ fn json_bytes(value: &serde_json::Value) -> serde_json::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(count.0);
     serde_json::to_writer(&mut out, value)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand_vars;
+
+    #[test]
+    fn base_url_variables_take_the_environment_or_their_default() {
+        let url = "https://bedrock-runtime.${AWS_REGION:-us-east-1}.amazonaws.com";
+        let set = |v: &str| (v == "AWS_REGION").then(|| "eu-west-3".to_owned());
+        assert_eq!(
+            expand_vars(url, set),
+            "https://bedrock-runtime.eu-west-3.amazonaws.com"
+        );
+        assert_eq!(
+            expand_vars(url, |_| Some("  ".into())),
+            "https://bedrock-runtime.us-east-1.amazonaws.com"
+        );
+        assert_eq!(expand_vars("https://x/${A}", |_| None), "https://x/");
+        assert_eq!(
+            expand_vars("https://x/${open", |_| None),
+            "https://x/${open"
+        );
+        assert_eq!(
+            expand_vars("https://api.x.com/v1", |_| None),
+            "https://api.x.com/v1"
+        );
+    }
 }

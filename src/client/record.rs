@@ -135,6 +135,8 @@ impl Recorder {
             "response.ndjson"
         } else if is_json_body(&bytes) {
             "response.json"
+        } else if provider.framing() == Framing::EventStream {
+            "response.eventstream"
         } else {
             "response.sse"
         };

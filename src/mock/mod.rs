@@ -373,9 +373,10 @@ impl FromIterator<MockReply> for Script {
 }
 
 /// The response files of a case folder, with the content type each is served as.
-const RESPONSE_FILES: [(&str, &str); 3] = [
+const RESPONSE_FILES: [(&str, &str); 4] = [
     ("response.sse", "text/event-stream"),
     ("response.ndjson", "application/x-ndjson"),
+    ("response.eventstream", "application/vnd.amazon.eventstream"),
     ("response.json", "application/json"),
 ];
 
@@ -712,7 +713,8 @@ fn render(provider: &dyn Respond, reply: &MockReply, stream: bool) -> Option<Res
             let headers = vec![("content-type".to_owned(), content_type.clone())];
             return Some(Response {
                 status: *status,
-                chunked: content_type.contains("event-stream"),
+                chunked: content_type.contains("event-stream")
+                    || content_type.contains("eventstream"),
                 headers,
                 body: body.clone(),
             });
@@ -725,8 +727,12 @@ fn render(provider: &dyn Respond, reply: &MockReply, stream: bool) -> Option<Res
     let sse = stream && !is_json_body(&body);
     // A newline-delimited JSON stream starts like a JSON body; its framing tells them apart.
     let ndjson = stream && status == 200 && provider.framing() == Framing::Ndjson;
+    // Binary event-stream frames (Bedrock) are not text either.
+    let frames = stream && status == 200 && provider.framing() == Framing::EventStream;
     let content_type = if ndjson {
         "application/x-ndjson"
+    } else if frames && !is_json_body(&body) {
+        "application/vnd.amazon.eventstream"
     } else if sse {
         "text/event-stream"
     } else if is_json_body(&body) {

@@ -12,6 +12,7 @@
 //! quirk sheet `providers/<name>.md`; the checklist is in `docs/architecture.md`.
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod cohere;
 pub mod dashscope;
 pub mod gemini;
@@ -136,6 +137,12 @@ pub const BUILTINS: &[Builtin] = &[
         "command-a-03-2025",
         cohere::Cohere::new(),
         cohere::Cohere::new()
+    ),
+    builtin!(
+        ProviderKind::Bedrock,
+        "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+        bedrock::Bedrock::new(),
+        bedrock::Bedrock::new()
     ),
 ];
 
@@ -327,7 +334,11 @@ mod tests {
                     };
                     let carries = |count: &str| {
                         b.kind != ProviderKind::Ollama
-                            && (count != "creation" || b.kind == ProviderKind::Anthropic)
+                            && (count != "creation"
+                                || matches!(
+                                    b.kind,
+                                    ProviderKind::Anthropic | ProviderKind::Bedrock
+                                ))
                     };
                     assert_eq!(
                         got.cached_input_tokens.is_some(),
@@ -370,7 +381,8 @@ mod tests {
                 r#""anthropic""#,
                 r#""ollama""#,
                 r#""mistral""#,
-                r#""cohere""#
+                r#""cohere""#,
+                r#""bedrock""#
             ]
         );
         for (kind, text) in ProviderKind::ALL.iter().zip(&json) {

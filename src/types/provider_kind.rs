@@ -34,6 +34,8 @@ pub enum ProviderKind {
     Mistral,
     /// Cohere's v2 chat API (`/v2/chat`).
     Cohere,
+    /// Amazon Bedrock's Converse API (and ConverseStream).
+    Bedrock,
     /// A provider that is not built in, by its own name (`ProviderKind::Custom("acme")`).
     Custom(&'static str),
 }
@@ -53,6 +55,7 @@ impl ProviderKind {
             Self::Ollama => "ollama",
             Self::Mistral => "mistral",
             Self::Cohere => "cohere",
+            Self::Bedrock => "bedrock",
             Self::Custom(name) => name,
         }
     }

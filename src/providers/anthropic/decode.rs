@@ -10,7 +10,7 @@ use super::{
     CACHE_CREATION_INPUT_TOKENS, CACHE_READ_INPUT_TOKENS, STOP_DETAILS, STOP_SEQUENCE,
     THINKING_BLOCKS, UNKNOWN_EVENTS,
 };
-use crate::assemble::{Assembler, Fragment};
+use crate::assemble::Assembler;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
 use crate::providers::lenient::Kept;
@@ -174,17 +174,7 @@ impl Decoder {
 
     /// Starts a call; thinking blocks waiting since the last block ride on it.
     fn start_call(&mut self, id: Option<&str>, name: &str, out: &mut Vec<StreamEvent>) -> usize {
-        let slot = self.turn.call_count();
-        self.turn.fragment(
-            0,
-            Fragment {
-                index: Some(i64::try_from(slot).unwrap_or(i64::MAX)),
-                id,
-                name: Some(name),
-                arguments: None,
-            },
-            out,
-        );
+        let slot = self.turn.start_call(id, name, out);
         if !self.pending.is_empty()
             && let Some(extra) = self.turn.call_extra(slot)
         {
@@ -192,19 +182,6 @@ impl Decoder {
             extra.insert(THINKING_BLOCKS.into(), Value::Array(blocks));
         }
         slot
-    }
-
-    fn arguments(&mut self, slot: usize, text: &str, out: &mut Vec<StreamEvent>) {
-        self.turn.fragment(
-            0,
-            Fragment {
-                index: Some(i64::try_from(slot).unwrap_or(i64::MAX)),
-                id: None,
-                name: None,
-                arguments: Some(text),
-            },
-            out,
-        );
     }
 
     /// A block that arrived whole: an element of a body's `content` (or of `message_start`'s).
@@ -226,7 +203,7 @@ impl Decoder {
                 let name = tool_name(&block, at)?;
                 let slot = self.start_call(block.id.as_deref(), name, out);
                 let raw = input_text(block.input.as_ref());
-                self.arguments(slot, &raw, out);
+                self.turn.append_arguments(slot, &raw, out);
                 self.turn.complete_call(slot, out);
             }
             _ => self.content_seen = true,
@@ -325,7 +302,7 @@ impl Decoder {
                 if !piece.is_empty() {
                     *streamed = true;
                     let slot = *slot;
-                    self.arguments(slot, &piece, out);
+                    self.turn.append_arguments(slot, &piece, out);
                 }
             }
             (_, Open::Other) | ("citations_delta", _) => {}
@@ -360,7 +337,7 @@ impl Decoder {
                 if !streamed {
                     // No argument text came (a tool without parameters streams one empty
                     // `partial_json`): the arguments are the start's `input`, `{}`.
-                    self.arguments(slot, &input, out);
+                    self.turn.append_arguments(slot, &input, out);
                 }
                 // The block is over: the call is final now, unless its text stops inside a
                 // JSON value (a token limit can close a block early): the stop reason then

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::wire::{finish_reason, usage};
 use super::{CITATIONS, FINISH_ERROR};
-use crate::assemble::{Assembler, Fragment};
+use crate::assemble::Assembler;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
 use crate::providers::shared::{foreign_body, or_foreign, stops_mid_json};
@@ -55,35 +55,6 @@ impl Decoder {
         }
     }
 
-    /// Starts a call with its id and name; returns its position.
-    fn start_call(&mut self, id: Option<&str>, name: &str, out: &mut Vec<StreamEvent>) -> usize {
-        let slot = self.turn.call_count();
-        self.turn.fragment(
-            0,
-            Fragment {
-                index: Some(i64::try_from(slot).unwrap_or(i64::MAX)),
-                id: id.filter(|i| !i.is_empty()),
-                name: Some(name),
-                arguments: None,
-            },
-            out,
-        );
-        slot
-    }
-
-    fn arguments(&mut self, slot: usize, text: &str, out: &mut Vec<StreamEvent>) {
-        self.turn.fragment(
-            0,
-            Fragment {
-                index: Some(i64::try_from(slot).unwrap_or(i64::MAX)),
-                id: None,
-                name: None,
-                arguments: Some(text),
-            },
-            out,
-        );
-    }
-
     /// Arguments as text: a string as sent, an object (some gateways) as its JSON text.
     fn argument_text(v: &Value) -> Option<String> {
         match v {
@@ -100,9 +71,11 @@ impl Decoder {
             .as_str()
             .filter(|n| !n.is_empty())
             .ok_or_else(|| Error::decode(KIND, at_, "a tool call without a function name"))?;
-        let slot = self.start_call(call.get("id").and_then(Value::as_str), name, out);
+        let slot = self
+            .turn
+            .start_call(call.get("id").and_then(Value::as_str), name, out);
         let text = Self::argument_text(at(call, &["function", "arguments"])).unwrap_or_default();
-        self.arguments(slot, &text, out);
+        self.turn.append_arguments(slot, &text, out);
         if !stops_mid_json(&text) {
             self.turn.complete_call(slot, out);
         }
@@ -183,9 +156,11 @@ impl Decoder {
             "tool-call-start" => {
                 let call = &message["tool_calls"];
                 let name = at(call, &["function", "name"]).as_str().unwrap_or("");
-                let slot = self.start_call(call.get("id").and_then(Value::as_str), name, out);
+                let slot = self
+                    .turn
+                    .start_call(call.get("id").and_then(Value::as_str), name, out);
                 if let Some(text) = Self::argument_text(at(call, &["function", "arguments"])) {
-                    self.arguments(slot, &text, out);
+                    self.turn.append_arguments(slot, &text, out);
                 }
                 self.open_calls.retain(|(i, _)| *i != index);
                 self.open_calls.push((index, slot));
@@ -200,7 +175,7 @@ impl Decoder {
                 };
                 let piece = at(&message["tool_calls"], &["function", "arguments"]);
                 if let Some(text) = Self::argument_text(piece) {
-                    self.arguments(slot, &text, out);
+                    self.turn.append_arguments(slot, &text, out);
                 }
             }
             "tool-call-end" => {
