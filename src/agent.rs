@@ -452,10 +452,12 @@ impl Agent {
     /// tools. The request's `tools` are replaced by the registry's offer, read again each turn
     /// so tools registered meanwhile are seen. Its `tool_choice` applies to the first turn only
     /// (a `required` choice on every turn would never let the model answer).
-    pub fn run(&self, request: ChatRequest) -> AgentStream {
+    pub fn run(&self, mut request: ChatRequest) -> AgentStream {
+        // The conversation lives in one place; each turn's request copies it (a long
+        // conversation is not held three times).
         let shared = Arc::new(Shared {
             events: Mutex::new(VecDeque::new()),
-            messages: Mutex::new(request.messages.clone()),
+            messages: Mutex::new(std::mem::take(&mut request.messages)),
         });
         let driver = Box::pin(drive(self.clone(), request, Arc::clone(&shared)));
         AgentStream {
@@ -556,6 +558,8 @@ async fn drive(
         let ran = run_turn(&agent, &request, &shared, turn)
             .instrument(span.clone())
             .await;
+        // Sent: the next turn copies the conversation again.
+        request.messages = Vec::new();
         let (response, results) = match ran {
             Ok(ran) => ran,
             Err(e) => {

@@ -1,6 +1,6 @@
 //! `toolwire serve` over loopback: the registration protocol with exact bodies, every 422 rule,
 //! the gates, callbacks that fail in every way, offline chat through a callback tool (JSON and
-//! SSE), the state file across a restart, concurrency, the Rust plugin, the Python example
+//! SSE), the state database across a restart, concurrency, the Rust plugin, the Python example
 //! against the binary, and the live page in headless Chromium.
 
 #![cfg(feature = "server")]
@@ -1065,11 +1065,19 @@ async fn registrations_survive_a_restart_with_a_state_file() {
     )
     .await;
     server.shutdown().await;
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
-    assert_eq!(saved["format"], "toolwire-serve-state");
-    assert_eq!(saved["tools"].as_array().unwrap().len(), 1);
-    let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
-    assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+    assert_eq!(
+        stored(&state),
+        [("default".to_owned(), "get_weather".to_owned())]
+    );
+    let leftovers: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|f| f.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.contains(".tmp") || f.contains(".importing"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "temporary files left behind: {leftovers:?}"
+    );
 
     // Restarted: the tool is there at once and callable, without the plugin registering again.
     let server = start(ServerConfig::new().with_state_file(&state)).await;
@@ -1106,14 +1114,13 @@ async fn registrations_survive_a_restart_with_a_state_file() {
     )
     .await;
     server.shutdown().await;
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
-    let roles: Vec<&Value> = saved["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| &t["role"])
-        .collect();
-    assert_eq!(roles, [&json!("other"), &json!("default")]);
+    assert_eq!(
+        stored(&state),
+        [
+            ("default".to_owned(), "get_weather".to_owned()),
+            ("other".to_owned(), "x".to_owned())
+        ]
+    );
 
     // A damaged state file stops the start with a message naming it.
     std::fs::write(&state, "{\"format\": \"toolwire-serve-state\", ").unwrap();
@@ -1125,10 +1132,21 @@ async fn registrations_survive_a_restart_with_a_state_file() {
 }
 
 #[tokio::test]
-async fn an_unwritable_state_file_changes_nothing() {
+async fn an_unwritable_state_changes_nothing() {
     let dir = scratch("unwritable");
-    let state = dir.join("missing-dir").join("state.json");
+    // A state path that cannot be opened stops the start, naming it.
+    let missing = dir.join("missing-dir").join("state.db");
+    let err = toolwire::server::start(ServerConfig::new().with_port(0).with_state_file(&missing))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("missing-dir"), "{err}");
+
+    // A store that cannot take a write (another process holds its write lock) answers 500 and
+    // changes nothing, in memory or on disk.
+    let state = dir.join("state.db");
     let server = start(ServerConfig::new().with_state_file(&state)).await;
+    let lock = rusqlite::Connection::open(&state).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let (status, answer) = post(
         &server.url(),
         "/api/tools/register",
@@ -1144,8 +1162,24 @@ async fn an_unwritable_state_file_changes_nothing() {
     );
     let (_, listing) = get(&server.url(), "/api/tools").await;
     assert!(tools_of(&listing, "default").is_empty());
+    lock.execute_batch("ROLLBACK").unwrap();
+    drop(lock);
+    assert!(stored(&state).is_empty());
     server.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The `(role, name)` rows of a state database, in registration order.
+fn stored(path: &std::path::Path) -> Vec<(String, String)> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut select = conn
+        .prepare("SELECT role, name FROM registration ORDER BY seq, role")
+        .unwrap();
+    select
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
 }
 
 #[tokio::test]
@@ -1203,8 +1237,9 @@ async fn concurrent_changes_during_calls_lose_nothing() {
         .collect();
     expected.sort();
     assert_eq!(names, expected);
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
-    assert_eq!(saved["tools"].as_array().unwrap().len(), expected.len());
+    let mut saved: Vec<String> = stored(&state).into_iter().map(|(_, name)| name).collect();
+    saved.sort();
+    assert_eq!(saved, expected);
     server.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use toolwire::server::{DEFAULT_PORT, ServerConfig};
+use toolwire::server::{
+    DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, ServerConfig,
+};
 
 use super::CliError;
 
@@ -17,7 +19,8 @@ pub(crate) struct ServeArgs {
     /// role named "default".
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Keep registrations in this JSON file across restarts.
+    /// Keep registrations in this SQLite database across restarts (a JSON state file of an
+    /// earlier version found there is imported once, and kept as FILE.json-imported).
     #[arg(long, value_name = "FILE")]
     state: Option<PathBuf>,
     /// Listen on this address instead of 127.0.0.1:PORT; anything but loopback needs gateway
@@ -28,6 +31,13 @@ pub(crate) struct ServeArgs {
     /// (comma-separated).
     #[arg(long, value_name = "FILE")]
     gateway_keys: Option<PathBuf>,
+    /// Seconds a peer has to send a request head (also how long an idle keep-alive
+    /// connection stays open).
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_HEADER_TIMEOUT.as_secs_f64())]
+    header_timeout: f64,
+    /// The most connections open at once; past it idle ones are closed and new ones wait.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
 }
 
 pub(crate) fn serve(args: &ServeArgs) -> Result<(), CliError> {
@@ -40,7 +50,12 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), CliError> {
 }
 
 async fn run(args: &ServeArgs) -> Result<(), CliError> {
-    let mut config = ServerConfig::new().with_port(args.port);
+    let header_timeout = std::time::Duration::try_from_secs_f64(args.header_timeout)
+        .map_err(|e| CliError::Input(format!("--header-timeout {}: {e}", args.header_timeout)))?;
+    let mut config = ServerConfig::new()
+        .with_port(args.port)
+        .with_header_timeout(header_timeout)
+        .with_max_connections(args.max_connections);
     if let Some(path) = &args.config {
         config = config
             .with_roles_file(path)
@@ -83,6 +98,12 @@ async fn run(args: &ServeArgs) -> Result<(), CliError> {
     outln!("roles: {}", roles.join(", "));
     if let Some(path) = &args.state {
         outln!("state: {}", path.display());
+    }
+    if let Some(kept) = server.imported() {
+        outln!(
+            "state: imported the JSON state file into the database; the old file is kept as {}",
+            kept.display()
+        );
     }
     outln!("page: {}/", server.url());
     outln!(

@@ -737,7 +737,7 @@ impl Inner {
         stream: bool,
         total: Instant,
     ) -> std::result::Result<(reqwest::Response, Deadlines), Failure> {
-        let body = Bytes::from(serde_json::to_vec(&wire.body).map_err(|e| {
+        let body = Bytes::from(json_bytes(&wire.body).map_err(|e| {
             Error::input("request", format!("cannot serialize the wire body: {e}"))
         })?);
         let url = self.url(wire);
@@ -1098,6 +1098,26 @@ fn chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+/// `value` as compact JSON in a buffer of exactly its size: measured first, so a large body is
+/// never held in a buffer grown by doubling (up to twice its size, kept for the whole request).
+fn json_bytes(value: &serde_json::Value) -> serde_json::Result<Vec<u8>> {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value)?;
+    let mut out = Vec::with_capacity(count.0);
+    serde_json::to_writer(&mut out, value)?;
+    Ok(out)
 }
 
 #[cfg(test)]

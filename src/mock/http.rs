@@ -84,6 +84,7 @@ pub(crate) async fn read_request(sock: &mut TcpStream) -> Result<Request, String
         if len > MAX_BODY {
             return Err(format!("request body larger than {MAX_BODY} bytes"));
         }
+        rest.reserve(len.saturating_sub(rest.len()));
         while rest.len() < len {
             if read_more(sock, &mut rest).await? == 0 {
                 return Err("connection closed inside the request body".into());

@@ -552,7 +552,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 
 async fn serve(mut sock: TcpStream, shared: Arc<Shared>) {
     let _ = sock.set_nodelay(true);
-    let request = match http::read_request(&mut sock).await {
+    let mut request = match http::read_request(&mut sock).await {
         Ok(r) => r,
         Err(message) => {
             let response = Response {
@@ -565,15 +565,18 @@ async fn serve(mut sock: TcpStream, shared: Arc<Shared>) {
             return;
         }
     };
-    let body: Value = serde_json::from_slice(&request.body)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&request.body).into_owned()));
+    // The bytes go as soon as they are parsed: a large request is not held twice.
+    let raw = std::mem::take(&mut request.body);
+    let body: Value = serde_json::from_slice(&raw)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&raw).into_owned()));
+    drop(raw);
     let wants_stream = request
         .header("accept")
         .is_some_and(|a| a.contains("text/event-stream"))
         || body.get("stream") == Some(&Value::Bool(true));
     let request_chars = match &body {
         Value::String(text) => text.chars().count(),
-        json => json.to_string().chars().count(),
+        json => json_chars(json),
     };
     let recorded = RecordedRequest {
         method: request.method,
@@ -632,6 +635,25 @@ async fn serve(mut sock: TcpStream, shared: Arc<Shared>) {
         stall_after: shape.stall_after,
     };
     http::write_response(&mut sock, response, &delivery).await;
+}
+
+/// The characters of `json` written compactly, counted without writing it out (a large request
+/// is not copied to be measured).
+fn json_chars(json: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            // Every character has one first byte: count the bytes that are not continuations.
+            self.0 += buf.iter().filter(|b| (**b & 0xC0) != 0x80).count();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, json);
+    count.0
 }
 
 /// The usage the mock reports for a response scripted without any: a token per four

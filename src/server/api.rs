@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
 use super::App;
-use super::body::{Fields, Reject, a_kind, read_object};
+use super::body::{Fields, Reject, a_kind, json_response, read_object};
 use super::ledger::{Entry, Op, now_ms, rfc3339};
 use crate::error::Error;
 use crate::tools::{DEFAULT_TIMEOUT, EXTERNAL_SOURCE, MAX_TIMEOUT, check_callback_url};
@@ -161,7 +161,71 @@ pub(crate) async fn list(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
     {
         return unknown_role(role);
     }
-    Json(tools_json(&app, role.as_deref()).await).into_response()
+    let ledger = app.ledger.lock().await;
+    let listing = Listing {
+        app: &app,
+        ledger: &ledger,
+        role: role.as_deref(),
+    };
+    json_response(StatusCode::OK, &listing)
+}
+
+/// The body of `GET /api/tools`, written from the ledger straight into the answer (no JSON
+/// tree of every tool first): the cost of a listing is one pass over the tools.
+struct Listing<'a> {
+    app: &'a App,
+    ledger: &'a super::ledger::Ledger,
+    role: Option<&'a str>,
+}
+
+impl serde::Serialize for Listing<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        struct ByRole<'b>(&'b Listing<'b>);
+        struct RoleTools<'b>(&'b App, &'b super::ledger::RoleTools);
+        struct Item<'b>(&'b App, &'b str, &'b Entry);
+        impl serde::Serialize for ByRole<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(None)?;
+                for r in &self.0.ledger.roles {
+                    if self.0.role.is_none_or(|x| x == r.role) {
+                        map.serialize_entry(&r.role, &RoleTools(self.0.app, r))?;
+                    }
+                }
+                map.end()
+            }
+        }
+        impl serde::Serialize for RoleTools<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.1.entries.iter().map(|e| Item(self.0, &self.1.role, e)))
+            }
+        }
+        impl serde::Serialize for Item<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let Item(app, role, e) = self;
+                let mut map = s.serialize_map(None)?;
+                map.serialize_entry("name", &e.name)?;
+                map.serialize_entry("description", &e.description)?;
+                map.serialize_entry("source", &e.source)?;
+                map.serialize_entry("callback_url", &e.callback_url)?;
+                map.serialize_entry("is_remote", &true)?;
+                map.serialize_entry("role", &e.scope)?;
+                map.serialize_entry("parameters", &e.parameters)?;
+                map.serialize_entry("timeout_seconds", &e.timeout_seconds)?;
+                map.serialize_entry("registered_at", &rfc3339(e.registered_at_ms))?;
+                if let Value::Object(stats) = app.live.stats(role, &e.name).to_json() {
+                    for (k, v) in &stats {
+                        map.serialize_entry(k, v)?;
+                    }
+                }
+                map.end()
+            }
+        }
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("ok", &true)?;
+        map.serialize_entry("tools_by_role", &ByRole(self))?;
+        map.end()
+    }
 }
 
 /// The body of `GET /api/tools` for one role or all.

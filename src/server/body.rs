@@ -153,7 +153,9 @@ pub(crate) async fn read_object(
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
-    let mut bytes = Vec::new();
+    // Room for the declared length at once (it is within the limit): growing by doubling
+    // would hold up to twice the body.
+    let mut bytes = Vec::with_capacity(declared.map_or(0, |n| n as usize));
     let mut stream = body.into_data_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| {
@@ -168,6 +170,46 @@ pub(crate) async fn read_object(
         bytes.extend_from_slice(&chunk);
     }
     parse_object(&bytes)
+}
+
+/// `value` as a JSON response, written into a buffer of exactly its size (measured first), so
+/// a long conversation is not held in a buffer grown by doubling.
+pub(crate) fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response {
+    let mut count = Count(0);
+    let mut out = Vec::new();
+    if serde_json::to_writer(&mut count, value).is_ok() {
+        out.reserve_exact(count.0);
+    }
+    if let Err(e) = serde_json::to_writer(&mut out, value) {
+        return Reject::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the answer could not be written as JSON: {e}"),
+        )
+        .into_response();
+    }
+    (
+        status,
+        [(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/json"),
+        )],
+        out,
+    )
+        .into_response()
+}
+
+/// Counts the bytes written to it.
+pub(crate) struct Count(pub usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The JSON object in `bytes`, or 422 saying where the JSON breaks or what the body is instead.

@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -14,7 +13,7 @@ use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
 
 use super::api::unknown_role;
-use super::body::{Fields, Reject, a_kind, read_object};
+use super::body::{Fields, Reject, a_kind, json_response, read_object};
 use super::{App, Role, offline};
 use crate::agent::{Agent, AgentEvent, AgentOutcome, AgentStream};
 use crate::client::Client;
@@ -69,7 +68,7 @@ fn parse(map: serde_json::Map<String, Value>, app: &App) -> Result<Input, Reject
     let messages = f.take("messages");
     let stream = f.boolean("stream").unwrap_or(false);
     let mut history = Vec::new();
-    match (&message, messages) {
+    match (message, messages) {
         (Some(_), Some(_)) => f.problem(
             "messages",
             "value_error",
@@ -84,7 +83,7 @@ fn parse(map: serde_json::Map<String, Value>, app: &App) -> Result<Input, Reject
         (Some(text), None) if text.trim().is_empty() => {
             f.problem("message", "string_too_short", "the message is empty");
         }
-        (Some(text), None) => history.push(Message::user(text.as_str())),
+        (Some(text), None) => history.push(Message::user(text)),
         (None, Some(Value::Array(items))) => {
             if items.is_empty() {
                 f.problem("messages", "too_short", "the conversation is empty");
@@ -233,19 +232,45 @@ async fn run_to_end(mut stream: AgentStream, mut observer: Observer, session: Se
             }
         }
     }
-    let response = match failed {
-        Some(e) => failure(&e, stream.messages()),
-        None => match stream.finish().await {
-            Ok(outcome) => Json(answer(&outcome)).into_response(),
-            Err(e) => failure(&e, Vec::new()),
-        },
-    };
-    drop(session);
-    response
+    // The mock (and the requests it recorded) and the run go before the answer is written,
+    // so the conversation is not held more times than needed while it is serialised.
+    match failed {
+        Some(e) => {
+            let messages = stream.messages();
+            drop(stream);
+            drop(session);
+            failure(&e, messages)
+        }
+        None => {
+            let finished = stream.finish().await;
+            drop(session);
+            match finished {
+                Ok(outcome) => json_response(StatusCode::OK, &Answer::of(&outcome)),
+                Err(e) => failure(&e, Vec::new()),
+            }
+        }
+    }
 }
 
-fn answer(outcome: &AgentOutcome) -> Value {
-    json!({"response": outcome.response, "messages": outcome.messages})
+/// The JSON answer, serialised from the outcome itself (no copy of the conversation as a
+/// `Value` first: a long conversation would be held twice).
+#[derive(serde::Serialize)]
+struct Answer<'a> {
+    /// `"done"` in the event stream; absent from the JSON answer.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    response: &'a crate::types::ChatResponse,
+    messages: &'a [Message],
+}
+
+impl<'a> Answer<'a> {
+    fn of(outcome: &'a AgentOutcome) -> Self {
+        Self {
+            kind: None,
+            response: &outcome.response,
+            messages: &outcome.messages,
+        }
+    }
 }
 
 /// The status for an agent error: the provider failing is 502, a conversation the provider's
@@ -259,18 +284,29 @@ fn status_of(e: &Error) -> StatusCode {
 }
 
 fn failure(e: &Error, messages: Vec<Message>) -> Response {
-    let body = json!({
-        "ok": false,
-        "error": e.to_string(),
-        "detail": e.to_string(),
-        "messages": messages,
-    });
-    (status_of(e), Json(body)).into_response()
+    #[derive(serde::Serialize)]
+    struct Failure<'a> {
+        ok: bool,
+        error: String,
+        detail: String,
+        messages: &'a [Message],
+    }
+    let body = Failure {
+        ok: false,
+        error: e.to_string(),
+        detail: e.to_string(),
+        messages: &messages,
+    };
+    json_response(status_of(e), &body)
 }
 
-fn event(kind: &str, data: Value) -> Event {
-    let text = serde_json::to_string(&data).unwrap_or_else(|_| "{}".to_owned());
-    Event::default().event(kind).data(text)
+/// An event whose data is `data` as JSON, written straight into the event (no string first).
+fn event(kind: &str, data: impl serde::Serialize) -> Event {
+    let event = Event::default().event(kind);
+    match event.clone().json_data(&data) {
+        Ok(e) => e,
+        Err(_) => event.data("{}"),
+    }
 }
 
 fn sse_event(e: &AgentEvent) -> Option<Event> {
@@ -333,11 +369,13 @@ fn sse_events(
                     }
                     None => {
                         let ev = match stream.finish().await {
-                            Ok(outcome) => {
-                                let mut data = answer(&outcome);
-                                data["type"] = json!("done");
-                                event("done", data)
-                            }
+                            Ok(outcome) => event(
+                                "done",
+                                Answer {
+                                    kind: Some("done"),
+                                    ..Answer::of(&outcome)
+                                },
+                            ),
                             Err(e) => event(
                                 "error",
                                 json!({"type": "error", "error": e.to_string(), "messages": []}),

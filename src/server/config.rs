@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -112,7 +113,26 @@ pub struct ServerConfig {
     /// Keys a gateway client must send (`Authorization: Bearer K` or `x-api-key: K`) on the
     /// gateway routes (`/v1/*`, `/metrics`). Empty: those routes are loopback-only like the rest.
     pub gateway_keys: Vec<String>,
+    /// The time a peer has to send a whole request head, from the connection's start or the
+    /// end of the previous answer: closes slowloris and idle keep-alive connections
+    /// ([`DEFAULT_HEADER_TIMEOUT`]).
+    pub header_timeout: Duration,
+    /// The most connections open at once ([`DEFAULT_MAX_CONNECTIONS`]); past it idle ones are
+    /// closed and new ones wait.
+    pub max_connections: usize,
+    /// How long shutdown waits for requests in flight ([`DEFAULT_DRAIN`]).
+    pub drain: Duration,
 }
+
+/// The default [`ServerConfig::header_timeout`]: 10 seconds.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default [`ServerConfig::max_connections`]: 128, well under the usual limit of 1,024 file
+/// descriptors (and under 256), leaving room for callbacks and the offline model.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 128;
+
+/// The default [`ServerConfig::drain`]: 5 seconds.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(5);
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -131,7 +151,28 @@ impl ServerConfig {
             mcp: Vec::new(),
             listen: None,
             gateway_keys: Vec::new(),
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            drain: DEFAULT_DRAIN,
         }
+    }
+
+    /// Sets the request-head (and idle keep-alive) deadline; zero is refused at start.
+    pub fn with_header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// Sets the most connections open at once; zero is refused at start.
+    pub fn with_max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max;
+        self
+    }
+
+    /// Sets how long shutdown waits for requests in flight.
+    pub fn with_drain(mut self, drain: Duration) -> Self {
+        self.drain = drain;
+        self
     }
 
     /// Sets the port.
@@ -227,6 +268,15 @@ impl ServerConfig {
                      or TOOLWIRE_GATEWAY_KEYS) so that only your clients can use the upstream keys"
                 ),
             ));
+        }
+        if self.header_timeout.is_zero() {
+            return Err(Error::input(
+                "header_timeout",
+                "must be more than zero (it closes connections that send nothing)",
+            ));
+        }
+        if self.max_connections == 0 {
+            return Err(Error::input("max_connections", "must be at least 1"));
         }
         for (i, role) in self.roles.iter().enumerate() {
             let at = format!("roles[{i}]");

@@ -26,23 +26,52 @@ pub fn is_loopback_peer(ip: IpAddr) -> bool {
 }
 
 /// Whether a `Host` header names this machine: `localhost`, a 127.0.0.0/8 address or `[::1]`,
-/// with any port. A request without `Host` (HTTP/1.0, not a browser) passes.
+/// with an optional port of digits. A request without `Host` (HTTP/1.0, not a browser) passes.
+///
+/// The value is parsed as an authority (RFC 9110 `uri-host [ ":" port ]`), never matched as a
+/// string: user info (`127.0.0.1:80@evil.example`), a name that only starts with a loopback
+/// name (`localhost.evil.example`), an IPv6 address without brackets, a port that is not
+/// 1 to 5 digits up to 65535, and anything after the port are refused.
 pub fn is_loopback_host(host: Option<&str>) -> bool {
     let Some(host) = host else {
         return true;
     };
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        match rest.split_once(']') {
-            Some((inside, tail)) if tail.is_empty() || tail.starts_with(':') => inside,
+    let (name, port) = if let Some(rest) = host.strip_prefix('[') {
+        let Some((inside, tail)) = rest.split_once(']') else {
+            return false;
+        };
+        let port = match tail.strip_prefix(':') {
+            Some(port) => Some(port),
+            None if tail.is_empty() => None,
+            None => return false,
+        };
+        match inside.parse::<std::net::Ipv6Addr>() {
+            Ok(v6) if is_loopback_peer(IpAddr::V6(v6)) => {}
             _ => return false,
         }
+        (None, port)
     } else {
-        host.rsplit_once(':').map_or(host, |(name, _)| name)
+        match host.split_once(':') {
+            Some((name, port)) => (Some(name), Some(port)),
+            None => (Some(host), None),
+        }
     };
-    if name.eq_ignore_ascii_case("localhost") {
-        return true;
+    if let Some(port) = port
+        && !(matches!(port.len(), 1..=5)
+            && port.bytes().all(|b| b.is_ascii_digit())
+            && port.parse::<u32>().is_ok_and(|p| p <= 65_535))
+    {
+        return false;
     }
-    name.parse::<IpAddr>().is_ok_and(is_loopback_peer)
+    match name {
+        None => true,
+        Some(name) => {
+            name.eq_ignore_ascii_case("localhost")
+                || name
+                    .parse::<std::net::Ipv4Addr>()
+                    .is_ok_and(|v4| v4.is_loopback())
+        }
+    }
 }
 
 /// The middleware: 403 with a JSON message for a non-loopback peer or `Host`.
@@ -116,6 +145,10 @@ mod tests {
             Some("127.0.0.1:48911"),
             Some("[::1]"),
             Some("[::1]:48911"),
+            Some("[0:0:0:0:0:0:0:1]:80"),
+            Some("[::ffff:127.0.0.1]:80"),
+            Some("127.8.9.10:65535"),
+            Some("localhost:1"),
         ] {
             assert!(is_loopback_host(host), "{host:?}");
         }
@@ -123,11 +156,32 @@ mod tests {
             "evil.example",
             "evil.example:48911",
             "localhost.evil.example",
+            "localhost.",
             "127.0.0.1.nip.io",
             "192.168.1.5:48911",
             "[2001:db8::1]:1",
             "[::1]x",
             "",
+            // User info, as a URL authority would carry it: the host is evil.example.
+            "127.0.0.1:80@evil.example",
+            "localhost@evil.example",
+            "user@127.0.0.1",
+            "[::1]:80@evil.example",
+            // Ports that are not 1 to 5 digits up to 65535.
+            "127.0.0.1:",
+            "127.0.0.1:+80",
+            "127.0.0.1:80:80",
+            "127.0.0.1:65536",
+            "127.0.0.1:000080",
+            "localhost:80 ",
+            "[::1]:",
+            // IPv6 without brackets, IPv4 spelled other ways, zone ids.
+            "::1",
+            "::1:80",
+            "2130706433",
+            "127.1",
+            "[::1%lo]",
+            "[127.0.0.1]",
         ] {
             assert!(!is_loopback_host(Some(host)), "{host:?}");
         }

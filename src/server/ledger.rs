@@ -1,21 +1,21 @@
 //! The registrations: which callback tools each role has, kept in the order they came, and the
-//! state file that keeps them across restarts.
+//! JSON state file of earlier versions (read once, to import it into the store).
 //!
 //! Each role has one definition per name, as in N.E.K.O.: registering for every role
 //! (`role: null`) writes the tool into every role, replacing what each had under that name;
 //! registering for one role replaces it in that role only. Unregistering or clearing with a role
 //! touches that role only.
 //!
-//! The state file is one JSON document written whole to a temporary file beside it, flushed to
-//! disk and renamed over the old one, so a crash leaves either the old or the new state, never
-//! half of one. Registrations are few and small, so rewriting the file on each change costs
-//! little, and no database (or dependency) is needed.
+//! Changes apply in place (the registrations are never copied whole); the store
+//! (`store.rs`) writes each change first.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
+#[cfg(test)]
+use serde_json::{Map, json};
 
 use crate::error::{Error, Result};
 use crate::tools::{Callback, Tool, ToolRegistry};
@@ -93,6 +93,16 @@ pub(crate) enum Op {
         source: String,
         role: Option<String>,
     },
+}
+
+impl Op {
+    /// The one role the change is for (`None`: every role).
+    pub fn role(&self) -> Option<&str> {
+        match self {
+            Self::Register(entry) => entry.scope.as_deref(),
+            Self::Unregister { role, .. } | Self::Clear { role, .. } => role.as_deref(),
+        }
+    }
 }
 
 /// What a change did.
@@ -175,7 +185,8 @@ impl Ledger {
         outcome
     }
 
-    /// The state file's JSON.
+    /// The JSON state file of earlier versions.
+    #[cfg(test)]
     pub fn to_json(&self) -> Value {
         let mut tools: Vec<Value> = Vec::new();
         for r in &self.roles {
@@ -280,38 +291,6 @@ pub(crate) fn load(path: &Path, roles: &[String]) -> Result<Ledger> {
         )
     })?;
     Ledger::from_json(roles, value).map_err(|m| Error::input(at(), m))
-}
-
-/// Writes the state file atomically: a temporary file beside it, flushed, then renamed over it.
-pub(crate) fn save(path: &Path, ledger: &Ledger) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut text = serde_json::to_vec_pretty(&ledger.to_json()).map_err(std::io::Error::other)?;
-    text.push(b'\n');
-    let tmp = temporary_beside(path);
-    let written = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(&text)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written?;
-    // The rename is durable once the directory is flushed; not every platform can open a
-    // directory for that, so a failure here is not an error.
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
-        && let Ok(d) = std::fs::File::open(dir)
-    {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
-
-fn temporary_beside(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".tmp-{}", std::process::id()));
-    path.with_file_name(name)
 }
 
 #[cfg(test)]

@@ -10,13 +10,18 @@ mod config;
 mod gate;
 mod gateway;
 mod ledger;
+mod listen;
 mod live;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod offline;
 mod plugin;
+mod store;
 
-pub use config::{DEFAULT_PORT, DEFAULT_ROLE, OFFLINE_MODEL, RoleConfig, ServerConfig};
+pub use config::{
+    DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_ROLE,
+    OFFLINE_MODEL, RoleConfig, ServerConfig,
+};
 pub use gate::{is_loopback_host, is_loopback_peer};
 #[cfg(feature = "mcp")]
 pub use mcp::McpMount;
@@ -45,9 +50,6 @@ use body::Reject;
 use ledger::{Ledger, Op, Outcome};
 use live::{Live, LiveEvent};
 
-/// How long [`ServerHandle::shutdown`] waits for requests in flight before it cuts them off.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
 /// One role as the server runs it.
 pub(crate) struct Role {
     pub config: RoleConfig,
@@ -60,10 +62,10 @@ pub(crate) struct Role {
 /// What every request shares.
 pub(crate) struct App {
     pub roles: Vec<Role>,
-    /// The registrations; held while a change is written to the state file, so changes apply
-    /// one at a time, in order, and none is lost.
+    /// The registrations; held while a change is written to the store, so changes apply one
+    /// at a time, in order, and none is lost.
     pub ledger: Mutex<Ledger>,
-    pub state_file: Option<PathBuf>,
+    pub store: Option<Arc<store::Store>>,
     pub live: Live,
     /// The gateway's upstream clients and counters.
     pub gateway: gateway::Gateway,
@@ -87,36 +89,40 @@ impl App {
         }
     }
 
-    /// Applies a change: to a copy of the ledger, then to the state file, and only when that
-    /// is written, to the ledger and the roles' registries. A state file that cannot be
-    /// written leaves everything as it was (500).
+    /// Applies a change: to the store (one transaction), and only when that is committed, to
+    /// the ledger and the roles' registries, in place. A store that cannot be written leaves
+    /// everything as it was (500).
     pub async fn change(&self, op: Op) -> std::result::Result<Outcome, Reject> {
         let mut ledger = self.ledger.lock().await;
-        let mut next = ledger.clone();
-        let mut outcome = next.apply(&op);
-        if let Some(path) = &self.state_file {
-            let path = path.clone();
-            let snapshot = next.clone();
-            let written = tokio::task::spawn_blocking(move || ledger::save(&path, &snapshot))
+        if let Some(store) = &self.store {
+            let targets: Vec<String> = self
+                .roles
+                .iter()
+                .map(|r| r.config.name.clone())
+                .filter(|name| op.role().is_none_or(|x| x == name))
+                .collect();
+            let store = Arc::clone(store);
+            let write = op.clone();
+            let written = tokio::task::spawn_blocking(move || store.apply(&write, &targets))
                 .await
-                .map_err(|e| std::io::Error::other(e.to_string()))
-                .and_then(|r| r);
+                .unwrap_or_else(|e| Err(Error::input("state", e.to_string())));
             if let Err(e) = written {
-                let file = self.state_file.as_deref().unwrap_or_else(|| "".as_ref());
                 return Err(Reject::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
-                    format!(
-                        "the state file {} could not be written ({e}); nothing was changed",
-                        file.display()
-                    ),
+                    e.to_string(),
                 ));
             }
         }
-        *ledger = next;
+        let mut outcome = ledger.apply(&op);
         outcome.failed = self.apply_to_registries(&op);
         drop(ledger);
-        self.live
-            .retain_stats(|role, name| self.role(role).is_some_and(|r| r.registry.contains(name)));
+        // Only a removal can leave statistics of a tool that is gone (and the check looks up
+        // every tool with statistics, so a registration does not pay for it).
+        if outcome.removed > 0 {
+            self.live.retain_stats(|role, name| {
+                self.role(role).is_some_and(|r| r.registry.contains(name))
+            });
+        }
         self.live.tools_changed();
         Ok(outcome)
     }
@@ -160,6 +166,8 @@ pub struct ServerHandle {
     addr: SocketAddr,
     roles: Vec<(String, bool)>,
     stop: watch::Sender<bool>,
+    drain: Duration,
+    imported: Option<PathBuf>,
     task: Option<JoinHandle<()>>,
 }
 
@@ -174,18 +182,25 @@ impl ServerHandle {
         format!("http://{}", self.addr)
     }
 
+    /// Where the JSON state file of an earlier version was kept after it was imported into the
+    /// state database at this start (`None`: nothing was imported).
+    pub fn imported(&self) -> Option<&std::path::Path> {
+        self.imported.as_deref()
+    }
+
     /// Each role's name and whether it runs offline on the mock provider.
     pub fn roles(&self) -> &[(String, bool)] {
         &self.roles
     }
 
-    /// Stops accepting requests, ends event streams, waits up to a few seconds for requests in
-    /// flight, then stops.
+    /// Stops accepting connections, ends event streams, closes idle connections, waits up to
+    /// [`ServerConfig::drain`] for requests in flight, then stops.
     pub async fn shutdown(mut self) {
         let _ = self.stop.send(true);
         if let Some(task) = self.task.take() {
             let abort = task.abort_handle();
-            if tokio::time::timeout(SHUTDOWN_GRACE, task).await.is_err() {
+            let grace = self.drain + Duration::from_millis(500);
+            if tokio::time::timeout(grace, task).await.is_err() {
                 abort.abort();
             }
         }
@@ -222,9 +237,12 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         });
     }
     let names: Vec<String> = config.roles.iter().map(|r| r.name.clone()).collect();
-    let ledger = match &config.state_file {
-        Some(path) => ledger::load(path, &names)?,
-        None => Ledger::new(&names),
+    let (ledger, store, imported) = match &config.state_file {
+        Some(path) => {
+            let opened = store::open(path, &names)?;
+            (opened.ledger, Some(Arc::new(opened.store)), opened.imported)
+        }
+        None => (Ledger::new(&names), None, None),
     };
     for r in &ledger.roles {
         if let Some(role) = roles.iter().find(|x| x.config.name == r.role) {
@@ -257,25 +275,27 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
     let app = Arc::new(App {
         roles,
         ledger: Mutex::new(ledger),
-        state_file: config.state_file.clone(),
+        store,
         live: Live::new(),
         gateway: gateway::Gateway::new(config.gateway_keys.clone()),
         shutdown,
     });
     #[cfg(feature = "mcp")]
     mcp::spawn(&app, &config.mcp);
-    let signal = app.shutdown_signal();
+    let limits = listen::Limits {
+        header_timeout: config.header_timeout,
+        max_connections: config.max_connections,
+        drain: config.drain,
+    };
+    let stopping = app.shutdown.clone();
     let router = router(app);
-    let task = tokio::spawn(async move {
-        let service = router.into_make_service_with_connect_info::<SocketAddr>();
-        let _ = axum::serve(listener, service)
-            .with_graceful_shutdown(signal)
-            .await;
-    });
+    let task = tokio::spawn(listen::serve(listener, router, limits, stopping));
     Ok(ServerHandle {
         addr,
         roles: handle_roles,
         stop,
+        drain: config.drain,
+        imported,
         task: Some(task),
     })
 }

@@ -5,9 +5,13 @@
 //!   quoting each result (`get_weather returned {"temp_c":21}`), so the whole path from the
 //!   model through the callback and back is visible.
 //! - Otherwise, when tools are offered: it calls the tools whose names appear in the user's
-//!   message (all offered tools when none does, at most [`MAX_CALLS`]), in one turn, with
+//!   message (its first 4 KiB; all offered tools when none does, at most [`MAX_CALLS`]), in one turn, with
 //!   arguments made from each tool's schema ([`example_arguments`]).
 //! - With no tools it says so and echoes the message.
+//!
+//! Every quote (the message, each result) is cut to [`MAX_QUOTE`] characters, so the answer is
+//! small whatever the input: the mock streams text a few characters per event, and echoing a
+//! whole 8 MiB message that way multiplied it into gigabytes.
 
 use serde_json::{Map, Value, json};
 
@@ -16,6 +20,13 @@ use crate::types::ToolCall;
 
 /// The most tools the offline model calls in one turn.
 pub const MAX_CALLS: usize = 8;
+
+/// The most characters of a message or a tool result the offline model quotes.
+pub const MAX_QUOTE: usize = 200;
+
+/// How much of the user's message is searched for tool names (names are short; a long
+/// message is not searched whole once per tool).
+const MATCH_BYTES: usize = 4096;
 
 /// How deep [`example_arguments`] follows nested schemas.
 const MAX_DEPTH: usize = 8;
@@ -31,10 +42,12 @@ pub(crate) fn respond(request: &RecordedRequest) -> MockReply {
     let last_user = messages
         .iter()
         .rposition(|m| m.get("role").and_then(Value::as_str) == Some("user"));
-    let user_text = last_user
-        .and_then(|i| messages[i].get("content"))
-        .map(content_text)
-        .unwrap_or_default();
+    let user_text: std::borrow::Cow<'_, str> =
+        match last_user.and_then(|i| messages[i].get("content")) {
+            Some(Value::String(s)) => s.as_str().into(),
+            Some(other) => content_text(other).into(),
+            None => "".into(),
+        };
     let after = &messages[last_user.map_or(0, |i| i + 1)..];
     let results: Vec<(String, String)> = after
         .iter()
@@ -45,7 +58,10 @@ pub(crate) fn respond(request: &RecordedRequest) -> MockReply {
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             let name = called_name(after, id).unwrap_or_else(|| "a tool".to_owned());
-            (name, m.get("content").map(content_text).unwrap_or_default())
+            (
+                name,
+                m.get("content").map(content_quote).unwrap_or_default(),
+            )
         })
         .collect();
     if !results.is_empty() {
@@ -74,10 +90,11 @@ pub(crate) fn respond(request: &RecordedRequest) -> MockReply {
     if tools.is_empty() {
         return MockReply::text(format!(
             "Offline answer (mock model, no API key): no tools are registered for this role. \
-             You said: {user_text}"
+             You said: {}",
+            quote(&user_text)
         ));
     }
-    let lower = user_text.to_lowercase();
+    let lower = head(&user_text, MATCH_BYTES).to_lowercase();
     let named: Vec<&(&str, &Value)> = tools
         .iter()
         .filter(|(name, _)| lower.contains(&name.to_lowercase()))
@@ -108,6 +125,34 @@ fn called_name(messages: &[Value], id: &str) -> Option<String> {
         .and_then(|c| c.pointer("/function/name"))
         .and_then(Value::as_str)
         .map(str::to_owned)
+}
+
+/// At most [`MAX_QUOTE`] characters of `text`, saying how much was left out.
+fn quote(text: &str) -> String {
+    match text.char_indices().nth(MAX_QUOTE) {
+        None => text.to_owned(),
+        Some((cut, _)) => format!("{}… ({} more bytes)", &text[..cut], text.len() - cut),
+    }
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+fn head(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &text[..cut]
+}
+
+/// A tool result's content, quoted.
+fn content_quote(content: &Value) -> String {
+    match content {
+        Value::String(s) => quote(s),
+        other => quote(&content_text(other)),
+    }
 }
 
 /// Message content as text: a string, or the text parts of a content array.
@@ -382,6 +427,15 @@ mod tests {
         assert_eq!(
             last.text.as_deref(),
             Some(r#"Offline answer (mock model, no API key): get_weather returned {"temp_c":21}."#)
+        );
+        let long = "é".repeat(MAX_QUOTE + 50);
+        let echo = reply_response(respond(&request(json!({
+            "messages": [{"role": "user", "content": long}]
+        }))));
+        let text = echo.text.unwrap();
+        assert!(
+            text.ends_with(&format!("{}… (100 more bytes)", "é".repeat(MAX_QUOTE))),
+            "{text}"
         );
         let none = reply_response(respond(&request(json!({"messages": "nonsense"}))));
         assert!(none.text.unwrap().contains("no tools"));
