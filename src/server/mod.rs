@@ -25,7 +25,7 @@ pub use config::{
 pub use gate::{is_loopback_host, is_loopback_peer};
 #[cfg(feature = "mcp")]
 pub use mcp::McpMount;
-pub use offline::{MAX_CALLS as OFFLINE_MAX_CALLS, example_arguments};
+pub use offline::{MAX_CALLS as OFFLINE_MAX_CALLS, arguments_from, example_arguments};
 pub use plugin::{Plugin, PluginHandle};
 
 use std::net::{Ipv4Addr, SocketAddr};

@@ -6,7 +6,8 @@
 //!   model through the callback and back is visible.
 //! - Otherwise, when tools are offered: it calls the tools whose names appear in the user's
 //!   message (its first 4 KiB; all offered tools when none does, at most [`MAX_CALLS`]), in one turn, with
-//!   arguments made from each tool's schema ([`example_arguments`]).
+//!   arguments made from each tool's schema ([`example_arguments`]), filled with the values the
+//!   message holds where they fit ([`arguments_from`]: `add 2 and 3` → `{"a":2,"b":3}`).
 //! - With no tools it says so and echoes the message.
 //!
 //! Every quote (the message, each result) is cut to [`MAX_QUOTE`] characters, so the answer is
@@ -109,7 +110,7 @@ pub(crate) fn respond(request: &RecordedRequest) -> MockReply {
         .take(MAX_CALLS)
         .enumerate()
         .map(|(i, (name, schema))| {
-            let args = example_arguments(schema);
+            let args = arguments_from(schema, head(&user_text, MATCH_BYTES));
             ToolCall::new(format!("call_offline_{}", i + 1), *name, args.to_string())
         });
     MockReply::tool_calls(calls)
@@ -167,6 +168,122 @@ fn content_text(content: &Value) -> String {
         Value::Null => String::new(),
         other => other.to_string(),
     }
+}
+
+/// [`example_arguments`] with values found in `message` put in where the schema takes them:
+/// `name=value` or `name: value` for a named parameter, then the message's numbers in order
+/// for the top-level number and integer parameters, and its quoted strings in order for the
+/// string ones. A value is kept only when the arguments still satisfy the schema, so the
+/// answer is always valid.
+pub fn arguments_from(schema: &Value, message: &str) -> Value {
+    let mut args = example_arguments(schema);
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return args;
+    };
+    let Ok(validator) = jsonschema::validator_for(schema) else {
+        return args;
+    };
+    let mut numbers = numbers_in(message).into_iter();
+    let mut quoted = quoted_in(message).into_iter();
+    for (name, property) in properties {
+        let kind = property.get("type").and_then(Value::as_str).unwrap_or("");
+        let candidate = match named_value(message, name) {
+            Some(text) => Some(typed(kind, text)),
+            None => match kind {
+                "integer" | "number" => numbers.next().map(|n| typed(kind, n)),
+                "string" => quoted.next().map(|s| Value::String(s.to_owned())),
+                _ => None,
+            },
+        };
+        let (Some(value), Value::Object(map)) = (candidate, &mut args) else {
+            continue;
+        };
+        let before = map.insert(name.clone(), value);
+        if !validator.is_valid(&args) {
+            if let Value::Object(map) = &mut args {
+                match before {
+                    Some(old) => map.insert(name.clone(), old),
+                    None => map.shift_remove(name),
+                };
+            }
+        }
+    }
+    args
+}
+
+/// `text` as a value of JSON type `kind`: a number for number types when it parses, else the
+/// text as a string.
+fn typed(kind: &str, text: &str) -> Value {
+    let number = match kind {
+        "integer" => text.parse::<i64>().ok().map(Value::from),
+        "number" => text
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number),
+        _ => None,
+    };
+    number.unwrap_or_else(|| Value::String(text.to_owned()))
+}
+
+/// The numbers written in `text` (`3`, `-2`, `4.5`), in order.
+fn numbers_in(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let negative = bytes[i] == b'-' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit);
+        let starts_word = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        if (bytes[i].is_ascii_digit() || negative) && starts_word {
+            let start = i;
+            i += 1;
+            while i < bytes.len()
+                && (bytes[i].is_ascii_digit()
+                    || (bytes[i] == b'.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)))
+            {
+                i += 1;
+            }
+            if i == bytes.len() || !bytes[i].is_ascii_alphabetic() {
+                out.push(&text[start..i]);
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The strings written in double quotes in `text`, in order.
+fn quoted_in(text: &str) -> Vec<&str> {
+    text.split('"').skip(1).step_by(2).collect()
+}
+
+/// The value written as `name=value` or `name: value` in `text` (a word, or a quoted string).
+fn named_value<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    let mut from = 0;
+    while let Some(found) = text[from..].find(name) {
+        let at = from + found;
+        from = at + name.len();
+        let word_start = at == 0 || !text.as_bytes()[at - 1].is_ascii_alphanumeric();
+        let rest = text[from..].trim_start();
+        let Some(rest) = rest.strip_prefix('=').or_else(|| rest.strip_prefix(':')) else {
+            continue;
+        };
+        if !word_start {
+            continue;
+        }
+        let rest = rest.trim_start();
+        let value = match rest.strip_prefix('"') {
+            Some(q) => q.split('"').next(),
+            None => rest
+                .split(|c: char| c.is_whitespace() || c == ',' || c == ';')
+                .next(),
+        };
+        if let Some(v) = value.filter(|v| !v.is_empty()) {
+            return Some(v);
+        }
+    }
+    None
 }
 
 /// An arguments object that satisfies `schema` where it can: every property (falling back to
@@ -367,6 +484,34 @@ mod tests {
                    "point": {"x": 1.0}, "code": "exa"})
         );
         assert!(jsonschema::validator_for(&schema).unwrap().is_valid(&args));
+    }
+
+    #[test]
+    fn fills_arguments_with_the_values_the_message_holds() {
+        let add = json!({"type": "object", "properties": {
+            "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]});
+        assert_eq!(arguments_from(&add, "add 2 and 3"), json!({"a": 2, "b": 3}));
+        assert_eq!(
+            arguments_from(&add, "add b=7, a: -4"),
+            json!({"a": -4, "b": 7})
+        );
+        // Numbers inside words are not values; a missing one keeps the example.
+        assert_eq!(
+            arguments_from(&add, "add x2 and 5"),
+            json!({"a": 5, "b": 1})
+        );
+        let weather = json!({"type": "object", "properties": {
+            "city": {"type": "string"}, "days": {"type": "integer", "maximum": 7}}});
+        assert_eq!(
+            arguments_from(&weather, r#"weather in "Paris" for 3 days"#),
+            json!({"city": "Paris", "days": 3})
+        );
+        // A value the schema refuses is not used: the arguments stay valid.
+        assert_eq!(
+            arguments_from(&weather, r#"weather in "Paris" for 30 days"#),
+            json!({"city": "Paris", "days": 1})
+        );
+        assert_eq!(arguments_from(&json!({}), "add 2 and 3"), json!({}));
     }
 
     #[test]
