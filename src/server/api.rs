@@ -197,7 +197,19 @@ impl serde::Serialize for Listing<'_> {
         }
         impl serde::Serialize for RoleTools<'_> {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_seq(self.1.entries.iter().map(|e| Item(self.0, &self.1.role, e)))
+                use serde::ser::SerializeSeq;
+                let mut seq = s.serialize_seq(None)?;
+                for e in &self.1.entries {
+                    seq.serialize_element(&Item(self.0, &self.1.role, e))?;
+                }
+                // Tools of mounted MCP servers, after the registered ones.
+                #[cfg(feature = "mcp")]
+                if let Some(role) = self.0.role(&self.1.role) {
+                    for item in super::mcp::listed(role) {
+                        seq.serialize_element(&item)?;
+                    }
+                }
+                seq.end()
             }
         }
         impl serde::Serialize for Item<'_> {
@@ -228,48 +240,15 @@ impl serde::Serialize for Listing<'_> {
     }
 }
 
-/// The body of `GET /api/tools` for one role or all.
+/// The body of `GET /api/tools` for one role or all, as a JSON value (the page's first state).
 pub(crate) async fn tools_json(app: &App, role: Option<&str>) -> Value {
     let ledger = app.ledger.lock().await;
-    let mut by_role = Map::new();
-    for r in &ledger.roles {
-        if role.is_some_and(|x| x != r.role) {
-            continue;
-        }
-        let tools: Vec<Value> = r
-            .entries
-            .iter()
-            .map(|e| {
-                let mut item = json!({
-                    "name": e.name,
-                    "description": e.description,
-                    "source": e.source,
-                    "callback_url": e.callback_url,
-                    "is_remote": true,
-                    "role": e.scope,
-                    "parameters": e.parameters,
-                    "timeout_seconds": e.timeout_seconds,
-                    "registered_at": rfc3339(e.registered_at_ms),
-                });
-                if let (Value::Object(item), Value::Object(stats)) =
-                    (&mut item, app.live.stats(&r.role, &e.name).to_json())
-                {
-                    item.extend(stats);
-                }
-                item
-            })
-            .collect();
-        #[cfg(feature = "mcp")]
-        let tools = {
-            let mut tools = tools;
-            if let Some(role) = app.role(&r.role) {
-                tools.extend(super::mcp::listed(role));
-            }
-            tools
-        };
-        by_role.insert(r.role.clone(), Value::Array(tools));
-    }
-    json!({"ok": true, "tools_by_role": by_role})
+    let listing = Listing {
+        app,
+        ledger: &ledger,
+        role,
+    };
+    serde_json::to_value(&listing).unwrap_or_else(|e| json!({"ok": false, "error": e.to_string()}))
 }
 
 /// `GET /api/calls`: the recent tool calls, newest first.
