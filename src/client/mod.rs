@@ -666,8 +666,19 @@ impl Client {
     ) -> Result<ChatStream> {
         let inner = &self.inner;
         let total = after(inner.timeouts.total);
-        let wire = inner.provider.encode(req, stream)?;
-        let (response, deadlines) = match inner.open(&wire, stream, total).await {
+        let mut wire = inner.provider.encode(req, stream)?;
+        let body = Bytes::from(json_bytes(&wire.body).map_err(|e| {
+            Error::input("request", format!("cannot serialize the wire body: {e}"))
+        })?);
+        // The reader is made from the request (a decoder may read what was asked).
+        let reader =
+            TurnReader::shared(Arc::clone(&inner.provider), Some(&wire)).with_limits(inner.limits);
+        if inner.recorder.is_none() {
+            // Only a recording reads the JSON tree again: the bytes are what is sent, so a large
+            // conversation is not held twice while the answer streams.
+            wire.body = serde_json::Value::Null;
+        }
+        let (response, deadlines) = match inner.open(&wire, body, stream, total).await {
             Ok(ok) => ok,
             Err(f) => return Err(inner.fail_recorded(req, &wire, stream, f)),
         };
@@ -678,8 +689,6 @@ impl Client {
             .recorder
             .as_ref()
             .map(|_| Recording::new(req, &wire, stream, status, Vec::new()));
-        let reader =
-            TurnReader::shared(Arc::clone(&inner.provider), Some(&wire)).with_limits(inner.limits);
         Ok(ChatStream::new(
             Arc::clone(&self.inner),
             body,
@@ -734,12 +743,10 @@ impl Inner {
     async fn open(
         &self,
         wire: &HttpRequest,
+        body: Bytes,
         stream: bool,
         total: Instant,
     ) -> std::result::Result<(reqwest::Response, Deadlines), Failure> {
-        let body = Bytes::from(json_bytes(&wire.body).map_err(|e| {
-            Error::input("request", format!("cannot serialize the wire body: {e}"))
-        })?);
         let url = self.url(wire);
         let mut retry = 0;
         loop {
