@@ -199,13 +199,13 @@ pub fn arguments_from(schema: &Value, message: &str) -> Value {
             continue;
         };
         let before = map.insert(name.clone(), value);
-        if !validator.is_valid(&args) {
-            if let Value::Object(map) = &mut args {
-                match before {
-                    Some(old) => map.insert(name.clone(), old),
-                    None => map.shift_remove(name),
-                };
-            }
+        if !validator.is_valid(&args)
+            && let Value::Object(map) = &mut args
+        {
+            match before {
+                Some(old) => map.insert(name.clone(), old),
+                None => map.shift_remove(name),
+            };
         }
     }
     args
