@@ -235,3 +235,45 @@ pub(crate) fn sample_chunks(p: &dyn crate::provider::Respond, name: &str) -> Vec
     let (_, response) = samples().into_iter().find(|(n, _)| *n == name).unwrap();
     chunks(&p.encode_response(&response, true).unwrap())
 }
+
+/// A streamed turn the gateway writers' tests replay: text in two pieces, then two `search`
+/// calls with ids `{prefix}a` and `{prefix}b`, each call's arguments in two fragments; and the
+/// response it adds up to.
+pub(crate) fn sample_stream(prefix: &str) -> (ChatResponse, Vec<crate::types::StreamEvent>) {
+    use crate::types::StreamEvent;
+    let calls = vec![
+        ToolCall::new(format!("{prefix}a"), "search", r#"{"q":"rust"}"#),
+        ToolCall::new(format!("{prefix}b"), "search", r#"{"q":"go"}"#),
+    ];
+    let response = ChatResponse::default()
+        .with_text("Looking.")
+        .with_tool_calls(calls.clone())
+        .with_finish_reason(FinishReason::ToolCalls)
+        .with_usage(Usage::new(3, 5));
+    let mut events = vec![
+        StreamEvent::TextDelta {
+            text: "Look".into(),
+        },
+        StreamEvent::TextDelta {
+            text: "ing.".into(),
+        },
+    ];
+    for (i, c) in calls.iter().enumerate() {
+        events.push(StreamEvent::ToolCallStarted {
+            index: i,
+            id: Some(c.id.clone()),
+            name: c.name.clone(),
+        });
+        for piece in [&c.raw_arguments[..4], &c.raw_arguments[4..]] {
+            events.push(StreamEvent::ToolCallDelta {
+                index: i,
+                fragment: piece.into(),
+            });
+        }
+        events.push(StreamEvent::ToolCallComplete {
+            index: i,
+            call: c.clone(),
+        });
+    }
+    (response, events)
+}

@@ -762,46 +762,8 @@ mod tests {
     /// events and response it was given, however the events were batched.
     #[test]
     fn written_streams_decode_back() {
-        let calls = vec![
-            ToolCall::new("call_a", "search", r#"{"q":"rust"}"#),
-            ToolCall::new("call_b", "search", r#"{"q":"go"}"#),
-        ];
-        let response = ChatResponse {
-            text: Some("Looking.".into()),
-            tool_calls: calls.clone(),
-            finish_reason: FinishReason::ToolCalls,
-            usage: Some(Usage {
-                input_tokens: 3,
-                output_tokens: 5,
-                ..Usage::default()
-            }),
-            ..ChatResponse::default()
-        };
-        let mut events = vec![
-            StreamEvent::TextDelta {
-                text: "Look".into(),
-            },
-            StreamEvent::TextDelta {
-                text: "ing.".into(),
-            },
-        ];
-        for (i, c) in calls.iter().enumerate() {
-            events.push(StreamEvent::ToolCallStarted {
-                index: i,
-                id: Some(c.id.clone()),
-                name: c.name.clone(),
-            });
-            for piece in [&c.raw_arguments[..4], &c.raw_arguments[4..]] {
-                events.push(StreamEvent::ToolCallDelta {
-                    index: i,
-                    fragment: piece.into(),
-                });
-            }
-            events.push(StreamEvent::ToolCallComplete {
-                index: i,
-                call: c.clone(),
-            });
-        }
+        let (response, events) = crate::test_support::sample_stream("call_");
+        let calls = response.tool_calls.clone();
         for batch in [1, 2, 3, events.len()] {
             let mut w = ChunkWriter::new("chatcmpl-1", "m", 0, true);
             let mut out = Vec::new();
