@@ -29,6 +29,23 @@ pub enum Source {
 }
 
 impl Source {
+    /// A URL as a source: a `data:<type>;base64,<data>` URL as inline data (how OpenAI-style
+    /// clients send images), any other URL as a URL.
+    pub fn from_url(url: String) -> Self {
+        if let Some(rest) = url.strip_prefix("data:")
+            && let Some((media_type, data)) = rest.split_once(";base64,")
+        {
+            return Source::Data {
+                media_type: media_type.to_owned(),
+                data: data.to_owned(),
+            };
+        }
+        Source::Url {
+            url,
+            media_type: None,
+        }
+    }
+
     /// The media type, when known.
     pub fn media_type(&self) -> Option<&str> {
         match self {

@@ -127,22 +127,6 @@ fn text_of(value: Value, at: &str) -> Result<String> {
     }
 }
 
-/// A `data:<type>;base64,<data>` URL as inline data; any other URL as a URL.
-fn source_of(url: String) -> Source {
-    if let Some(rest) = url.strip_prefix("data:")
-        && let Some((media_type, data)) = rest.split_once(";base64,")
-    {
-        return Source::Data {
-            media_type: media_type.to_owned(),
-            data: data.to_owned(),
-        };
-    }
-    Source::Url {
-        url,
-        media_type: None,
-    }
-}
-
 fn user_part(value: Value, at: &str) -> Result<Part> {
     let mut p = Fields::of(value, at)?;
     let kind = p.string("type")?;
@@ -156,7 +140,7 @@ fn user_part(value: Value, at: &str) -> Result<Part> {
             image.ignore("detail");
             image.finish()?;
             Part::Image {
-                source: source_of(url),
+                source: Source::from_url(url),
             }
         }
         Some("input_audio") => {
@@ -190,7 +174,7 @@ fn user_part(value: Value, at: &str) -> Result<Part> {
                 )
             })?;
             file.finish()?;
-            let mut source = source_of(data);
+            let mut source = Source::from_url(data);
             if let Source::Url { url, .. } = &source {
                 // Bare base64 without a data: prefix.
                 source = Source::Data {

@@ -347,21 +347,6 @@ fn output_text(value: Value, at: &str) -> Result<String> {
     }
 }
 
-fn data_or_url(url: String) -> Source {
-    if let Some(rest) = url.strip_prefix("data:")
-        && let Some((media_type, data)) = rest.split_once(";base64,")
-    {
-        return Source::Data {
-            media_type: media_type.to_owned(),
-            data: data.to_owned(),
-        };
-    }
-    Source::Url {
-        url,
-        media_type: None,
-    }
-}
-
 fn input_parts(value: Value, at: &str) -> Result<Content> {
     let parts = match value {
         Value::String(s) => return Ok(Content::Text(s)),
@@ -394,13 +379,13 @@ fn input_parts(value: Value, at: &str) -> Result<Content> {
                     )
                 })?;
                 Part::Image {
-                    source: data_or_url(url),
+                    source: Source::from_url(url),
                 }
             }
             Some("input_file") => {
                 let filename = p.string("filename")?;
                 let source = match (p.string("file_data")?, p.string("file_url")?) {
-                    (Some(data), None) => data_or_url(data),
+                    (Some(data), None) => Source::from_url(data),
                     (None, Some(url)) => Source::Url {
                         url,
                         media_type: None,
