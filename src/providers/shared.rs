@@ -459,6 +459,92 @@ pub(crate) fn tool_result_run<'m>(
     }
 }
 
+/// How a wire that answers every call of a turn in one message names its blocks, for the
+/// errors [`ToolResultRun::paired`] gives.
+pub(crate) struct Pairing {
+    /// The wire's name (`"Anthropic"`).
+    pub wire: &'static str,
+    /// Its call block (`"tool_use"`).
+    pub call: &'static str,
+    /// Its result block (`"tool_result"`).
+    pub result: &'static str,
+    /// The wire matches results to calls by name too, so a result must name its call's tool.
+    pub same_name: bool,
+}
+
+/// One call of a turn with the result that answers it.
+pub(crate) struct Answer<'m> {
+    /// The call, from the assistant turn.
+    pub call: &'m ToolCall,
+    /// The result's index in `messages`.
+    pub at: usize,
+    /// The result.
+    pub result: &'m ToolResult,
+}
+
+impl<'m> ToolResultRun<'m> {
+    /// Each call of the turn with its one result, in call order: a result for a call the turn
+    /// did not make, a second result for a call, or a call left without one is an input error
+    /// naming the message.
+    pub(crate) fn paired(&self, words: &Pairing) -> Result<Vec<Answer<'m>>> {
+        let calls = &self.turn.tool_calls;
+        let turn_at = self
+            .results
+            .first()
+            .map_or(0, |&(at, _)| at.saturating_sub(1));
+        let mut answers: Vec<Option<(usize, &'m ToolResult)>> = vec![None; calls.len()];
+        for &(at, result) in &self.results {
+            let Some(i) = calls.iter().position(|c| c.id == result.call_id) else {
+                let known: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+                return Err(Error::input(
+                    format!("messages[{at}].call_id"),
+                    format!(
+                        "the {:?} result answers call {:?}, which is not in the assistant turn \
+                         at messages[{turn_at}] (its calls: {}); {} needs each {} in the \
+                         message right after the turn with its {}",
+                        result.name,
+                        result.call_id,
+                        known.join(", "),
+                        words.wire,
+                        words.result,
+                        words.call,
+                    ),
+                ));
+            };
+            if answers[i].is_some() {
+                return Err(Error::input(
+                    format!("messages[{at}]"),
+                    format!("a second result for call {:?}", result.call_id),
+                ));
+            }
+            if words.same_name && result.name != calls[i].name {
+                return Err(Error::input(
+                    format!("messages[{at}].name"),
+                    format!(
+                        "the result names tool {:?} but call {:?} is {:?}",
+                        result.name, result.call_id, calls[i].name
+                    ),
+                ));
+            }
+            answers[i] = Some((at, result));
+        }
+        let mut paired = Vec::with_capacity(calls.len());
+        for (i, (call, answer)) in calls.iter().zip(answers).enumerate() {
+            let Some((at, result)) = answer else {
+                return Err(Error::input(
+                    format!("messages[{turn_at}].tool_calls[{i}]"),
+                    format!(
+                        "call {:?} ({}) has no result; {} needs one {} for every {} of the turn",
+                        call.id, call.name, words.wire, words.result, words.call
+                    ),
+                ));
+            };
+            paired.push(Answer { call, at, result });
+        }
+        Ok(paired)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,6 +576,45 @@ mod tests {
         let schema = json!({"$defs": {"a.b": {"type": "object", "properties": {"ok": {}}}},
             "patternProperties": {"^x.*$": {}}, "properties": {"properties": {"type": "object"}}});
         assert_eq!(invalid_property_key(&schema, plain), None);
+    }
+
+    #[test]
+    fn pairs_results_with_calls_or_names_the_message() {
+        let words = Pairing {
+            wire: "W",
+            call: "call_block",
+            result: "result_block",
+            same_name: true,
+        };
+        let calls = [ToolCall::new("a", "f", "{}"), ToolCall::new("b", "g", "{}")];
+        let turn = Message::Assistant(AssistantMessage::default().with_tool_calls(calls));
+        let result = |id: &str, name: &str| Message::Tool(ToolResult::new(id, name, json!(1)));
+        let check = |results: Vec<Message>| {
+            let mut messages = vec![Message::user("hi"), turn.clone()];
+            messages.extend(results);
+            let run = tool_result_run(&messages, 2, "test")?;
+            let paired = run.paired(&words)?;
+            Ok::<_, Error>(
+                paired
+                    .iter()
+                    .map(|a| (a.call.id.clone(), a.at))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        // Call order, whatever the result order.
+        assert_eq!(
+            check(vec![result("b", "g"), result("a", "f")]).ok(),
+            Some(vec![("a".into(), 3), ("b".into(), 2)])
+        );
+        let message = |r: Result<Vec<(String, usize)>>| r.err().map(|e| e.to_string());
+        let unknown = message(check(vec![result("a", "f"), result("z", "g")])).unwrap_or_default();
+        assert!(unknown.contains("messages[3].call_id") && unknown.contains("(its calls: a, b)"));
+        let twice = message(check(vec![result("a", "f"), result("a", "f")])).unwrap_or_default();
+        assert!(twice.contains("messages[3]") && twice.contains("a second result"));
+        let missing = message(check(vec![result("a", "f")])).unwrap_or_default();
+        assert!(missing.contains("messages[1].tool_calls[1]") && missing.contains("has no result"));
+        let renamed = message(check(vec![result("a", "g"), result("b", "g")])).unwrap_or_default();
+        assert!(renamed.contains("messages[2].name"), "{renamed}");
     }
 
     #[test]

@@ -6,7 +6,8 @@ use super::{API_VERSION, THINKING_BLOCKS, anthropic_name};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::shared::{
-    ToolResultRun, check_tools, encode_parts, replay_arguments, request_names, tool_result_run,
+    Answer, Pairing, ToolResultRun, check_tools, encode_parts, replay_arguments, request_names,
+    tool_result_run,
 };
 use crate::types::{
     AssistantMessage, ChatRequest, Content, Message, Part, ResponseFormat, Source, ToolCall,
@@ -292,51 +293,20 @@ fn result_content(r: &ToolResult) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// The user message answering the call turn at `messages[turn_at]` with the results at
-/// `results`: one `tool_result` block per call, in call order, all in this one message.
-fn tool_results(
-    turn: &AssistantMessage,
-    turn_at: usize,
-    results: &[(usize, &ToolResult)],
-    ids: &NameMap,
-) -> Result<Vec<Value>> {
-    let calls = &turn.tool_calls;
-    let mut answers: Vec<Option<(usize, &ToolResult)>> = vec![None; calls.len()];
-    for &(at, result) in results {
-        let Some(i) = calls.iter().position(|c| c.id == result.call_id) else {
-            let known: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
-            return Err(Error::input(
-                format!("messages[{at}].call_id"),
-                format!(
-                    "the {:?} result answers call {:?}, which is not in the assistant turn at \
-                     messages[{turn_at}] (its calls: {}); Anthropic needs each tool_result in \
-                     the user message right after its tool_use",
-                    result.name,
-                    result.call_id,
-                    known.join(", ")
-                ),
-            ));
-        };
-        if answers[i].is_some() {
-            return Err(Error::input(
-                format!("messages[{at}]"),
-                format!("a second result for call {:?}", result.call_id),
-            ));
-        }
-        answers[i] = Some((at, result));
-    }
-    let mut blocks = Vec::with_capacity(calls.len());
-    for (i, (call, answer)) in calls.iter().zip(&answers).enumerate() {
-        let Some((at, result)) = answer else {
-            return Err(Error::input(
-                format!("messages[{turn_at}].tool_calls[{i}]"),
-                format!(
-                    "call {:?} ({}) has no result; Anthropic needs a tool_result for every \
-                     tool_use, in the next message",
-                    call.id, call.name
-                ),
-            ));
-        };
+/// How Anthropic pairs results with calls.
+const PAIRING: Pairing = Pairing {
+    wire: "Anthropic",
+    call: "tool_use",
+    result: "tool_result",
+    same_name: false,
+};
+
+/// The user message answering a call turn: one `tool_result` block per call, in call order,
+/// all in this one message.
+fn tool_results(run: &ToolResultRun, ids: &NameMap) -> Result<Vec<Value>> {
+    let answers = run.paired(&PAIRING)?;
+    let mut blocks = Vec::with_capacity(answers.len());
+    for Answer { call, at, result } in answers {
         let mut block = Map::new();
         block.insert("type".into(), json!("tool_result"));
         block.insert("tool_use_id".into(), json!(ids.wire(&call.id)));
@@ -417,12 +387,13 @@ fn history(
                 }
             }
             Message::Tool(_) => {
-                let ToolResultRun { turn, results, end } = tool_result_run(
+                let run = tool_result_run(
                     messages,
                     i,
                     "Anthropic answers all calls of a turn in the next user message",
                 )?;
-                let blocks = tool_results(turn, i - 1, &results, ids)?;
+                let blocks = tool_results(&run, ids)?;
+                let end = run.end;
                 out.push(json!({"role": "user", "content": blocks}));
                 results_open = true;
                 i = end;

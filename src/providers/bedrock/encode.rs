@@ -8,7 +8,8 @@ use super::{REASONING_BLOCKS, bedrock_name};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::shared::{
-    ToolResultRun, check_tools, encode_parts, replay_arguments, request_names, tool_result_run,
+    Answer, Pairing, ToolResultRun, check_tools, encode_parts, replay_arguments, request_names,
+    tool_result_run,
 };
 use crate::types::{
     AssistantMessage, ChatRequest, Content, Message, Part, Source, ToolCall, ToolChoice,
@@ -278,51 +279,19 @@ fn result_content(r: &ToolResult, place: &str) -> Result<Vec<Value>> {
     Ok(content)
 }
 
-/// The user content answering the call turn at `messages[turn_at]`: one `toolResult` block
-/// per call, in call order.
-fn tool_results(
-    turn: &AssistantMessage,
-    turn_at: usize,
-    results: &[(usize, &ToolResult)],
-    ids: &NameMap,
-) -> Result<Vec<Value>> {
-    let calls = &turn.tool_calls;
-    let mut answers: Vec<Option<(usize, &ToolResult)>> = vec![None; calls.len()];
-    for &(at, result) in results {
-        let Some(i) = calls.iter().position(|c| c.id == result.call_id) else {
-            let known: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
-            return Err(Error::input(
-                format!("messages[{at}].call_id"),
-                format!(
-                    "the {:?} result answers call {:?}, which is not in the assistant turn at \
-                     messages[{turn_at}] (its calls: {}); Bedrock needs each toolResult in the \
-                     user message right after its toolUse",
-                    result.name,
-                    result.call_id,
-                    known.join(", ")
-                ),
-            ));
-        };
-        if answers[i].is_some() {
-            return Err(Error::input(
-                format!("messages[{at}]"),
-                format!("a second result for call {:?}", result.call_id),
-            ));
-        }
-        answers[i] = Some((at, result));
-    }
-    let mut blocks = Vec::with_capacity(calls.len());
-    for (i, (call, answer)) in calls.iter().zip(&answers).enumerate() {
-        let Some((at, result)) = answer else {
-            return Err(Error::input(
-                format!("messages[{turn_at}].tool_calls[{i}]"),
-                format!(
-                    "call {:?} ({}) has no result; Bedrock needs a toolResult for every \
-                     toolUse, in the next message",
-                    call.id, call.name
-                ),
-            ));
-        };
+/// How Bedrock pairs results with calls.
+const PAIRING: Pairing = Pairing {
+    wire: "Bedrock",
+    call: "toolUse",
+    result: "toolResult",
+    same_name: false,
+};
+
+/// The user content answering a call turn: one `toolResult` block per call, in call order.
+fn tool_results(run: &ToolResultRun, ids: &NameMap) -> Result<Vec<Value>> {
+    let answers = run.paired(&PAIRING)?;
+    let mut blocks = Vec::with_capacity(answers.len());
+    for Answer { call, at, result } in answers {
         let failed = result.is_error || result.error.is_some();
         blocks.push(json!({"toolResult": {
             "toolUseId": ids.wire(&call.id),
@@ -391,12 +360,13 @@ fn history(
                 push(&mut out, "assistant", assistant_blocks(a, names, ids));
             }
             Message::Tool(_) => {
-                let ToolResultRun { turn, results, end } = tool_result_run(
+                let run = tool_result_run(
                     messages,
                     i,
                     "Bedrock answers all calls of a turn in the next user message",
                 )?;
-                let blocks = tool_results(turn, i - 1, &results, ids)?;
+                let blocks = tool_results(&run, ids)?;
+                let end = run.end;
                 push(&mut out, "user", blocks);
                 i = end;
                 continue;

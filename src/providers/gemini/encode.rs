@@ -6,7 +6,8 @@ use super::{REASONING_SIGNATURE, SKIP_SIGNATURE, THOUGHT_SIGNATURE, gemini_name}
 use crate::error::{Error, Result};
 use crate::provider::{Downgrade, HttpRequest, NameMap, ProviderKind};
 use crate::providers::shared::{
-    ToolResultRun, check_tools, encode_parts, request_names, tool_media_after_runs, tool_result_run,
+    Answer, Pairing, ToolResultRun, check_tools, encode_parts, request_names,
+    tool_media_after_runs, tool_result_run,
 };
 use crate::schema;
 use crate::types::{
@@ -342,61 +343,19 @@ fn shown_response(r: &ToolResult) -> Value {
     response_object(&shown)
 }
 
-/// The user turn answering the call turn at `messages[turn_at]` with the results at
-/// `messages[start..]`: one `functionResponse` per call, in call order.
-fn function_responses(
-    turn: &AssistantMessage,
-    turn_at: usize,
-    results: &[(usize, &ToolResult)],
-    names: &NameMap,
-    traits: ModelTraits,
-) -> Result<Value> {
-    let calls = &turn.tool_calls;
-    let mut answers: Vec<Option<(usize, &ToolResult)>> = vec![None; calls.len()];
-    for &(at, result) in results {
-        let Some(i) = calls.iter().position(|c| c.id == result.call_id) else {
-            let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
-            return Err(Error::input(
-                format!("messages[{at}].call_id"),
-                format!(
-                    "the {:?} result answers call {:?}, which is not in the model turn at \
-                     messages[{turn_at}] (its calls: {}); Gemini needs the results right after \
-                     the turn that made the calls",
-                    result.name,
-                    result.call_id,
-                    ids.join(", ")
-                ),
-            ));
-        };
-        if answers[i].is_some() {
-            return Err(Error::input(
-                format!("messages[{at}]"),
-                format!("a second result for call {:?}", result.call_id),
-            ));
-        }
-        if result.name != calls[i].name {
-            return Err(Error::input(
-                format!("messages[{at}].name"),
-                format!(
-                    "the result names tool {:?} but call {:?} is {:?}",
-                    result.name, result.call_id, calls[i].name
-                ),
-            ));
-        }
-        answers[i] = Some((at, result));
-    }
-    let mut parts = Vec::with_capacity(calls.len());
-    for (i, (call, answer)) in calls.iter().zip(&answers).enumerate() {
-        let Some((at, result)) = *answer else {
-            return Err(Error::input(
-                format!("messages[{turn_at}].tool_calls[{i}]"),
-                format!(
-                    "call {:?} ({}) has no result; Gemini needs one functionResponse for every \
-                     functionCall of the turn",
-                    call.id, call.name
-                ),
-            ));
-        };
+/// How Gemini pairs results with calls (by id where the model has ids, else by name).
+const PAIRING: Pairing = Pairing {
+    wire: "Gemini",
+    call: "functionCall",
+    result: "functionResponse",
+    same_name: true,
+};
+
+/// The user turn answering a call turn: one `functionResponse` per call, in call order.
+fn function_responses(run: &ToolResultRun, names: &NameMap, traits: ModelTraits) -> Result<Value> {
+    let answers = run.paired(&PAIRING)?;
+    let mut parts = Vec::with_capacity(answers.len());
+    for Answer { call, at, result } in answers {
         let mut function_response = Map::new();
         if echo_id(call, traits) {
             function_response.insert("id".into(), json!(call.id));
@@ -450,12 +409,13 @@ fn history(
                 }
             }
             Message::Tool(_) => {
-                let ToolResultRun { turn, results, end } = tool_result_run(
+                let run = tool_result_run(
                     messages,
                     i,
                     "Gemini answers all calls of a turn in the next turn",
                 )?;
-                contents.push(function_responses(turn, i - 1, &results, names, traits)?);
+                contents.push(function_responses(&run, names, traits)?);
+                let end = run.end;
                 if let Some(media) = end.checked_sub(1).and_then(|last| moved.get(&last)) {
                     let place = format!("messages[{i}..{end}].content");
                     let parts = content_parts(media, &place)?;
