@@ -20,6 +20,7 @@ use crate::client::Client;
 use crate::error::Error;
 use crate::mock::{MockServer, Script};
 use crate::provider::ProviderKind;
+use crate::tools::Progress;
 use crate::types::{ChatRequest, Message, ToolCall, ToolResult};
 
 /// The largest chat request body (a long conversation fits).
@@ -179,6 +180,29 @@ impl Observer {
         match event {
             AgentEvent::ToolStarted(call) => self.started(call),
             AgentEvent::ToolFinished(result) => self.finished(result),
+            AgentEvent::ToolProgress {
+                call_id,
+                progress,
+                total,
+                message,
+                ..
+            } => {
+                if let Some(id) = self.running.get(call_id) {
+                    let report = Progress {
+                        progress: *progress,
+                        total: *total,
+                        message: message.clone(),
+                    };
+                    self.app.live.call_progress(*id, report);
+                }
+            }
+            AgentEvent::ToolSummary {
+                call_id, summary, ..
+            } => {
+                if let Some(id) = self.running.get(call_id) {
+                    self.app.live.call_summary(*id, summary);
+                }
+            }
             _ => {}
         }
     }
@@ -315,6 +339,25 @@ fn sse_event(e: &AgentEvent) -> Option<Event> {
         AgentEvent::ToolStarted(call) => event(
             "tool_started",
             json!({"type": "tool_started", "call": call}),
+        ),
+        AgentEvent::ToolProgress {
+            call_id,
+            name,
+            progress,
+            total,
+            message,
+        } => event(
+            "tool_progress",
+            json!({"type": "tool_progress", "call_id": call_id, "name": name,
+                   "progress": progress, "total": total, "message": message}),
+        ),
+        AgentEvent::ToolSummary {
+            call_id,
+            name,
+            summary,
+        } => event(
+            "tool_summary",
+            json!({"type": "tool_summary", "call_id": call_id, "name": name, "summary": summary}),
         ),
         AgentEvent::ToolFinished(result) => event(
             "tool_finished",

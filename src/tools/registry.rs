@@ -8,7 +8,7 @@ use jsonschema::Validator;
 use serde_json::{Value, json};
 
 use super::dispatch::{self, Target, floor_char_boundary};
-use super::{Tool, ToolError, TypedTool, parameter_list};
+use super::{Reporter, Tool, ToolError, TypedTool, parameter_list};
 use crate::error::{Error, Result};
 use crate::types::{ToolCall, ToolDefinition, ToolResult};
 
@@ -432,6 +432,19 @@ impl ToolRegistry {
     /// `gen_ai.operation.name` (`execute_tool`), `gen_ai.tool.name`, `gen_ai.tool.call.id`,
     /// and `error.type` (`tool_error`) when the result is an error.
     pub async fn dispatch(&self, call: &ToolCall, selection: &ToolSelection) -> ToolResult {
+        self.dispatch_reporting(call, selection, Reporter::none())
+            .await
+    }
+
+    /// [`ToolRegistry::dispatch`], with the handler's progress and summary going to
+    /// `progress` (read them from the [`Reports`](super::Reports) of [`Reporter::channel`]
+    /// while the call runs). What is reported never goes into the result.
+    pub async fn dispatch_reporting(
+        &self,
+        call: &ToolCall,
+        selection: &ToolSelection,
+        progress: Reporter,
+    ) -> ToolResult {
         use tracing::Instrument;
         let span = tracing::info_span!(
             "gen_ai.execute_tool",
@@ -441,7 +454,7 @@ impl ToolRegistry {
             "error.type" = tracing::field::Empty,
         );
         let result = self
-            .dispatch_in(call, selection)
+            .dispatch_in(call, selection, progress)
             .instrument(span.clone())
             .await;
         if result.is_error {
@@ -450,7 +463,12 @@ impl ToolRegistry {
         result
     }
 
-    async fn dispatch_in(&self, call: &ToolCall, selection: &ToolSelection) -> ToolResult {
+    async fn dispatch_in(
+        &self,
+        call: &ToolCall,
+        selection: &ToolSelection,
+        progress: Reporter,
+    ) -> ToolResult {
         let offered = self.offered(selection);
         let max = self.max_result_bytes();
         let mut result = match offered.iter().find(|e| e.tool.definition.name == call.name) {
@@ -462,7 +480,7 @@ impl ToolRegistry {
                     strict: entry.tool.definition.strict,
                     timeout: entry.tool.timeout,
                 };
-                dispatch::run(target, call).await
+                dispatch::run(target, call, progress).await
             }
             None => self.not_offered(call, selection, &offered),
         };
