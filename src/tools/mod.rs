@@ -60,6 +60,8 @@ pub use params::{Param, Params, parameter_list};
 pub use progress::{
     MAX_MESSAGE_BYTES, MAX_SUMMARY_BYTES, Progress, REPORT_INTERVAL, Reporter, Reports, Update,
 };
+#[cfg(feature = "server")]
+pub(crate) use registry::ReporterOf;
 pub use registry::{DEFAULT_MAX_RESULT_BYTES, ToolInfo, ToolRegistry, ToolSelection, Unavailable};
 pub use typed::{TypedTool, parameters_for};
 

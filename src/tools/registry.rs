@@ -1,7 +1,7 @@
 //! The tool registry: which tools exist, which ones a request offers, and dispatch.
 
 use std::future::Future;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use jsonschema::Validator;
@@ -158,6 +158,44 @@ struct Inner {
 #[derive(Clone)]
 pub struct ToolRegistry {
     inner: Arc<RwLock<Inner>>,
+    reporting: Arc<Mutex<Reporting>>,
+}
+
+/// The callback calls running now whose caller listens for progress: where a plugin's own
+/// progress reports for a call go ([`ToolRegistry::reporter_of`]).
+#[derive(Default)]
+struct Reporting {
+    next: u64,
+    calls: Vec<(u64, String, String, Reporter)>,
+}
+
+/// A running callback call's place in [`Reporting`], given up when the call ends.
+struct Reported {
+    reporting: Arc<Mutex<Reporting>>,
+    id: u64,
+}
+
+impl Drop for Reported {
+    fn drop(&mut self) {
+        let mut reporting = self
+            .reporting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        reporting.calls.retain(|(id, ..)| *id != self.id);
+    }
+}
+
+/// Which running callback call a plugin's progress report is for.
+#[cfg(feature = "server")]
+#[derive(Debug)]
+pub(crate) enum ReporterOf {
+    /// The one running call with that id (and name, when given).
+    One(Reporter),
+    /// No running callback call has that id.
+    None,
+    /// Several do (ids the model minted, such as `call_1`, in concurrent chats): the report
+    /// must name the tool too, or cannot be placed.
+    Several(usize),
 }
 
 impl Default for ToolRegistry {
@@ -193,6 +231,7 @@ impl ToolRegistry {
                 strict: false,
                 max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             })),
+            reporting: Arc::default(),
         }
     }
 
@@ -473,6 +512,7 @@ impl ToolRegistry {
         let max = self.max_result_bytes();
         let mut result = match offered.iter().find(|e| e.tool.definition.name == call.name) {
             Some(entry) => {
+                let _reported = self.reported(entry, call, &progress);
                 let target = Target {
                     handler: &entry.tool.handler,
                     validator: &entry.validator,
@@ -486,6 +526,47 @@ impl ToolRegistry {
         };
         truncate_result(&mut result, max);
         result
+    }
+
+    /// Lists a callback call whose caller listens, so its plugin can report progress while
+    /// it runs; other calls report through their handler.
+    fn reported(&self, entry: &Entry, call: &ToolCall, progress: &Reporter) -> Option<Reported> {
+        entry.tool.callback_url()?;
+        if !progress.is_listened() {
+            return None;
+        }
+        let mut reporting = self
+            .reporting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        reporting.next += 1;
+        let id = reporting.next;
+        let entry = (id, call.id.clone(), call.name.clone(), progress.clone());
+        reporting.calls.push(entry);
+        Some(Reported {
+            reporting: Arc::clone(&self.reporting),
+            id,
+        })
+    }
+
+    /// The reporter of the running callback call `call_id` (of tool `name`, when given).
+    #[cfg(feature = "server")]
+    pub(crate) fn reporter_of(&self, call_id: &str, name: Option<&str>) -> ReporterOf {
+        let reporting = self
+            .reporting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut found: Vec<&Reporter> = Vec::new();
+        for (_, id, tool, reporter) in &reporting.calls {
+            if id == call_id && name.is_none_or(|n| n == tool) && !found.contains(&reporter) {
+                found.push(reporter);
+            }
+        }
+        match found.as_slice() {
+            [] => ReporterOf::None,
+            [one] => ReporterOf::One((*one).clone()),
+            several => ReporterOf::Several(several.len()),
+        }
     }
 
     /// Runs calls concurrently; the results are in call order.
