@@ -15,6 +15,11 @@
 //! destructive tool runs. [`Connection::follow`] keeps the registry in step when the server
 //! announces `notifications/tools/list_changed`.
 //!
+//! A call whose caller listens for progress (the agent always does; directly,
+//! [`Connection::call_reporting`]) carries a progress token, and the server's
+//! `notifications/progress` for it go to the call's [`Reporter`]: they become the agent's
+//! `ToolProgress` events, for the people waiting, never for the model.
+//!
 //! MCP servers ship schemas that some providers refuse. The agent lowers every tool's schema
 //! for its provider before each request; a tool the provider cannot take is left out of that
 //! request with a reason (a `tracing` warning), and the turn goes on with the others.
