@@ -344,6 +344,22 @@ fn registered_tools_run_through_the_registry() {
         let call = ToolCall::new("c3", "py_fail", r#"{"reason":"no"}"#);
         let result = registry.dispatch(&call, &all).await;
         assert!(result.is_error);
+        // The message is the text; it is not repeated as a part.
+        assert!(result.content.is_empty(), "{result:?}");
+
+        // An error with more than text keeps its parts and its structuredContent.
+        let call = ToolCall::new("c3b", "py_broke", "{}");
+        let result = registry.dispatch(&call, &all).await;
+        assert!(result.is_error);
+        assert_eq!(result.error.as_deref(), Some("the chart did not render"));
+        assert_eq!(result.output, json!({"code": 7}));
+        assert_eq!(
+            result.content,
+            vec![
+                Part::text("the chart did not render"),
+                Part::image("image/png", PNG)
+            ]
+        );
 
         // The registry's timeout stops a slow call (and cancels it on the server); the
         // connection still answers afterwards.

@@ -200,11 +200,17 @@ impl McpResult {
         }
     }
 
-    /// As a handler's answer: a reply, or a failure with the message and the output.
+    /// As a handler's answer: a reply, or a failure with the message (the text content) and
+    /// the output. A failure's parts are kept when it has more than text (an image of what
+    /// went wrong); text alone is the message already, and is not repeated.
     fn into_reply(self) -> std::result::Result<ToolReply, ToolError> {
         if self.is_error {
             let message = self.error.unwrap_or_default();
-            Err(ToolError::new(message).with_output(self.output))
+            let media = self.content.iter().any(|p| p.as_text().is_none());
+            let content = if media { self.content } else { Vec::new() };
+            Err(ToolError::new(message)
+                .with_output(self.output)
+                .with_content(content))
         } else {
             Ok(ToolReply::new(self.output).with_content(self.content))
         }

@@ -107,7 +107,7 @@ pub(super) async fn run(target: Target<'_>, call: &ToolCall, progress: Reporter)
         Ok(Ok(Err(e))) => {
             let mut result = ToolResult::error(call, e.message());
             result.output = e.output().clone();
-            result
+            result.with_content(e.content().iter().cloned())
         }
         Ok(Ok(Ok(reply))) => ToolResult::ok(call, reply.output).with_content(reply.content),
     }

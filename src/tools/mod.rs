@@ -134,6 +134,7 @@ impl ToolInput {
 pub struct ToolError {
     message: String,
     output: Value,
+    content: Vec<Part>,
 }
 
 impl ToolError {
@@ -142,6 +143,7 @@ impl ToolError {
         Self {
             message: message.into(),
             output: Value::Null,
+            content: Vec::new(),
         }
     }
 
@@ -149,6 +151,17 @@ impl ToolError {
     pub fn with_output(mut self, output: Value) -> Self {
         self.output = output;
         self
+    }
+
+    /// Adds content parts the model sees beside the message (a screenshot of the failure).
+    pub fn with_content(mut self, parts: impl IntoIterator<Item = Part>) -> Self {
+        self.content = parts.into_iter().collect();
+        self
+    }
+
+    /// The content parts (empty when there are none).
+    pub fn content(&self) -> &[Part] {
+        &self.content
     }
 
     /// The message for the model.
