@@ -4,11 +4,11 @@
 //! [`Agent::run`] returns an [`AgentStream`] of [`AgentEvent`]s: every model event as it
 //! arrives, each tool call as it starts and finishes (with the progress and summary its handler
 //! reports meanwhile, for the people waiting: [`AgentEvent::ToolProgress`],
-//! [`AgentEvent::ToolSummary`]; they never reach the model), and the end of each turn. Each call starts
-//! as soon as it is final (its `ToolCallComplete` event), while the rest of the turn still
-//! streams; calls run concurrently and their results join the conversation in call order. The
-//! loop ends when the model answers without calling a tool, when a stop condition or a hook
-//! says so, or with [`Error::MaxTurns`]. Dropping the stream cancels everything in flight (the
+//! [`AgentEvent::ToolSummary`]; they never reach the model), and the end of each turn. Each
+//! call starts as soon as it is final (its `ToolCallComplete` event), while the rest of the turn
+//! still streams; calls run concurrently and their results join the conversation in call
+//! order. The loop ends when the model answers without calling a tool, when a stop condition or
+//! a hook says so, or with [`Error::MaxTurns`]. Dropping the stream cancels everything in flight (the
 //! model request and the running tools).
 //!
 //! Tool problems never end the loop: malformed or truncated arguments, unknown tools, schema
