@@ -1178,7 +1178,7 @@ async fn search_wikis(query: String) -> String {
     let progress = toolwire::tools::Reporter::current();
     progress.summary(format!("Searching 3 wikis for {query}…"));
     for wiki in 1..=3 {
-        tokio::time::sleep(Duration::from_millis(80)).await;
+        tokio::time::sleep(Duration::from_millis(150)).await;
         progress.report(
             toolwire::tools::Progress::new(f64::from(wiki))
                 .with_total(3.0)
@@ -1259,7 +1259,7 @@ async fn progress_and_summary_are_events_before_the_result_and_never_reach_the_m
             _ => None,
         })
         .collect();
-    // The reports are 80 ms apart, more than the coalescing interval: each one arrives.
+    // The reports are 150 ms apart, three times the coalescing interval: each one arrives.
     assert_eq!(
         reported,
         [1.0, 2.0, 3.0].map(|n| (n, Some(3.0), Some(format!("wiki {n} searched"))))

@@ -565,7 +565,7 @@ async fn a_running_calls_progress_is_an_event_and_never_sent_to_the_model() {
         .register(Tool::from_input_fn(def, |input| async move {
             input.progress.summary("Asking 2 weather stations…");
             for station in 1..=2 {
-                tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+                tokio::time::sleep(std::time::Duration::from_millis(150)).await;
                 input.progress.report(
                     Progress::new(f64::from(station))
                         .with_total(2.0)

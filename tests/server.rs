@@ -1641,6 +1641,77 @@ async fn a_plugin_reports_progress_of_its_running_call() {
     server.shutdown().await;
 }
 
+/// A Rust plugin's handler reports through its `ToolInput::progress`; the plugin forwards each
+/// report to the server, and the chat streams it before the result.
+#[tokio::test]
+async fn a_rust_plugins_progress_reaches_the_chat() {
+    use toolwire::tools::{Progress, Tool};
+    let server = start(ServerConfig::new()).await;
+    let url = server.url();
+    let tools = ToolRegistry::new();
+    let def = toolwire::ToolDefinition::new("survey", "Asks the weather stations").unwrap();
+    tools
+        .register(Tool::from_input_fn(def, |input| async move {
+            input.progress.summary("Asking 3 weather stations…");
+            for station in 1..=3 {
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                input.progress.report(
+                    Progress::new(f64::from(station))
+                        .with_total(3.0)
+                        .with_message(format!("station {station} answered")),
+                );
+            }
+            Ok(json!({"stations": 3}))
+        }))
+        .unwrap();
+    let plugin = Plugin::new(url.clone(), tools)
+        .with_source("plugin:survey")
+        .start()
+        .await
+        .unwrap();
+    plugin.registered().await;
+    let text = http()
+        .post(format!("{url}/api/chat"))
+        .json(&json!({"message": "please run survey", "stream": true}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let data: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect();
+    let kinds: Vec<&str> = data
+        .iter()
+        .filter_map(|d| d["type"].as_str())
+        .filter(|t| t.starts_with("tool_"))
+        .collect();
+    let summary = kinds.iter().position(|k| *k == "tool_summary");
+    let finished = kinds.iter().position(|k| *k == "tool_finished");
+    assert!(summary.is_some() && summary < finished, "{kinds:?}");
+    let messages: Vec<&str> = data
+        .iter()
+        .filter(|d| d["type"] == "tool_progress")
+        .filter_map(|d| d["message"].as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "station 1 answered",
+            "station 2 answered",
+            "station 3 answered"
+        ],
+        "{text}"
+    );
+    let done = data.iter().find(|d| d["type"] == "done").unwrap();
+    assert!(!done.to_string().contains("weather stations…"), "{done}");
+    plugin.shutdown().await.unwrap();
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn the_page_shows_a_call_made_through_chat_in_headless_chromium() {
     let chromium = ["chromium", "chromium-browser", "google-chrome"]
