@@ -1466,6 +1466,13 @@ fn the_python_example_plugin_serves_a_tool_the_model_uses() {
             tool(&listing, "default", "get_weather")["source"],
             "plugin:python-weather"
         );
+        // The plugin told the people waiting what it was doing; the model never saw it.
+        let (_, calls) = get(&url, "/api/calls").await;
+        assert_eq!(
+            calls["calls"][0]["summary"], "Looking up the weather in example…",
+            "{calls}"
+        );
+        assert!(!answer.to_string().contains("Looking up"), "{answer}");
     });
 
     signal(&plugin.0, "TERM");
