@@ -6,7 +6,9 @@ It serves one tool, ``get_weather``, to a running ``toolwire serve``:
 1. starts its own callback server on 127.0.0.1 (a free port unless --port is given);
 2. registers the tool with ``POST /api/tools/register``, retrying until the server answers;
 3. answers each callback ``{"name", "arguments", "call_id", "raw_arguments"}`` with
-   ``{"output": ..., "is_error": false}`` (or ``{"is_error": true, "error": "..."}``);
+   ``{"output": ..., "is_error": false}`` (or ``{"is_error": true, "error": "..."}``),
+   first telling the people waiting what it does (``POST /api/tools/progress``, never seen by
+   the model);
 4. every few seconds checks ``GET /api/tools`` and registers again if the tool is gone
    (the server restarted without --state);
 5. on Ctrl-C or SIGTERM unregisters the tool and exits.
@@ -57,6 +59,8 @@ def get_weather(arguments):
 class Callback(BaseHTTPRequestHandler):
     """POST /tools/get_weather: the server calls the tool here."""
 
+    server_url = "http://127.0.0.1:48911"  # set from --server in main()
+
     def do_POST(self):
         if self.path != "/tools/" + TOOL:
             return self.answer(404, {"is_error": True, "error": "no tool at " + self.path})
@@ -68,6 +72,8 @@ class Callback(BaseHTTPRequestHandler):
             arguments = call.get("arguments")
             if not isinstance(arguments, dict):
                 arguments = {}
+            city = str(arguments.get("city", "")).strip() or "somewhere"
+            report(call, summary="Looking up the weather in %s…" % city)
             output = get_weather(arguments)
             self.answer(200, {"output": output, "is_error": False})
         except Exception as e:  # every failure is an error result, never a crash
@@ -98,6 +104,17 @@ def post(server, path, body, timeout=5):
     )
     with OPENER.open(request, timeout=timeout) as response:
         return json.loads(response.read() or b"null")
+
+
+def report(call, **fields):
+    """Tells the server how far a running call is (``summary``, or ``progress`` with optional
+    ``total`` and ``message``): the chat waiting on it streams it and the server's page shows
+    it; the model never sees it. Best effort: a report that fails changes nothing."""
+    body = dict(fields, call_id=call.get("call_id"), name=TOOL)
+    try:
+        post(Callback.server_url, "/api/tools/progress", body, timeout=1)
+    except (OSError, ValueError):
+        pass
 
 
 def get(server, path, timeout=5):
@@ -136,6 +153,7 @@ def main():
     parser.add_argument("--check-every", type=float, default=3.0)
     args = parser.parse_args()
     server = args.server.rstrip("/")
+    Callback.server_url = server
 
     httpd = ThreadingHTTPServer(("127.0.0.1", args.port), Callback)
     httpd.daemon_threads = True

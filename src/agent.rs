@@ -2,11 +2,13 @@
 //!
 //! An [`Agent`] is a [`Client`] (any provider), a [`ToolRegistry`] and a few settings.
 //! [`Agent::run`] returns an [`AgentStream`] of [`AgentEvent`]s: every model event as it
-//! arrives, each tool call as it starts and finishes, and the end of each turn. Each call starts
-//! as soon as it is final (its `ToolCallComplete` event), while the rest of the turn still
-//! streams; calls run concurrently and their results join the conversation in call order. The
-//! loop ends when the model answers without calling a tool, when a stop condition or a hook
-//! says so, or with [`Error::MaxTurns`]. Dropping the stream cancels everything in flight (the
+//! arrives, each tool call as it starts and finishes (with the progress and summary its handler
+//! reports meanwhile, for the people waiting: [`AgentEvent::ToolProgress`],
+//! [`AgentEvent::ToolSummary`]; they never reach the model), and the end of each turn. Each
+//! call starts as soon as it is final (its `ToolCallComplete` event), while the rest of the turn
+//! still streams; calls run concurrently and their results join the conversation in call
+//! order. The loop ends when the model answers without calling a tool, when a stop condition or
+//! a hook says so, or with [`Error::MaxTurns`]. Dropping the stream cancels everything in flight (the
 //! model request and the running tools).
 //!
 //! Tool problems never end the loop: malformed or truncated arguments, unknown tools, schema
@@ -108,7 +110,7 @@ use tracing::Instrument;
 use crate::client::{Client, Router};
 use crate::error::{Error, Result};
 use crate::provider::ProviderKind;
-use crate::tools::{ToolRegistry, ToolSelection};
+use crate::tools::{Reporter, ToolRegistry, ToolSelection, Update};
 use crate::types::{
     AssistantMessage, ChatRequest, ChatResponse, Message, StreamEvent, ToolCall, ToolResult, Usage,
 };
@@ -136,6 +138,33 @@ pub enum AgentEvent {
     /// A tool call is about to run (malformed calls too: they get an error result at once),
     /// with the arguments the before-tool hook rewrote it to, if it did.
     ToolStarted(ToolCall),
+    /// A running call's handler (or its MCP server) reported how far it is; for the people
+    /// waiting, never sent to the model. Coalesced: at most one per
+    /// [`REPORT_INTERVAL`](crate::tools::REPORT_INTERVAL) per call, the latest value winning,
+    /// and always before the call's [`AgentEvent::ToolFinished`].
+    ToolProgress {
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The progress so far.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// What is happening now.
+        message: Option<String>,
+    },
+    /// A running call's handler set a short human summary of the call ("Searching 3 wikis…");
+    /// for the people waiting, never sent to the model. Coalesced like
+    /// [`AgentEvent::ToolProgress`].
+    ToolSummary {
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The summary.
+        summary: String,
+    },
     /// A tool call finished; results arrive as calls finish, not in call order.
     ToolFinished(ToolResult),
     /// The before-tool hook denied a call: it does not run, and its error result (carrying
@@ -782,9 +811,42 @@ async fn run_call(agent: &Agent, index: usize, call: ToolCall, shared: &Shared) 
         }
     }
     shared.emit(AgentEvent::ToolStarted(to_run.clone()));
-    let result = agent.registry.dispatch(&to_run, &agent.selection).await;
+    let (reporter, mut reports) = Reporter::channel();
+    let running = agent
+        .registry
+        .dispatch_reporting(&to_run, &agent.selection, reporter);
+    let mut running = std::pin::pin!(running);
+    let result = loop {
+        tokio::select! {
+            result = &mut running => break result,
+            update = reports.next() => emit_update(shared, &to_run, update),
+        }
+    };
+    // What came after the last update (the final report of a fast handler) still goes out,
+    // before the result.
+    emit_update(shared, &to_run, reports.take());
     shared.emit(AgentEvent::ToolFinished(result.clone()));
     (index, Ran { result, mark })
+}
+
+/// One coalesced update of a running call as events: its summary first, then its progress.
+fn emit_update(shared: &Shared, call: &ToolCall, update: Update) {
+    if let Some(summary) = update.summary {
+        shared.emit(AgentEvent::ToolSummary {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            summary,
+        });
+    }
+    if let Some(p) = update.progress {
+        shared.emit(AgentEvent::ToolProgress {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            progress: p.progress,
+            total: p.total,
+            message: p.message,
+        });
+    }
 }
 
 /// Runs a hook, turning a panic (while building its future or while it runs) or a timeout

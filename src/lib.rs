@@ -74,7 +74,8 @@ pub use providers::provider_for;
 /// arguments are optional). `#[toolwire::tool(name = "...", description = "...")]` overrides
 /// either. The function returns `Result<T, E>` (`T: Serialize`, `E` any `std::error::Error` or
 /// [`ToolError`](tools::ToolError)) or a plain `T: Serialize`; a
-/// [`ToolReply`](tools::ToolReply) carries content parts.
+/// [`ToolReply`](tools::ToolReply) carries content parts. While it runs, the function reports
+/// progress for the people waiting through [`Reporter::current`](tools::Reporter::current).
 ///
 /// ```
 /// use toolwire::tools::{Tool, ToolError};

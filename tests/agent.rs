@@ -1171,3 +1171,120 @@ async fn prompt_uses_the_providers_default_model_when_none_is_set() {
     assert_eq!(agent.prompt("hello").await.unwrap(), "hi");
     assert_eq!(server.requests()[0].body["model"], "claude-haiku-4-5");
 }
+
+/// Looks through three wikis, reporting as it goes (through the reporter of its task).
+#[toolwire::tool]
+async fn search_wikis(query: String) -> String {
+    let progress = toolwire::tools::Reporter::current();
+    progress.summary(format!("Searching 3 wikis for {query}…"));
+    for wiki in 1..=3 {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        progress.report(
+            toolwire::tools::Progress::new(f64::from(wiki))
+                .with_total(3.0)
+                .with_message(format!("wiki {wiki} searched")),
+        );
+    }
+    format!("found {query} in wiki 2")
+}
+
+#[tokio::test]
+async fn progress_and_summary_are_events_before_the_result_and_never_reach_the_model() {
+    use toolwire::tools::Progress;
+    let registry = ToolRegistry::new();
+    registry.register_typed(SearchWikis).unwrap();
+    // A closure tool reporting through its input, in a tight loop: coalesced, not flooded.
+    let def = ToolDefinition::new("count", "Counts").unwrap();
+    registry
+        .register(Tool::from_input_fn(def, |input| async move {
+            input.progress.summary("Counting to 100000");
+            for i in 1..=100_000u32 {
+                input
+                    .progress
+                    .report(Progress::new(f64::from(i)).with_total(100_000.0));
+            }
+            Ok(json!("counted"))
+        }))
+        .unwrap();
+    let script = Script::new()
+        .then(MockReply::tool_calls([
+            call("call_w", "search_wikis", r#"{"query":"maid"}"#),
+            call("call_c", "count", "{}"),
+        ]))
+        .then(MockReply::text("It is in wiki 2."));
+    let (server, agent) = start_with(ProviderKind::OpenAi, script, registry)
+        .await
+        .unwrap();
+    let (events, err) = collect(&agent, request()).await;
+    assert!(err.is_none(), "{err:?}");
+
+    let of = |id: &str| -> Vec<&AgentEvent> {
+        events
+            .iter()
+            .filter(|e| match e {
+                AgentEvent::ToolStarted(c) => c.id == id,
+                AgentEvent::ToolFinished(r) => r.call_id == id,
+                AgentEvent::ToolProgress { call_id, .. }
+                | AgentEvent::ToolSummary { call_id, .. } => call_id == id,
+                _ => false,
+            })
+            .collect()
+    };
+    let wiki = of("call_w");
+    assert!(
+        matches!(wiki.first(), Some(AgentEvent::ToolStarted(_))),
+        "{wiki:?}"
+    );
+    assert!(
+        matches!(wiki.last(), Some(AgentEvent::ToolFinished(_))),
+        "{wiki:?}"
+    );
+    assert_eq!(
+        wiki[1],
+        &AgentEvent::ToolSummary {
+            call_id: "call_w".into(),
+            name: "search_wikis".into(),
+            summary: "Searching 3 wikis for maid…".into(),
+        }
+    );
+    let reported: Vec<(f64, Option<f64>, Option<String>)> = wiki
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolProgress {
+                progress,
+                total,
+                message,
+                ..
+            } => Some((*progress, *total, message.clone())),
+            _ => None,
+        })
+        .collect();
+    // The reports are 150 ms apart, three times the coalescing interval: each one arrives.
+    assert_eq!(
+        reported,
+        [1.0, 2.0, 3.0].map(|n| (n, Some(3.0), Some(format!("wiki {n} searched"))))
+    );
+    let count = of("call_c");
+    let progress_events = count
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::ToolProgress { .. }))
+        .count();
+    assert!((1..=3).contains(&progress_events), "{count:?}");
+    assert!(
+        matches!(count[count.len() - 2], AgentEvent::ToolProgress { progress, .. } if *progress == 100_000.0),
+        "the last report goes out before the result: {count:?}"
+    );
+
+    // Neither the summaries nor the progress messages reach the model, the results or the
+    // conversation.
+    let second = serde_json::to_string(&server.requests()[1].body).unwrap();
+    assert!(second.contains("found maid in wiki 2"), "{second}");
+    for secret in ["Searching 3 wikis", "Counting to", "wiki 3 searched"] {
+        assert!(
+            !second.contains(secret),
+            "{secret} reached the model: {second}"
+        );
+    }
+    let history = format!("{:?}", events.last());
+    assert!(!history.contains("Searching 3 wikis"), "{history}");
+}

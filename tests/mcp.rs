@@ -344,6 +344,22 @@ fn registered_tools_run_through_the_registry() {
         let call = ToolCall::new("c3", "py_fail", r#"{"reason":"no"}"#);
         let result = registry.dispatch(&call, &all).await;
         assert!(result.is_error);
+        // The message is the text; it is not repeated as a part.
+        assert!(result.content.is_empty(), "{result:?}");
+
+        // An error with more than text keeps its parts and its structuredContent.
+        let call = ToolCall::new("c3b", "py_broke", "{}");
+        let result = registry.dispatch(&call, &all).await;
+        assert!(result.is_error);
+        assert_eq!(result.error.as_deref(), Some("the chart did not render"));
+        assert_eq!(result.output, json!({"code": 7}));
+        assert_eq!(
+            result.content,
+            vec![
+                Part::text("the chart did not render"),
+                Part::image("image/png", PNG)
+            ]
+        );
 
         // The registry's timeout stops a slow call (and cancels it on the server); the
         // connection still answers afterwards.
@@ -361,6 +377,63 @@ fn registered_tools_run_through_the_registry() {
             .await
             .unwrap();
         assert_eq!(again.content, vec![Part::text("still here")]);
+        connection.close().await;
+    });
+}
+
+/// A FastMCP tool's `ctx.report_progress(...)`: the call carries a progress token, and each
+/// notification reaches the call's reporter (through the registry, as the agent runs it, and
+/// through `Connection::call_reporting`); the result is unchanged by it.
+#[test]
+fn progress_notifications_reach_the_calls_reporter() {
+    use toolwire::tools::{Progress, Reporter};
+    runtime().block_on(async {
+        let connection = Connection::connect(&stdio_endpoint()).await.unwrap();
+        let registry = ToolRegistry::new();
+        connection
+            .register(&registry, &Mount::new("py"))
+            .await
+            .unwrap();
+        let all = ToolSelection::default();
+
+        let (reporter, mut reports) = Reporter::channel();
+        let call = ToolCall::new("c1", "py_slow", r#"{"seconds":0.8}"#);
+        let running = registry.dispatch_reporting(&call, &all, reporter);
+        let mut running = std::pin::pin!(running);
+        let mut seen: Vec<Progress> = Vec::new();
+        let result = loop {
+            tokio::select! {
+                result = &mut running => break result,
+                update = reports.next() => seen.extend(update.progress),
+            }
+        };
+        seen.extend(reports.take().progress);
+        assert!(!result.is_error, "{result:?}");
+        assert_eq!(result.content, vec![Part::text("done")]);
+        // The server sleeps 0.2 s between reports, longer than the coalescing interval.
+        let expected: Vec<Progress> = (0..4)
+            .map(|i| {
+                Progress::new(f64::from(i))
+                    .with_total(4.0)
+                    .with_message(format!("step {} of 4", i + 1))
+            })
+            .collect();
+        assert_eq!(seen, expected);
+
+        let (reporter, mut reports) = Reporter::channel();
+        let answer = connection
+            .call_reporting("slow", json!({"seconds": 0.2}), reporter)
+            .await
+            .unwrap();
+        assert_eq!(answer.content, vec![Part::text("done")]);
+        let last = reports.take().progress.unwrap();
+        assert_eq!((last.progress, last.total), (3.0, Some(4.0)));
+        // Without a listener no token is sent, and the call works as before.
+        let plain = connection
+            .call("slow", json!({"seconds": 0.1}))
+            .await
+            .unwrap();
+        assert_eq!(plain.content, vec![Part::text("done")]);
         connection.close().await;
     });
 }
@@ -584,6 +657,44 @@ fn serve_mounts_mcp_servers() {
         assert_eq!(tool_messages.len(), 1, "{answer}");
         assert_eq!(tool_messages[0]["name"], "py_echo");
         assert_eq!(tool_messages[0]["is_error"], json!(false), "{answer}");
+
+        // A slow MCP tool's progress streams as `tool_progress` events, and the log shows
+        // the latest report.
+        let streamed = http()
+            .post(format!("{base}/api/chat"))
+            .json(&json!({"message": "please run py_slow seconds=0.8", "stream": true}))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let progress: Vec<Value> = streamed
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .filter(|v| v["type"] == "tool_progress")
+            .collect();
+        assert!(progress.len() >= 2, "{streamed}");
+        assert_eq!(progress[0]["name"], "py_slow");
+        assert_eq!(progress[0]["total"], json!(4.0));
+        assert!(
+            progress.iter().any(|p| p["message"] == "step 2 of 4"),
+            "{streamed}"
+        );
+        let finished = streamed.find("event: tool_finished").unwrap();
+        assert!(streamed.find("event: tool_progress").unwrap() < finished);
+        let calls: Value = http()
+            .get(format!("{base}/api/calls"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let slow = &calls["calls"][0];
+        assert_eq!(slow["name"], "py_slow", "{calls}");
+        assert_eq!(slow["progress"]["message"], "step 4 of 4", "{calls}");
 
         chat(base, "please run py_grow").await;
         wait_for(base, "py_extra", true).await;

@@ -555,3 +555,68 @@ async fn answer_ends_the_run_at_the_answer_or_says_the_session_closed_first() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_running_calls_progress_is_an_event_and_never_sent_to_the_model() {
+    use toolwire::tools::{Progress, Tool};
+    let tools = ToolRegistry::new();
+    let def = toolwire::ToolDefinition::new("get_weather", "Weather in a city").unwrap();
+    tools
+        .register(Tool::from_input_fn(def, |input| async move {
+            input.progress.summary("Asking 2 weather stations…");
+            for station in 1..=2 {
+                tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+                input.progress.report(
+                    Progress::new(f64::from(station))
+                        .with_total(2.0)
+                        .with_message(format!("station {station} answered")),
+                );
+            }
+            Ok(json!({"temp_c": 18}))
+        }))
+        .unwrap();
+    for kind in [RealtimeKind::OpenAiRealtime, RealtimeKind::GeminiLive] {
+        let script = RealtimeScript::new()
+            .then(calls(&[("call_a", "Paris")]))
+            .then(RealtimeReply::text("18 degrees."));
+        let (events, server) = drive(kind, RealtimeAgent::new(tools.clone()), script).await;
+        let steps: Vec<String> = events
+            .iter()
+            .filter_map(|e| match e {
+                RealtimeAgentEvent::ToolStarted(c) => Some(format!("started {}", c.id)),
+                RealtimeAgentEvent::ToolSummary {
+                    call_id, summary, ..
+                } => Some(format!("summary {call_id} {summary}")),
+                RealtimeAgentEvent::ToolProgress {
+                    call_id,
+                    progress,
+                    total,
+                    message,
+                    ..
+                } => Some(format!(
+                    "progress {call_id} {progress}/{total:?} {}",
+                    message.as_deref().unwrap_or_default()
+                )),
+                RealtimeAgentEvent::ToolFinished(r) => Some(format!("finished {}", r.call_id)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                "started call_a",
+                "summary call_a Asking 2 weather stations…",
+                "progress call_a 1/Some(2.0) station 1 answered",
+                "progress call_a 2/Some(2.0) station 2 answered",
+                "finished call_a",
+            ],
+            "{kind}"
+        );
+        let sent = serde_json::to_string(&server.received()).unwrap();
+        assert!(sent.contains("temp_c"), "{kind}: {sent}");
+        assert!(
+            !sent.contains("weather stations") && !sent.contains("answered"),
+            "{kind}: progress reached the model: {sent}"
+        );
+    }
+}

@@ -1466,6 +1466,13 @@ fn the_python_example_plugin_serves_a_tool_the_model_uses() {
             tool(&listing, "default", "get_weather")["source"],
             "plugin:python-weather"
         );
+        // The plugin told the people waiting what it was doing; the model never saw it.
+        let (_, calls) = get(&url, "/api/calls").await;
+        assert_eq!(
+            calls["calls"][0]["summary"], "Looking up the weather in example…",
+            "{calls}"
+        );
+        assert!(!answer.to_string().contains("Looking up"), "{answer}");
     });
 
     signal(&plugin.0, "TERM");
@@ -1522,6 +1529,196 @@ async fn the_event_feed_reports_registrations_and_calls_as_they_happen() {
     server.shutdown().await;
 }
 
+/// Waits for the plugin to receive a call at `path`; its call id.
+async fn call_received(cb: &Callbacks, path: &str) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        let found = cb
+            .received
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, body)| body["call_id"].as_str().unwrap_or_default().to_owned());
+        if let Some(id) = found {
+            return id;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no call at {path}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `POST /api/tools/progress`: a plugin reports how far a running call of its tool is; the
+/// chat streams it, the call log keeps the latest, and a call no longer running refuses it.
+#[tokio::test]
+async fn a_plugin_reports_progress_of_its_running_call() {
+    let server = start(ServerConfig::new()).await;
+    let url = server.url();
+    let cb = Callbacks::start().await;
+    post(
+        &url,
+        "/api/tools/register",
+        registration("get_weather", &cb.url("/hang")),
+    )
+    .await;
+    for (body, status, field) in [
+        (json!({}), 422, "call_id"),
+        (json!({"call_id": "c"}), 422, "progress"),
+        (json!({"call_id": "c", "progress": -1}), 422, "progress"),
+        (json!({"call_id": "c", "total": 3}), 422, "progress"),
+        (
+            json!({"call_id": "c", "progress": 1, "colour": "red"}),
+            422,
+            "colour",
+        ),
+        (
+            json!({"call_id": "c", "progress": 1}),
+            404,
+            "of a callback tool is running",
+        ),
+    ] {
+        let (got, answer) = post(&url, "/api/tools/progress", body.clone()).await;
+        assert_eq!(got, status, "{body} -> {answer}");
+        assert!(answer.to_string().contains(field), "{body} -> {answer}");
+    }
+
+    let mut stream = http()
+        .post(format!("{url}/api/chat"))
+        .json(&json!({"message": "get_weather", "stream": true}))
+        .send()
+        .await
+        .unwrap();
+    let call_id = call_received(&cb, "/hang").await;
+    let report = json!({"call_id": call_id, "name": "get_weather",
+                        "summary": "Looking at the sky over Paris…",
+                        "progress": 2, "total": 3, "message": "2 of 3 stations"});
+    let (status, answer) = post(&url, "/api/tools/progress", report.clone()).await;
+    assert_eq!(status, 200, "{answer}");
+    let mut text = String::new();
+    let read = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(chunk) = stream.chunk().await.unwrap() {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            if text.contains("event: tool_progress") {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "no progress in the stream: {text}");
+    let data: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect();
+    let summary = data.iter().find(|d| d["type"] == "tool_summary").unwrap();
+    assert_eq!(summary["summary"], "Looking at the sky over Paris…");
+    assert_eq!(summary["call_id"], call_id.as_str());
+    let progress = data.iter().find(|d| d["type"] == "tool_progress").unwrap();
+    assert_eq!(
+        (
+            &progress["progress"],
+            &progress["total"],
+            &progress["message"]
+        ),
+        (&json!(2.0), &json!(3.0), &json!("2 of 3 stations"))
+    );
+    let (_, calls) = get(&url, "/api/calls").await;
+    let running = &calls["calls"][0];
+    assert_eq!(running["status"], "running", "{calls}");
+    assert_eq!(running["summary"], "Looking at the sky over Paris…");
+    assert_eq!(running["progress"]["message"], "2 of 3 stations");
+
+    // The client leaves: the run and its call end, and the call takes no more reports.
+    drop(stream);
+    let started = std::time::Instant::now();
+    loop {
+        let (status, _) = post(&url, "/api/tools/progress", report.clone()).await;
+        if status == 404 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "still {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    server.shutdown().await;
+}
+
+/// A Rust plugin's handler reports through its `ToolInput::progress`; the plugin forwards each
+/// report to the server, and the chat streams it before the result.
+#[tokio::test]
+async fn a_rust_plugins_progress_reaches_the_chat() {
+    use toolwire::tools::{Progress, Tool};
+    let server = start(ServerConfig::new()).await;
+    let url = server.url();
+    let tools = ToolRegistry::new();
+    let def = toolwire::ToolDefinition::new("survey", "Asks the weather stations").unwrap();
+    tools
+        .register(Tool::from_input_fn(def, |input| async move {
+            input.progress.summary("Asking 3 weather stations…");
+            for station in 1..=3 {
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                input.progress.report(
+                    Progress::new(f64::from(station))
+                        .with_total(3.0)
+                        .with_message(format!("station {station} answered")),
+                );
+            }
+            Ok(json!({"stations": 3}))
+        }))
+        .unwrap();
+    let plugin = Plugin::new(url.clone(), tools)
+        .with_source("plugin:survey")
+        .start()
+        .await
+        .unwrap();
+    plugin.registered().await;
+    let text = http()
+        .post(format!("{url}/api/chat"))
+        .json(&json!({"message": "please run survey", "stream": true}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let data: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect();
+    let kinds: Vec<&str> = data
+        .iter()
+        .filter_map(|d| d["type"].as_str())
+        .filter(|t| t.starts_with("tool_"))
+        .collect();
+    let summary = kinds.iter().position(|k| *k == "tool_summary");
+    let finished = kinds.iter().position(|k| *k == "tool_finished");
+    assert!(summary.is_some() && summary < finished, "{kinds:?}");
+    let messages: Vec<&str> = data
+        .iter()
+        .filter(|d| d["type"] == "tool_progress")
+        .filter_map(|d| d["message"].as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "station 1 answered",
+            "station 2 answered",
+            "station 3 answered"
+        ],
+        "{text}"
+    );
+    let done = data.iter().find(|d| d["type"] == "done").unwrap();
+    assert!(!done.to_string().contains("weather stations…"), "{done}");
+    plugin.shutdown().await.unwrap();
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn the_page_shows_a_call_made_through_chat_in_headless_chromium() {
     let chromium = ["chromium", "chromium-browser", "google-chrome"]
@@ -1557,6 +1754,24 @@ async fn the_page_shows_a_call_made_through_chat_in_headless_chromium() {
     )
     .await;
     assert_eq!(status, 200);
+    // A call still running, whose plugin has reported a summary and progress.
+    post(
+        &url,
+        "/api/tools/register",
+        registration("slow_weather", &cb.url("/hang")),
+    )
+    .await;
+    let chatting = {
+        let url = url.clone();
+        tokio::spawn(
+            async move { post(&url, "/api/chat", json!({"message": "slow_weather"})).await },
+        )
+    };
+    let call_id = call_received(&cb, "/hang").await;
+    let report = json!({"call_id": call_id, "summary": "Looking at the sky over Paris…",
+                        "progress": 2, "total": 3, "message": "2 of 3 stations"});
+    let (status, answer) = post(&url, "/api/tools/progress", report).await;
+    assert_eq!(status, 200, "{answer}");
 
     let profile = scratch("chromium");
     let page = format!("{url}/");
@@ -1616,6 +1831,16 @@ async fn the_page_shows_a_call_made_through_chat_in_headless_chromium() {
         calls.contains(r#"{"city":"example"}"#),
         "the arguments are not shown:\n{calls}"
     );
+    let running = calls
+        .find(r#"<tr class="call running""#)
+        .map(|at| &calls[at..at + calls[at..].find("</tr>").unwrap()])
+        .unwrap_or_else(|| panic!("no running call row:\n{calls}"));
+    assert!(
+        running.contains(
+            "<td class=\"mono result progress\">Looking at the sky over Paris…\n2 / 3 (67%) — 2 of 3 stations</td>"
+        ),
+        "the running call's summary and progress are not shown:\n{running}"
+    );
     // And the tools table with the call counted.
     let start = dom.find(r#"<div id="tools">"#).expect("the tools section");
     let tools = &dom[start..start + dom[start..].find("</div>").unwrap()];
@@ -1627,6 +1852,7 @@ async fn the_page_shows_a_call_made_through_chat_in_headless_chromium() {
         tools.contains("<td>1</td>"),
         "the call is not counted:\n{tools}"
     );
+    chatting.abort();
     server.shutdown().await;
 }
 

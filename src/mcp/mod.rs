@@ -15,6 +15,11 @@
 //! destructive tool runs. [`Connection::follow`] keeps the registry in step when the server
 //! announces `notifications/tools/list_changed`.
 //!
+//! A call whose caller listens for progress (the agent always does; directly,
+//! [`Connection::call_reporting`]) carries a progress token, and the server's
+//! `notifications/progress` for it go to the call's [`Reporter`]: they become the agent's
+//! `ToolProgress` events, for the people waiting, never for the model.
+//!
 //! MCP servers ship schemas that some providers refuse. The agent lowers every tool's schema
 //! for its provider before each request; a tool the provider cannot take is left out of that
 //! request with a reason (a `tracing` warning), and the turn goes on with the others.
@@ -36,11 +41,14 @@
 //! # Ok(()) }
 //! ```
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion, SubscriptionFilter};
+use rmcp::model::{
+    CallToolRequestParams, ClientConfig, NumberOrString, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, RequestMetaObject, SubscriptionFilter,
+};
 use rmcp::service::{NotificationContext, Peer, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde::Serialize;
@@ -49,7 +57,7 @@ use tokio::sync::watch;
 
 use crate::error::{Error, Result};
 use crate::provider::Provider;
-use crate::tools::{Tool, ToolAnnotations, ToolError, ToolRegistry, ToolReply};
+use crate::tools::{Progress, Reporter, Tool, ToolAnnotations, ToolError, ToolRegistry, ToolReply};
 use crate::types::{Part, ToolDefinition};
 
 /// How long connecting (starting the child or reaching the URL, and the MCP handshake) may take
@@ -192,11 +200,17 @@ impl McpResult {
         }
     }
 
-    /// As a handler's answer: a reply, or a failure with the message and the output.
+    /// As a handler's answer: a reply, or a failure with the message (the text content) and
+    /// the output. A failure's parts are kept when it has more than text (an image of what
+    /// went wrong); text alone is the message already, and is not repeated.
     fn into_reply(self) -> std::result::Result<ToolReply, ToolError> {
         if self.is_error {
             let message = self.error.unwrap_or_default();
-            Err(ToolError::new(message).with_output(self.output))
+            let media = self.content.iter().any(|p| p.as_text().is_none());
+            let content = if media { self.content } else { Vec::new() };
+            Err(ToolError::new(message)
+                .with_output(self.output)
+                .with_content(content))
         } else {
             Ok(ToolReply::new(self.output).with_content(self.content))
         }
@@ -300,15 +314,31 @@ impl Mount {
     }
 }
 
-/// What toolwire does with the server's notifications: counts tool list changes.
+/// What toolwire does with the server's notifications: counts tool list changes and hands
+/// `notifications/progress` to the reporter of the call that asked for them.
 #[derive(Clone)]
 struct Listener {
     changed: Arc<watch::Sender<u64>>,
+    watched: Arc<Watched>,
 }
 
 impl ClientHandler for Listener {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.changed.send_modify(|n| *n += 1);
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        // A token no running call holds (a late or invented one) is dropped.
+        if let Some(reporter) = self.watched.reporter(&params.progress_token) {
+            let mut progress = Progress::new(params.progress);
+            progress.total = params.total;
+            progress.message = params.message;
+            reporter.report(progress);
+        }
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -319,11 +349,54 @@ impl ClientHandler for Listener {
     }
 }
 
+/// The calls waiting for progress: each `tools/call` whose caller listens sends a fresh
+/// progress token, and the server's notifications carrying it go to that call's reporter.
+#[derive(Default)]
+struct Watched {
+    calls: Mutex<(i64, HashMap<ProgressToken, Reporter>)>,
+}
+
+impl Watched {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (i64, HashMap<ProgressToken, Reporter>)> {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A fresh token for `reporter`, held until the guard is dropped.
+    fn watch(self: &Arc<Self>, reporter: Reporter) -> WatchGuard {
+        let mut calls = self.lock();
+        calls.0 += 1;
+        let token = ProgressToken(NumberOrString::Number(calls.0));
+        calls.1.insert(token.clone(), reporter);
+        WatchGuard {
+            watched: Arc::clone(self),
+            token,
+        }
+    }
+
+    fn reporter(&self, token: &ProgressToken) -> Option<Reporter> {
+        self.lock().1.get(token).cloned()
+    }
+}
+
+/// A call's progress token; the call stops being watched when it is dropped (answered,
+/// timed out or cancelled).
+struct WatchGuard {
+    watched: Arc<Watched>,
+    token: ProgressToken,
+}
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.watched.lock().1.remove(&self.token);
+    }
+}
+
 /// What a connection's tools and its follower share: the peer to send requests to, how errors
 /// name the server, and the tail of the child's standard error.
 struct Shared {
     label: String,
     peer: Peer<RoleClient>,
+    watched: Arc<Watched>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
 }
 
@@ -377,12 +450,15 @@ impl Shared {
     /// The registry entry for `tool`: a handler that calls it on the server.
     fn tool(&self, definition: ToolDefinition, tool: &McpTool, mount: &Mount) -> Tool {
         let peer = self.peer.clone();
+        let watched = Arc::clone(&self.watched);
         let label = self.label.clone();
         let remote = tool.name.clone();
         let mut t = Tool::from_input_fn(definition, move |input| {
             let (peer, label, remote) = (peer.clone(), label.clone(), remote.clone());
+            let watched = Arc::clone(&watched);
             async move {
-                match call(&peer, &remote, input.arguments).await {
+                let progress = input.progress.clone();
+                match call(&peer, &watched, &remote, input.arguments, progress).await {
                     Ok(result) => result.into_reply(),
                     Err(message) => Err(ToolError::new(format!("MCP server {label}: {message}"))),
                 }
@@ -441,6 +517,7 @@ impl Connection {
         let (sender, changed) = watch::channel(0u64);
         let listener = Listener {
             changed: Arc::new(sender),
+            watched: Arc::default(),
         };
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         let fail = |message: String| Error::Mcp {
@@ -493,6 +570,7 @@ impl Connection {
             shared: Arc::new(Shared {
                 label,
                 peer: service.peer().clone(),
+                watched: Arc::clone(&listener.watched),
                 stderr,
             }),
             service,
@@ -514,7 +592,20 @@ impl Connection {
     /// Calls the server's tool `name` with an arguments object. A tool that reports an error
     /// is an `Ok` result with `is_error` set; the server failing is an [`Error::Mcp`].
     pub async fn call(&self, name: &str, arguments: Value) -> Result<McpResult> {
-        match call(&self.shared.peer, name, arguments).await {
+        self.call_reporting(name, arguments, Reporter::none()).await
+    }
+
+    /// [`Connection::call`], asking the server for progress (a `progressToken` in the
+    /// request's `_meta`): each `notifications/progress` it sends for the call goes to
+    /// `progress`, coalesced like any handler's reports.
+    pub async fn call_reporting(
+        &self,
+        name: &str,
+        arguments: Value,
+        progress: Reporter,
+    ) -> Result<McpResult> {
+        let shared = &self.shared;
+        match call(&shared.peer, &shared.watched, name, arguments, progress).await {
             Ok(result) => Ok(result),
             Err(message) => Err(with_stderr(self.shared.error(message), &self.shared.stderr).await),
         }
@@ -569,10 +660,14 @@ impl Connection {
 }
 
 /// One `tools/call`; the error is the reason, for the caller to attach the server's name to.
+/// When `progress` is listened to, the request carries a progress token and the server's
+/// progress notifications for it go there while the call runs.
 async fn call(
     peer: &Peer<RoleClient>,
+    watched: &Arc<Watched>,
     name: &str,
     arguments: Value,
+    progress: Reporter,
 ) -> std::result::Result<McpResult, String> {
     let arguments = match arguments {
         Value::Object(map) => map,
@@ -584,7 +679,12 @@ async fn call(
             ));
         }
     };
-    let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+    let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+    let _watching = progress.is_listened().then(|| {
+        let guard = watched.watch(progress);
+        params.meta = Some(RequestMetaObject::with_progress_token(guard.token.clone()));
+        guard
+    });
     // Dropping this future (a timeout, a cancelled run) sends `notifications/cancelled`.
     match peer.call_tool(params).await {
         Ok(result) => Ok(McpResult::from_wire(name, result)),

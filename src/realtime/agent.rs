@@ -2,7 +2,9 @@
 //! complete (its `.done`, a whole Gemini call), through the [`ToolRegistry`]'s dispatch, and its
 //! result goes back in the dialect's shape; Gemini Live's cancellations cancel the running
 //! tools; an optional [`CallRateGuard`] refuses calls past a rate with an error result telling
-//! the model to answer.
+//! the model to answer. What a running call reports (its progress, a summary for the people
+//! waiting: [`crate::tools::Reporter`]) arrives as [`RealtimeAgentEvent::ToolProgress`] and
+//! [`RealtimeAgentEvent::ToolSummary`] before its result, and is never sent to the model.
 //!
 //! Tool problems are results, as in the HTTP [`crate::agent`]: malformed arguments, an unknown
 //! tool, a call without a name, a failing handler all become error results the model sees.
@@ -69,14 +71,14 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::future::{AbortHandle, Abortable, BoxFuture};
-use futures::stream::{FuturesUnordered, Stream, StreamExt};
+use futures::stream::{BoxStream, SelectAll, Stream, StreamExt};
 use serde_json::json;
 use tokio::time::Instant;
 
 use super::model::RealtimeEvent;
 use super::session::{RealtimeSession, SessionHandle};
 use crate::error::{Error, Result};
-use crate::tools::{ToolRegistry, ToolSelection};
+use crate::tools::{Reporter, Reports, ToolRegistry, ToolSelection, Update};
 use crate::types::{ChatResponse, ToolCall, ToolDefinition, ToolResult};
 
 /// At most `max_calls` tool calls run within `window`; past that, calls are not run and get an
@@ -158,6 +160,29 @@ pub enum RealtimeAgentEvent {
     Session(RealtimeEvent),
     /// A call is about to run (calls that cannot run get their error result at once).
     ToolStarted(ToolCall),
+    /// A running call reported how far it is (for the people waiting; never sent to the
+    /// model): as [`crate::agent::AgentEvent::ToolProgress`], coalesced the same way.
+    ToolProgress {
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The progress so far.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// What is happening now.
+        message: Option<String>,
+    },
+    /// A running call set a short human summary of itself (never sent to the model).
+    ToolSummary {
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The summary.
+        summary: String,
+    },
     /// A call's result, as it goes back to the model.
     ToolFinished(ToolResult),
     /// A running call was cancelled by the server; no result is sent for it.
@@ -213,7 +238,7 @@ impl RealtimeAgent {
                 guard,
                 recent: VecDeque::new(),
             }),
-            running: FuturesUnordered::new(),
+            running: SelectAll::new(),
             aborts: HashMap::new(),
             pending: VecDeque::new(),
         }
@@ -242,6 +267,53 @@ impl RealtimeAgent {
 
 type Running = Abortable<BoxFuture<'static, ToolResult>>;
 
+/// What a running call yields: its reports while it runs, then its end (a result, or aborted).
+enum Step {
+    Update(Update),
+    Done(std::result::Result<ToolResult, futures::future::Aborted>),
+}
+
+/// Where a call's steps stand.
+enum Steps {
+    Running(Running, Reports),
+    Ending(std::result::Result<ToolResult, futures::future::Aborted>),
+    Over,
+}
+
+/// A call's steps: each coalesced update while it runs, what came after the last one, then its
+/// end.
+fn steps(
+    call: ToolCall,
+    running: Running,
+    reports: Reports,
+) -> BoxStream<'static, (ToolCall, Step)> {
+    futures::stream::unfold(Steps::Running(running, reports), move |state| {
+        let call = call.clone();
+        async move {
+            match state {
+                Steps::Running(mut running, mut reports) => {
+                    tokio::select! {
+                        outcome = &mut running => {
+                            let last = reports.take();
+                            if last.progress.is_none() && last.summary.is_none() {
+                                Some(((call, Step::Done(outcome)), Steps::Over))
+                            } else {
+                                Some(((call, Step::Update(last)), Steps::Ending(outcome)))
+                            }
+                        }
+                        update = reports.next() => {
+                            Some(((call, Step::Update(update)), Steps::Running(running, reports)))
+                        }
+                    }
+                }
+                Steps::Ending(outcome) => Some(((call, Step::Done(outcome)), Steps::Over)),
+                Steps::Over => None,
+            }
+        }
+    })
+    .boxed()
+}
+
 /// A running realtime agent: a [`Stream`] of [`RealtimeAgentEvent`]s. Dropping it cancels the
 /// running tools and closes the session.
 pub struct RealtimeAgentStream {
@@ -250,9 +322,7 @@ pub struct RealtimeAgentStream {
     session: Option<RealtimeSession>,
     agent: RealtimeAgent,
     rate: Option<RateState>,
-    running: FuturesUnordered<
-        BoxFuture<'static, (ToolCall, Result<ToolResult, futures::future::Aborted>)>,
-    >,
+    running: SelectAll<BoxStream<'static, (ToolCall, Step)>>,
     aborts: HashMap<String, AbortHandle>,
     pending: VecDeque<Result<RealtimeAgentEvent>>,
 }
@@ -316,6 +386,26 @@ impl RealtimeAgentStream {
             .push_back(Ok(RealtimeAgentEvent::ToolFinished(result)));
     }
 
+    /// A running call's update as events, summary first (never sent to the model).
+    fn reported(&mut self, call: &ToolCall, update: Update) {
+        if let Some(summary) = update.summary {
+            self.pending.push_back(Ok(RealtimeAgentEvent::ToolSummary {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                summary,
+            }));
+        }
+        if let Some(p) = update.progress {
+            self.pending.push_back(Ok(RealtimeAgentEvent::ToolProgress {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                progress: p.progress,
+                total: p.total,
+                message: p.message,
+            }));
+        }
+    }
+
     fn on_session(&mut self, event: RealtimeEvent) {
         match &event {
             RealtimeEvent::CallReady { call, .. } => {
@@ -331,13 +421,16 @@ impl RealtimeAgentStream {
                 let registry = self.agent.registry.clone();
                 let selection = self.agent.selection.clone();
                 let run_call = call.clone();
-                let work: BoxFuture<'static, ToolResult> =
-                    Box::pin(async move { registry.dispatch(&run_call, &selection).await });
+                let (reporter, reports) = Reporter::channel();
+                let work: BoxFuture<'static, ToolResult> = Box::pin(async move {
+                    registry
+                        .dispatch_reporting(&run_call, &selection, reporter)
+                        .await
+                });
                 let (abort, registration) = AbortHandle::new_pair();
                 let running: Running = Abortable::new(work, registration);
                 self.aborts.insert(call.id.clone(), abort);
-                self.running
-                    .push(Box::pin(async move { (call, running.await) }));
+                self.running.push(steps(call, running, reports));
             }
             RealtimeEvent::CallsCancelled { ids } => {
                 for id in ids {
@@ -373,8 +466,15 @@ impl Stream for RealtimeAgentStream {
                 return Poll::Ready(Some(event));
             }
             let mut progressed = false;
-            while let Poll::Ready(Some((call, outcome))) = this.running.poll_next_unpin(cx) {
+            while let Poll::Ready(Some((call, step))) = this.running.poll_next_unpin(cx) {
                 progressed = true;
+                let outcome = match step {
+                    Step::Update(update) => {
+                        this.reported(&call, update);
+                        continue;
+                    }
+                    Step::Done(outcome) => outcome,
+                };
                 this.aborts.remove(&call.id);
                 match outcome {
                     Ok(result) if this.session.is_some() => this.finished(result),

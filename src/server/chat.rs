@@ -20,10 +20,104 @@ use crate::client::Client;
 use crate::error::Error;
 use crate::mock::{MockServer, Script};
 use crate::provider::ProviderKind;
+use crate::tools::{Progress, Reporter, ReporterOf};
 use crate::types::{ChatRequest, Message, ToolCall, ToolResult};
 
 /// The largest chat request body (a long conversation fits).
 pub(crate) const MAX_CHAT_BODY: usize = 8 << 20;
+
+/// The largest progress report body (a summary and a message, with room to spare).
+const MAX_PROGRESS_BODY: usize = 16 << 10;
+
+/// `POST /api/tools/progress`: a plugin reports how far a call to one of its callback tools
+/// is, while the call runs: `{"call_id", "name"?, "progress"?, "total"?, "message"?,
+/// "summary"?}`. It reaches the chat running the call (as `tool_progress` and `tool_summary`
+/// events) and the page, never the model. 404 when no such call is running (it ended, or its
+/// chat does not listen), 409 when the id is ambiguous and no `name` settles it.
+pub(crate) async fn progress(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let map = match read_object(&headers, body, MAX_PROGRESS_BODY).await {
+        Ok(m) => m,
+        Err(r) => return r.into_response(),
+    };
+    let mut f = Fields::new(map);
+    let call_id = f.required_string("call_id");
+    let name = f.string("name");
+    let progress = f.number("progress");
+    let total = f.number("total");
+    let message = f.string("message");
+    let summary = f.string("summary");
+    for (field, value) in [("progress", progress), ("total", total)] {
+        if value.is_some_and(|v| v < 0.0) {
+            f.problem(field, "greater_than_equal", "must not be negative");
+        }
+    }
+    if progress.is_none() && summary.is_none() && !f.has_problem("progress") {
+        f.problem(
+            "progress",
+            "missing",
+            "send progress (a number), summary (text), or both",
+        );
+    }
+    if progress.is_none() && (total.is_some() || message.is_some()) {
+        f.problem("progress", "missing", "total and message go with progress");
+    }
+    if let Err(r) = f.finish() {
+        return r.into_response();
+    }
+    let Some(call_id) = call_id else {
+        return Reject::field("call_id", "missing", "field required").into_response();
+    };
+    let mut found: Vec<Reporter> = Vec::new();
+    let mut several = 0;
+    for role in &app.roles {
+        match role.registry.reporter_of(&call_id, name.as_deref()) {
+            ReporterOf::One(r) if !found.contains(&r) => found.push(r),
+            ReporterOf::Several(n) => several += n,
+            _ => {}
+        }
+    }
+    let reporter = match (found.as_slice(), several) {
+        ([one], 0) => one.clone(),
+        ([], 0) => {
+            return Reject::new(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no call {call_id:?}{} of a callback tool is running (it ended, or nobody \
+                     listens to its progress)",
+                    name.as_deref()
+                        .map(|n| format!(" to {n:?}"))
+                        .unwrap_or_default()
+                ),
+            )
+            .into_response();
+        }
+        _ => {
+            return Reject::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "several running calls have the id {call_id:?}: add the tool's name \
+                     (\"name\") to say which"
+                ),
+            )
+            .into_response();
+        }
+    };
+    if let Some(summary) = summary {
+        reporter.summary(summary);
+    }
+    if let Some(progress) = progress {
+        reporter.report(Progress {
+            progress,
+            total,
+            message,
+        });
+    }
+    json_response(StatusCode::OK, &json!({"ok": true}))
+}
 
 /// `POST /api/chat`.
 pub(crate) async fn chat(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
@@ -179,6 +273,29 @@ impl Observer {
         match event {
             AgentEvent::ToolStarted(call) => self.started(call),
             AgentEvent::ToolFinished(result) => self.finished(result),
+            AgentEvent::ToolProgress {
+                call_id,
+                progress,
+                total,
+                message,
+                ..
+            } => {
+                if let Some(id) = self.running.get(call_id) {
+                    let report = Progress {
+                        progress: *progress,
+                        total: *total,
+                        message: message.clone(),
+                    };
+                    self.app.live.call_progress(*id, report);
+                }
+            }
+            AgentEvent::ToolSummary {
+                call_id, summary, ..
+            } => {
+                if let Some(id) = self.running.get(call_id) {
+                    self.app.live.call_summary(*id, summary);
+                }
+            }
             _ => {}
         }
     }
@@ -315,6 +432,25 @@ fn sse_event(e: &AgentEvent) -> Option<Event> {
         AgentEvent::ToolStarted(call) => event(
             "tool_started",
             json!({"type": "tool_started", "call": call}),
+        ),
+        AgentEvent::ToolProgress {
+            call_id,
+            name,
+            progress,
+            total,
+            message,
+        } => event(
+            "tool_progress",
+            json!({"type": "tool_progress", "call_id": call_id, "name": name,
+                   "progress": progress, "total": total, "message": message}),
+        ),
+        AgentEvent::ToolSummary {
+            call_id,
+            name,
+            summary,
+        } => event(
+            "tool_summary",
+            json!({"type": "tool_summary", "call_id": call_id, "name": name, "summary": summary}),
         ),
         AgentEvent::ToolFinished(result) => event(
             "tool_finished",

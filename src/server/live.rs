@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use super::ledger::{now_ms, rfc3339};
+use crate::tools::Progress;
 use crate::types::{ToolCall, ToolResult};
 
 /// How many recent calls are kept for the page.
@@ -65,6 +66,10 @@ struct Record {
     finished_at_ms: Option<u64>,
     latency_ms: Option<u64>,
     outcome: Option<ToolResult>,
+    /// The latest progress the running call reported.
+    progress: Option<Progress>,
+    /// The call's summary for the people waiting.
+    summary: Option<String>,
 }
 
 impl Record {
@@ -95,6 +100,8 @@ impl Record {
             "started_at": rfc3339(self.started_at_ms),
             "finished_at": self.finished_at_ms.map(rfc3339),
             "latency_ms": self.latency_ms,
+            "progress": self.progress,
+            "summary": self.summary,
         })
     }
 }
@@ -163,6 +170,8 @@ impl Live {
                 finished_at_ms: None,
                 latency_ms: None,
                 outcome: None,
+                progress: None,
+                summary: None,
             };
             let json = record.to_json();
             if inner.calls.len() == RECENT_CALLS {
@@ -210,6 +219,36 @@ impl Live {
                 }
             }
             json
+        };
+        if let Some(json) = json {
+            let _ = self.feed.send(LiveEvent::Call(json));
+        }
+    }
+
+    /// Records the latest progress of a running call.
+    pub fn call_progress(&self, id: u64, progress: Progress) {
+        self.update(id, |record| record.progress = Some(progress));
+    }
+
+    /// Records the summary of a running call.
+    pub fn call_summary(&self, id: u64, summary: &str) {
+        self.update(id, |record| record.summary = Some(summary.to_owned()));
+    }
+
+    /// Changes a running call's record and tells the page; a finished or forgotten call is
+    /// left alone (a late report must not turn a result back into "running").
+    fn update(&self, id: u64, change: impl FnOnce(&mut Record)) {
+        let json = {
+            let mut inner = self.lock();
+            let record = inner
+                .calls
+                .iter_mut()
+                .rev()
+                .find(|r| r.id == id && r.outcome.is_none());
+            record.map(|record| {
+                change(record);
+                record.to_json()
+            })
         };
         if let Some(json) = json {
             let _ = self.feed.send(LiveEvent::Call(json));

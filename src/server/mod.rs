@@ -364,6 +364,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/api/calls", get(api::calls))
         .route("/api/events", get(events))
         .route("/api/chat", post(chat::chat))
+        .route("/api/tools/progress", post(chat::progress))
         .route("/mcp", mcp_route())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

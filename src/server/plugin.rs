@@ -9,6 +9,10 @@
 //! and on [`PluginHandle::shutdown`] clears its source from the server. This is the resilience
 //! N.E.K.O. leaves to each plugin, which must notice a main-server restart itself.
 //!
+//! What a tool's handler reports while it runs (progress, a summary: [`crate::tools::Reporter`])
+//! is forwarded to the server's `POST /api/tools/progress`, so the chat waiting on the call
+//! streams it and the server's page shows it.
+//!
 //! The callback timeout registered with the server is the tool's own timeout plus
 //! [`CALLBACK_MARGIN`] (at most 300 s), so a slow tool's own timeout error reaches the model
 //! before the server gives up on the HTTP request.
@@ -32,7 +36,9 @@ use tokio::task::JoinHandle;
 use super::body::{Fields, read_object};
 use super::gate;
 use crate::error::{Error, Result};
-use crate::tools::{EXTERNAL_SOURCE, MAX_TIMEOUT, ToolInfo, ToolRegistry, ToolSelection};
+use crate::tools::{
+    EXTERNAL_SOURCE, MAX_TIMEOUT, Reporter, ToolInfo, ToolRegistry, ToolSelection, Update,
+};
 use crate::types::ToolCall;
 
 /// Added to a tool's timeout for the server's side of the callback.
@@ -142,9 +148,15 @@ impl Plugin {
             None => ToolSelection::new(),
         }
         .with_all_toolsets();
+        let answering = Answering {
+            registry: self.registry.clone(),
+            selection,
+            http: http.clone(),
+            progress_url: format!("{}/api/tools/progress", self.server),
+        };
         let callbacks = Router::new()
             .route("/tools/{name}", post(callback))
-            .with_state(Arc::new((self.registry.clone(), selection)))
+            .with_state(Arc::new(answering))
             .layer(axum::middleware::from_fn(gate::loopback_only));
         let mut server_stop = stopped.clone();
         let server = tokio::spawn(async move {
@@ -267,7 +279,7 @@ impl Drop for PluginHandle {
 /// `{"output", "is_error", "error"}` (and `content` when the tool answered with parts), always
 /// HTTP 200 for a call that reached a tool.
 async fn callback(
-    State(state): State<Arc<(ToolRegistry, ToolSelection)>>,
+    State(state): State<Arc<Answering>>,
     Path(name): Path<String>,
     headers: HeaderMap,
     body: Body,
@@ -292,9 +304,23 @@ async fn callback(
     } else {
         raw
     };
-    let (registry, selection) = &*state;
     let call = ToolCall::new(call_id, name, raw);
-    let result = registry.dispatch(&call, selection).await;
+    let (reporter, mut reports) = Reporter::channel();
+    let running = state
+        .registry
+        .dispatch_reporting(&call, &state.selection, reporter);
+    let mut running = std::pin::pin!(running);
+    let mut heard = true;
+    let result = loop {
+        tokio::select! {
+            result = &mut running => break result,
+            update = reports.next(), if heard => heard = state.forward(&call, update).await,
+        }
+    };
+    // The last report still goes out while the server waits for this answer.
+    if heard {
+        state.forward(&call, reports.take()).await;
+    }
     let mut body =
         json!({"output": result.output, "is_error": result.is_error, "error": result.error});
     // The parts the model sees (an image a tool made) travel too; the callback reads them.
@@ -303,6 +329,62 @@ async fn callback(
     }
     Json(body).into_response()
 }
+
+/// What the callback server answers with: the tools, and where their progress goes.
+struct Answering {
+    registry: ToolRegistry,
+    selection: ToolSelection,
+    http: reqwest::Client,
+    /// The server's `POST /api/tools/progress`.
+    progress_url: String,
+}
+
+impl Answering {
+    /// Sends a running call's update to the server, which hands it to the chat waiting on the
+    /// call; whether the server still wants reports for it (nobody listens, or the call ended,
+    /// and it answers 404: the rest are not sent). A report the server cannot take is not
+    /// worth failing the call for.
+    async fn forward(&self, call: &ToolCall, update: Update) -> bool {
+        if update.progress.is_none() && update.summary.is_none() {
+            return true;
+        }
+        let mut body = json!({"call_id": call.id, "name": call.name});
+        if let Some(summary) = update.summary {
+            body["summary"] = json!(summary);
+        }
+        if let Some(p) = update.progress {
+            body["progress"] = json!(p.progress);
+            if let Some(total) = p.total {
+                body["total"] = json!(total);
+            }
+            if let Some(message) = p.message {
+                body["message"] = json!(message);
+            }
+        }
+        let sent = self
+            .http
+            .post(&self.progress_url)
+            .timeout(PROGRESS_TIMEOUT)
+            .json(&body)
+            .send()
+            .await;
+        match sent {
+            Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => false,
+            Ok(r) if !r.status().is_success() => {
+                tracing::debug!(status = r.status().as_u16(), "progress report refused");
+                true
+            }
+            Ok(_) => true,
+            Err(e) => {
+                tracing::debug!(error = %e, "progress report not delivered");
+                true
+            }
+        }
+    }
+}
+
+/// How long one progress report may take to deliver (the server answers at once).
+const PROGRESS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The background task keeping the tools published.
 struct Keeper {

@@ -163,7 +163,9 @@ fn read_answer(bytes: &[u8]) -> Reply {
         Some(Value::Null) | None => "the callback reported an error".to_owned(),
         Some(other) => other.to_string(),
     };
-    Err(ToolError::new(message).with_output(output))
+    Err(ToolError::new(message)
+        .with_output(output)
+        .with_content(content))
 }
 
 /// One client for every callback: no proxy (a proxy would carry the request off the machine),
@@ -324,5 +326,10 @@ mod tests {
         assert_eq!(err.output(), &json!({"q": "x"}));
         let err = answer(r#"{"is_error": true}"#).unwrap_err();
         assert_eq!(err.message(), "the callback reported an error");
+        // An error keeps the parts the plugin sent beside its message.
+        let body = r#"{"is_error": true, "error": "no chart",
+                       "content": [{"type": "text", "text": "the axes were empty"}]}"#;
+        let err = answer(body).unwrap_err();
+        assert_eq!(err.content(), [Part::text("the axes were empty")]);
     }
 }

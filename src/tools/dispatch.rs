@@ -10,7 +10,7 @@ use jsonschema::paths::LocationSegment;
 use jsonschema::{ValidationError, Validator};
 use serde_json::{Value, json};
 
-use super::{Handler, ToolInput};
+use super::{Handler, Reporter, ToolInput};
 use crate::types::{ArgumentsErrorKind, ToolCall, ToolResult};
 
 /// How much of a broken argument text is quoted back to the model.
@@ -28,8 +28,9 @@ pub(super) struct Target<'a> {
     pub timeout: Duration,
 }
 
-/// Runs `call` against `target`, turning every failure into an error result.
-pub(super) async fn run(target: Target<'_>, call: &ToolCall) -> ToolResult {
+/// Runs `call` against `target`, turning every failure into an error result; the handler
+/// reports to `progress`.
+pub(super) async fn run(target: Target<'_>, call: &ToolCall, progress: Reporter) -> ToolResult {
     if let Some(err) = &call.error {
         let what = match err.kind {
             ArgumentsErrorKind::Truncated => "were cut off before they were complete",
@@ -57,11 +58,13 @@ pub(super) async fn run(target: Target<'_>, call: &ToolCall) -> ToolResult {
         name: call.name.clone(),
         arguments,
         raw_arguments: call.raw_arguments.clone(),
+        progress: progress.clone(),
     };
     let handler = target.handler.clone();
     // The handler is called inside the future so a panic while building its future is caught
-    // the same way as a panic while it runs.
-    let running = AssertUnwindSafe(async move { handler.call(input).await }).catch_unwind();
+    // the same way as a panic while it runs; `Reporter::current` answers inside it.
+    let running =
+        AssertUnwindSafe(progress.scope(async move { handler.call(input).await })).catch_unwind();
     // The handler's future is driven on a blocking-pool thread of its own (`spawn_blocking` +
     // `Handle::block_on`), never on a runtime worker: a handler that blocks its thread (a
     // `std::thread::sleep`, a synchronous client) then cannot starve the timer below, however
@@ -104,7 +107,7 @@ pub(super) async fn run(target: Target<'_>, call: &ToolCall) -> ToolResult {
         Ok(Ok(Err(e))) => {
             let mut result = ToolResult::error(call, e.message());
             result.output = e.output().clone();
-            result
+            result.with_content(e.content().iter().cloned())
         }
         Ok(Ok(Ok(reply))) => ToolResult::ok(call, reply.output).with_content(reply.content),
     }

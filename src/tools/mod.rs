@@ -5,6 +5,10 @@
 //! ([`TypedTool`], [`Tool::typed`]), or an HTTP callback on this machine ([`Callback`],
 //! [`Tool::callback`]). Schemas known only at run time are built with [`Params`].
 //!
+//! While a call runs, its handler can report progress and a short summary for the people
+//! waiting ([`Reporter`], from [`ToolInput::progress`] or [`Reporter::current`]); they never
+//! reach the model.
+//!
 //! The [`ToolRegistry`] holds tools with their source, role, toolset, timeout and availability
 //! checks, decides which ones a request offers ([`ToolSelection`]), and runs calls
 //! ([`ToolRegistry::dispatch`]). Every tool problem becomes an error [`ToolResult`](crate::ToolResult) for the
@@ -44,6 +48,7 @@
 mod callback;
 mod dispatch;
 mod params;
+mod progress;
 mod registry;
 mod typed;
 
@@ -52,6 +57,11 @@ pub(crate) use callback::check_callback_url;
 #[cfg(feature = "client")]
 pub use callback::{Callback, DEFAULT_CALLBACK_RESPONSE_BYTES};
 pub use params::{Param, Params, parameter_list};
+pub use progress::{
+    MAX_MESSAGE_BYTES, MAX_SUMMARY_BYTES, Progress, REPORT_INTERVAL, Reporter, Reports, Update,
+};
+#[cfg(feature = "server")]
+pub(crate) use registry::ReporterOf;
 pub use registry::{DEFAULT_MAX_RESULT_BYTES, ToolInfo, ToolRegistry, ToolSelection, Unavailable};
 pub use typed::{TypedTool, parameters_for};
 
@@ -93,6 +103,9 @@ pub struct ToolInput {
     pub arguments: Value,
     /// The argument text exactly as the model produced it.
     pub raw_arguments: String,
+    /// Where the handler reports progress and a summary for the people waiting (never seen by
+    /// the model); does nothing when nobody listens.
+    pub progress: Reporter,
 }
 
 impl ToolInput {
@@ -103,7 +116,14 @@ impl ToolInput {
             name: name.into(),
             raw_arguments: arguments.to_string(),
             arguments,
+            progress: Reporter::none(),
         }
+    }
+
+    /// Reports progress to `progress` (to call a handler directly and read its reports).
+    pub fn with_progress(mut self, progress: Reporter) -> Self {
+        self.progress = progress;
+        self
     }
 }
 
@@ -114,6 +134,7 @@ impl ToolInput {
 pub struct ToolError {
     message: String,
     output: Value,
+    content: Vec<Part>,
 }
 
 impl ToolError {
@@ -122,6 +143,7 @@ impl ToolError {
         Self {
             message: message.into(),
             output: Value::Null,
+            content: Vec::new(),
         }
     }
 
@@ -129,6 +151,17 @@ impl ToolError {
     pub fn with_output(mut self, output: Value) -> Self {
         self.output = output;
         self
+    }
+
+    /// Adds content parts the model sees beside the message (a screenshot of the failure).
+    pub fn with_content(mut self, parts: impl IntoIterator<Item = Part>) -> Self {
+        self.content = parts.into_iter().collect();
+        self
+    }
+
+    /// The content parts (empty when there are none).
+    pub fn content(&self) -> &[Part] {
+        &self.content
     }
 
     /// The message for the model.

@@ -1,14 +1,14 @@
 //! The tool registry: which tools exist, which ones a request offers, and dispatch.
 
 use std::future::Future;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use jsonschema::Validator;
 use serde_json::{Value, json};
 
 use super::dispatch::{self, Target, floor_char_boundary};
-use super::{Tool, ToolError, TypedTool, parameter_list};
+use super::{Reporter, Tool, ToolError, TypedTool, parameter_list};
 use crate::error::{Error, Result};
 use crate::types::{ToolCall, ToolDefinition, ToolResult};
 
@@ -158,6 +158,44 @@ struct Inner {
 #[derive(Clone)]
 pub struct ToolRegistry {
     inner: Arc<RwLock<Inner>>,
+    reporting: Arc<Mutex<Reporting>>,
+}
+
+/// The callback calls running now whose caller listens for progress: where a plugin's own
+/// progress reports for a call go ([`ToolRegistry::reporter_of`]).
+#[derive(Default)]
+struct Reporting {
+    next: u64,
+    calls: Vec<(u64, String, String, Reporter)>,
+}
+
+/// A running callback call's place in [`Reporting`], given up when the call ends.
+struct Reported {
+    reporting: Arc<Mutex<Reporting>>,
+    id: u64,
+}
+
+impl Drop for Reported {
+    fn drop(&mut self) {
+        let mut reporting = self
+            .reporting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        reporting.calls.retain(|(id, ..)| *id != self.id);
+    }
+}
+
+/// Which running callback call a plugin's progress report is for.
+#[cfg(feature = "server")]
+#[derive(Debug)]
+pub(crate) enum ReporterOf {
+    /// The one running call with that id (and name, when given).
+    One(Reporter),
+    /// No running callback call has that id.
+    None,
+    /// Several do (ids the model minted, such as `call_1`, in concurrent chats): the report
+    /// must name the tool too, or cannot be placed.
+    Several(usize),
 }
 
 impl Default for ToolRegistry {
@@ -193,6 +231,7 @@ impl ToolRegistry {
                 strict: false,
                 max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             })),
+            reporting: Arc::default(),
         }
     }
 
@@ -432,6 +471,19 @@ impl ToolRegistry {
     /// `gen_ai.operation.name` (`execute_tool`), `gen_ai.tool.name`, `gen_ai.tool.call.id`,
     /// and `error.type` (`tool_error`) when the result is an error.
     pub async fn dispatch(&self, call: &ToolCall, selection: &ToolSelection) -> ToolResult {
+        self.dispatch_reporting(call, selection, Reporter::none())
+            .await
+    }
+
+    /// [`ToolRegistry::dispatch`], with the handler's progress and summary going to
+    /// `progress` (read them from the [`Reports`](super::Reports) of [`Reporter::channel`]
+    /// while the call runs). What is reported never goes into the result.
+    pub async fn dispatch_reporting(
+        &self,
+        call: &ToolCall,
+        selection: &ToolSelection,
+        progress: Reporter,
+    ) -> ToolResult {
         use tracing::Instrument;
         let span = tracing::info_span!(
             "gen_ai.execute_tool",
@@ -441,7 +493,7 @@ impl ToolRegistry {
             "error.type" = tracing::field::Empty,
         );
         let result = self
-            .dispatch_in(call, selection)
+            .dispatch_in(call, selection, progress)
             .instrument(span.clone())
             .await;
         if result.is_error {
@@ -450,11 +502,17 @@ impl ToolRegistry {
         result
     }
 
-    async fn dispatch_in(&self, call: &ToolCall, selection: &ToolSelection) -> ToolResult {
+    async fn dispatch_in(
+        &self,
+        call: &ToolCall,
+        selection: &ToolSelection,
+        progress: Reporter,
+    ) -> ToolResult {
         let offered = self.offered(selection);
         let max = self.max_result_bytes();
         let mut result = match offered.iter().find(|e| e.tool.definition.name == call.name) {
             Some(entry) => {
+                let _reported = self.reported(entry, call, &progress);
                 let target = Target {
                     handler: &entry.tool.handler,
                     validator: &entry.validator,
@@ -462,12 +520,53 @@ impl ToolRegistry {
                     strict: entry.tool.definition.strict,
                     timeout: entry.tool.timeout,
                 };
-                dispatch::run(target, call).await
+                dispatch::run(target, call, progress).await
             }
             None => self.not_offered(call, selection, &offered),
         };
         truncate_result(&mut result, max);
         result
+    }
+
+    /// Lists a callback call whose caller listens, so its plugin can report progress while
+    /// it runs; other calls report through their handler.
+    fn reported(&self, entry: &Entry, call: &ToolCall, progress: &Reporter) -> Option<Reported> {
+        entry.tool.callback_url()?;
+        if !progress.is_listened() {
+            return None;
+        }
+        let mut reporting = self
+            .reporting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        reporting.next += 1;
+        let id = reporting.next;
+        let entry = (id, call.id.clone(), call.name.clone(), progress.clone());
+        reporting.calls.push(entry);
+        Some(Reported {
+            reporting: Arc::clone(&self.reporting),
+            id,
+        })
+    }
+
+    /// The reporter of the running callback call `call_id` (of tool `name`, when given).
+    #[cfg(feature = "server")]
+    pub(crate) fn reporter_of(&self, call_id: &str, name: Option<&str>) -> ReporterOf {
+        let reporting = self
+            .reporting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut found: Vec<&Reporter> = Vec::new();
+        for (_, id, tool, reporter) in &reporting.calls {
+            if id == call_id && name.is_none_or(|n| n == tool) && !found.contains(&reporter) {
+                found.push(reporter);
+            }
+        }
+        match found.as_slice() {
+            [] => ReporterOf::None,
+            [one] => ReporterOf::One((*one).clone()),
+            several => ReporterOf::Several(several.len()),
+        }
     }
 
     /// Runs calls concurrently; the results are in call order.

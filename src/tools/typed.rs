@@ -17,6 +17,8 @@ use crate::types::ToolDefinition;
 ///
 /// The parameters schema comes from `Args`' [`JsonSchema`] derive (doc comments become
 /// descriptions), so the schema the model sees and the struct the handler gets cannot drift.
+/// While [`TypedTool::call`] runs, [`Reporter::current`](super::Reporter::current) is the
+/// call's reporter (progress and a summary for the people waiting).
 ///
 /// ```
 /// use schemars::JsonSchema;

@@ -2,12 +2,14 @@
 
 Run: python server.py stdio | python server.py http PORT
 Tools: add (structured output), echo (annotations: read-only), wipe (destructive),
-image (a PNG content block), fail (isError), tree (a recursive schema), slow (sleeps,
+image (a PNG content block), fail (isError), broke (isError with an image and
+structuredContent), tree (a recursive schema), slow (sleeps,
 reports progress), grow (registers a new tool, then the server announces list_changed),
 die (exits the process).
 """
 
 import asyncio
+import base64
 import os
 import sys
 import threading
@@ -16,7 +18,7 @@ from pydantic import BaseModel
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.utilities.types import Image
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -56,6 +58,18 @@ def image() -> Image:
 @server.tool(description="Always fails")
 def fail(reason: str) -> str:
     raise ValueError(f"failed on purpose: {reason}")
+
+
+@server.tool(description="Fails, showing what went wrong")
+def broke() -> CallToolResult:
+    return CallToolResult(
+        content=[
+            TextContent(type="text", text="the chart did not render"),
+            ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png"),
+        ],
+        structured_content={"code": 7},
+        is_error=True,
+    )
 
 
 class Node(BaseModel):
