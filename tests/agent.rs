@@ -1259,17 +1259,23 @@ async fn progress_and_summary_are_events_before_the_result_and_never_reach_the_m
             _ => None,
         })
         .collect();
-    // The reports are 150 ms apart, three times the coalescing interval: each one arrives.
-    assert_eq!(
-        reported,
-        [1.0, 2.0, 3.0].map(|n| (n, Some(3.0), Some(format!("wiki {n} searched"))))
+    // The reports are 150 ms apart, three times the coalescing interval, so each normally
+    // arrives; on a loaded machine two may merge (the latest wins): in order, ending with the
+    // last.
+    let expected = [1.0, 2.0, 3.0].map(|n| (n, Some(3.0), Some(format!("wiki {n} searched"))));
+    let mut rest = expected.iter();
+    assert!(
+        reported.iter().all(|r| rest.any(|e| e == r)),
+        "{reported:?}"
     );
+    assert_eq!(reported.last(), expected.last(), "{reported:?}");
     let count = of("call_c");
     let progress_events = count
         .iter()
         .filter(|e| matches!(e, AgentEvent::ToolProgress { .. }))
         .count();
-    assert!((1..=3).contains(&progress_events), "{count:?}");
+    // 100,000 reports in a tight loop: coalesced to a handful (one per 50 ms at most).
+    assert!((1..=50).contains(&progress_events), "{count:?}");
     assert!(
         matches!(count[count.len() - 2], AgentEvent::ToolProgress { progress, .. } if *progress == 100_000.0),
         "the last report goes out before the result: {count:?}"

@@ -410,7 +410,9 @@ fn progress_notifications_reach_the_calls_reporter() {
         seen.extend(reports.take().progress);
         assert!(!result.is_error, "{result:?}");
         assert_eq!(result.content, vec![Part::text("done")]);
-        // The server sleeps 0.2 s between reports, longer than the coalescing interval.
+        // The server sleeps 0.2 s between reports, longer than the coalescing interval, so
+        // each report normally arrives; on a loaded machine two may merge (the latest wins).
+        // What arrives is in order and ends with the last report.
         let expected: Vec<Progress> = (0..4)
             .map(|i| {
                 Progress::new(f64::from(i))
@@ -418,7 +420,9 @@ fn progress_notifications_reach_the_calls_reporter() {
                     .with_message(format!("step {} of 4", i + 1))
             })
             .collect();
-        assert_eq!(seen, expected);
+        let mut rest = expected.iter();
+        assert!(seen.iter().all(|s| rest.any(|e| e == s)), "{seen:?}");
+        assert_eq!(seen.last(), expected.last(), "{seen:?}");
 
         let (reporter, mut reports) = Reporter::channel();
         let answer = connection

@@ -601,17 +601,22 @@ async fn a_running_calls_progress_is_an_event_and_never_sent_to_the_model() {
                 _ => None,
             })
             .collect();
-        assert_eq!(
-            steps,
-            [
-                "started call_a",
-                "summary call_a Asking 2 weather stations…",
-                "progress call_a 1/Some(2.0) station 1 answered",
-                "progress call_a 2/Some(2.0) station 2 answered",
-                "finished call_a",
-            ],
-            "{kind}"
+        // Reports are spaced wider than the coalescing interval, so each normally arrives; on
+        // a loaded machine two may merge (the latest wins): in order, ending with the last.
+        let expected = [
+            "started call_a",
+            "summary call_a Asking 2 weather stations…",
+            "progress call_a 1/Some(2.0) station 1 answered",
+            "progress call_a 2/Some(2.0) station 2 answered",
+            "finished call_a",
+        ];
+        let mut rest = expected.iter();
+        assert!(
+            steps.iter().all(|s| rest.any(|e| e == s)),
+            "{kind}: {steps:?}"
         );
+        assert_eq!(steps[..2], expected[..2], "{kind}");
+        assert_eq!(steps[steps.len() - 2..], expected[3..], "{kind}: {steps:?}");
         let sent = serde_json::to_string(&server.received()).unwrap();
         assert!(sent.contains("temp_c"), "{kind}: {sent}");
         assert!(

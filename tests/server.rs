@@ -1704,15 +1704,16 @@ async fn a_rust_plugins_progress_reaches_the_chat() {
         .filter(|d| d["type"] == "tool_progress")
         .filter_map(|d| d["message"].as_str())
         .collect();
-    assert_eq!(
-        messages,
-        [
-            "station 1 answered",
-            "station 2 answered",
-            "station 3 answered"
-        ],
-        "{text}"
-    );
+    // Reports are 150 ms apart, longer than the coalescing interval, so each normally arrives;
+    // on a loaded machine two may merge (the latest wins): in order, ending with the last.
+    let expected = [
+        "station 1 answered",
+        "station 2 answered",
+        "station 3 answered",
+    ];
+    let mut rest = expected.iter();
+    assert!(messages.iter().all(|m| rest.any(|e| e == m)), "{text}");
+    assert_eq!(messages.last(), expected.last(), "{text}");
     let done = data.iter().find(|d| d["type"] == "done").unwrap();
     assert!(!done.to_string().contains("weather stations…"), "{done}");
     plugin.shutdown().await.unwrap();
