@@ -256,6 +256,27 @@ fn calls_return_output_images_and_errors_as_sent() {
     assert_eq!(fail["content"][0]["text"], fail["error"]);
 }
 
+/// `toolwire mcp call` writes the server's progress to stderr as it arrives; stdout stays the
+/// result alone.
+#[test]
+fn call_prints_progress_on_stderr() {
+    let out = toolwire_stdio(&["mcp", "call", "slow", r#"{"seconds":0.8}"#]);
+    let result = json_out(&out);
+    assert_eq!(result["content"], json!([{"type": "text", "text": "done"}]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("toolwire: progress "))
+        .collect();
+    // Reports may merge on a loaded machine (the latest wins); the last always arrives.
+    assert!(!lines.is_empty(), "{stderr}");
+    assert_eq!(
+        lines.last().copied(),
+        Some("toolwire: progress 3/4 (75%): step 4 of 4"),
+        "{stderr}"
+    );
+}
+
 /// Bad servers (exits at once, cannot start, writes garbage and hangs, refuses connections)
 /// give one line on standard error and exit 2, within the timeout.
 #[test]
@@ -432,7 +453,7 @@ fn progress_notifications_reach_the_calls_reporter() {
         assert_eq!(answer.content, vec![Part::text("done")]);
         let last = reports.take().progress.unwrap();
         assert_eq!((last.progress, last.total), (3.0, Some(4.0)));
-        // Without a listener no token is sent, and the call works as before.
+        // Without a listener the call is not watched, and works as before.
         let plain = connection
             .call("slow", json!({"seconds": 0.1}))
             .await

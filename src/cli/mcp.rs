@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 use toolwire::mcp::{Connection, Endpoint};
+use toolwire::tools::{Reporter, Update};
 use toolwire::{ProviderKind, provider_for};
 
 use super::CliError;
@@ -22,7 +23,8 @@ enum McpCommand {
     /// List the server's tools as canonical tool definitions (with --provider, what that
     /// provider receives for each, or why it cannot take it).
     Tools(ToolsArgs),
-    /// Call one tool and print the result ({"output", "content", "is_error", "error"}).
+    /// Call one tool and print the result ({"output", "content", "is_error", "error"}); the
+    /// progress the server reports while it runs goes to stderr, a line per update.
     Call(CallArgs),
 }
 
@@ -184,7 +186,20 @@ async fn call(args: CallArgs) -> Result<(), CliError> {
     }
     let connection = connect(&args.server).await?;
     let what = format!("tools/call {:?}", args.name);
-    let result = within(&args.server, &what, connection.call(&args.name, arguments)).await?;
+    // The server's progress goes to stderr as it arrives; stdout stays the result alone.
+    let (reporter, mut reports) = Reporter::channel();
+    let work = async {
+        let call = connection.call_reporting(&args.name, arguments, reporter);
+        let mut call = std::pin::pin!(call);
+        loop {
+            tokio::select! {
+                result = &mut call => break result,
+                update = reports.next() => print_progress(&update),
+            }
+        }
+    };
+    let result = within(&args.server, &what, work).await?;
+    print_progress(&reports.take());
     connection.close().await;
     print(&json!({
         "output": result.output,
@@ -193,6 +208,27 @@ async fn call(args: CallArgs) -> Result<(), CliError> {
         "error": result.error,
     }));
     Ok(())
+}
+
+/// One stderr line per update: `toolwire: progress 2/4 (50%): step 2 of 4`.
+fn print_progress(update: &Update) {
+    if let Some(summary) = &update.summary {
+        eprintln!("toolwire: {}", one_line(summary));
+    }
+    if let Some(p) = &update.progress {
+        let mut line = format!("toolwire: progress {}", p.progress);
+        if let Some(total) = p.total {
+            line.push_str(&format!("/{total}"));
+            if total > 0.0 {
+                line.push_str(&format!(" ({:.0}%)", 100.0 * p.progress / total));
+            }
+        }
+        if let Some(message) = &p.message {
+            line.push_str(": ");
+            line.push_str(&one_line(message));
+        }
+        eprintln!("{line}");
+    }
 }
 
 fn print(value: &Value) {

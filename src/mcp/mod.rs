@@ -46,10 +46,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientConfig, NumberOrString, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, RequestMetaObject, SubscriptionFilter,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientConfig,
+    ClientRequest, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
+    ServerResult, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -349,24 +350,22 @@ impl ClientHandler for Listener {
     }
 }
 
-/// The calls waiting for progress: each `tools/call` whose caller listens sends a fresh
-/// progress token, and the server's notifications carrying it go to that call's reporter.
+/// The calls waiting for progress. The SDK gives every request a progress token of its own
+/// (in `_meta.progressToken`); a call whose caller listens is watched under that token, and
+/// the server's notifications carrying it go to that call's reporter.
 #[derive(Default)]
 struct Watched {
-    calls: Mutex<(i64, HashMap<ProgressToken, Reporter>)>,
+    calls: Mutex<HashMap<ProgressToken, Reporter>>,
 }
 
 impl Watched {
-    fn lock(&self) -> std::sync::MutexGuard<'_, (i64, HashMap<ProgressToken, Reporter>)> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, Reporter>> {
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A fresh token for `reporter`, held until the guard is dropped.
-    fn watch(self: &Arc<Self>, reporter: Reporter) -> WatchGuard {
-        let mut calls = self.lock();
-        calls.0 += 1;
-        let token = ProgressToken(NumberOrString::Number(calls.0));
-        calls.1.insert(token.clone(), reporter);
+    /// Watches the request with `token` for `reporter` until the guard is dropped.
+    fn watch(self: &Arc<Self>, token: ProgressToken, reporter: Reporter) -> WatchGuard {
+        self.lock().insert(token.clone(), reporter);
         WatchGuard {
             watched: Arc::clone(self),
             token,
@@ -374,7 +373,7 @@ impl Watched {
     }
 
     fn reporter(&self, token: &ProgressToken) -> Option<Reporter> {
-        self.lock().1.get(token).cloned()
+        self.lock().get(token).cloned()
     }
 }
 
@@ -387,7 +386,30 @@ struct WatchGuard {
 
 impl Drop for WatchGuard {
     fn drop(&mut self) {
-        self.watched.lock().1.remove(&self.token);
+        self.watched.lock().remove(&self.token);
+    }
+}
+
+/// A request sent and not yet answered: dropped before its answer (a timeout, a cancelled
+/// run), it tells the server with `notifications/cancelled`, so the server stops working on a
+/// result nobody will read.
+struct Pending {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let reason = "request abandoned by the caller".to_owned();
+            let cancelled = CancelledNotificationParam::new(Some(id), Some(reason));
+            let _ = peer.notify_cancelled(cancelled).await;
+        });
     }
 }
 
@@ -679,15 +701,28 @@ async fn call(
             ));
         }
     };
-    let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-    let _watching = progress.is_listened().then(|| {
-        let guard = watched.watch(progress);
-        params.meta = Some(RequestMetaObject::with_progress_token(guard.token.clone()));
-        guard
-    });
-    // Dropping this future (a timeout, a cancelled run) sends `notifications/cancelled`.
-    match peer.call_tool(params).await {
-        Ok(result) => Ok(McpResult::from_wire(name, result)),
+    let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+        .map_err(|e| tidy(&e))?;
+    // Notifications the server sends before this line are not the call's to report: the
+    // request has only just left.
+    let _watching = progress
+        .is_listened()
+        .then(|| watched.watch(handle.progress_token.clone(), progress));
+    let mut pending = Pending {
+        peer: peer.clone(),
+        id: Some(handle.id.clone()),
+    };
+    let answer = handle.await_response().await;
+    pending.id = None;
+    match answer {
+        Ok(ServerResult::CallToolResult(result)) => Ok(McpResult::from_wire(name, result)),
+        Ok(_) => Err(format!(
+            "the answer to tools/call {name:?} is not a tool result"
+        )),
         Err(e) => Err(tidy(&e)),
     }
 }
