@@ -783,6 +783,103 @@ async fn the_server_binds_loopback_and_refuses_foreign_hosts_and_bad_requests() 
     server.shutdown().await;
 }
 
+/// The raw body of `GET path`, checked to be the compact JSON serde writes for its own value.
+async fn listing_bytes(server: &str, path: &str) -> Value {
+    let r = http().get(format!("{server}{path}")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let bytes = r.bytes().await.unwrap();
+    let value: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        serde_json::to_vec(&value).unwrap(),
+        bytes,
+        "the listing is not compact serde JSON"
+    );
+    value
+}
+
+#[tokio::test]
+async fn the_listing_follows_every_change() {
+    // The listing is assembled from entries written once at registration: a hot update, a
+    // call, an unregistration and a clear must each show at once (nothing cached goes stale).
+    let server = start(ServerConfig::new()).await;
+    let url = server.url();
+    let cb = Callbacks::start().await;
+    let listed = |listing: &Value| -> Vec<String> {
+        tools_of(listing, "default")
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    post(
+        &url,
+        "/api/tools/register",
+        registration("get_weather", &cb.url("/weather")),
+    )
+    .await;
+    let listing = listing_bytes(&url, "/api/tools").await;
+    let t = tool(&listing, "default", "get_weather");
+    assert_eq!(t["description"], "Get weather for a location.");
+    assert_eq!(
+        (t["calls"].clone(), t["timeout_seconds"].clone()),
+        (json!(0), json!(30.0))
+    );
+
+    let mut updated = registration("get_weather", &cb.url("/weather"));
+    updated["description"] = json!("Now in Kelvin.");
+    updated["timeout_seconds"] = json!(5);
+    post(&url, "/api/tools/register", updated).await;
+    let listing = listing_bytes(&url, "/api/tools?role=default").await;
+    let t = tool(&listing, "default", "get_weather");
+    assert_eq!(t["description"], "Now in Kelvin.");
+    assert_eq!(t["timeout_seconds"], 5.0);
+
+    let (status, _) = post(&url, "/api/chat", json!({"message": "Use get_weather."})).await;
+    assert_eq!(status, 200);
+    let listing = listing_bytes(&url, "/api/tools").await;
+    let t = tool(&listing, "default", "get_weather");
+    assert_eq!(t["calls"], 1, "{t}");
+    assert!(t["last_called_at"].is_string(), "{t}");
+
+    post(
+        &url,
+        "/api/tools/register",
+        registration("other", &cb.url("/plain")),
+    )
+    .await;
+    let listing = listing_bytes(&url, "/api/tools").await;
+    assert_eq!(listed(&listing), ["get_weather", "other"]);
+    assert_eq!(tool(&listing, "default", "get_weather")["calls"], 1);
+
+    post(
+        &url,
+        "/api/tools/unregister",
+        json!({"name": "get_weather"}),
+    )
+    .await;
+    let listing = listing_bytes(&url, "/api/tools").await;
+    assert_eq!(listed(&listing), ["other"]);
+
+    // Registered again: a new entry, with no statistics of the one that went.
+    post(
+        &url,
+        "/api/tools/register",
+        registration("get_weather", &cb.url("/weather")),
+    )
+    .await;
+    let listing = listing_bytes(&url, "/api/tools").await;
+    assert_eq!(listed(&listing), ["other", "get_weather"]);
+    let t = tool(&listing, "default", "get_weather");
+    assert_eq!(
+        (t["calls"].clone(), t["description"].clone()),
+        (json!(0), json!("Get weather for a location."))
+    );
+
+    post(&url, "/api/tools/clear", json!({"source": "plugin:foo"})).await;
+    let listing = listing_bytes(&url, "/api/tools").await;
+    assert!(listed(&listing).is_empty(), "{listing}");
+    server.shutdown().await;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Chat and callbacks
 
