@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Load and fault script for `toolwire serve` (standard-library Python as the driver). Prints the
 # table that goes in docs/server.md: registrations per second at 0, 1k and 10k tools with
-# --state, GET /api/tools latency at 10k tools, resident memory around a maximum-size chat,
+# --state, GET /api/tools latency at 10k tools, resident memory around a maximum-size chat (and
+# 20 s after it, when the allocator has given memory back),
 # slowloris and idle connections closed by the header timeout while /api/tools answers under a
 # file-descriptor limit of 256, and kill -9 rounds during registration bursts.
 #
@@ -117,8 +118,10 @@ assert s == 200, answer[:300]
 peak = status_kib(p.pid, "VmHWM")
 time.sleep(0.5)
 after = status_kib(p.pid, "VmRSS")
-rows.append(("chat of 8 MiB: RSS before / peak / after, MiB",
-             f"{before/1024:.0f} / {peak/1024:.0f} / {after/1024:.0f}"))
+time.sleep(19.5)
+later = status_kib(p.pid, "VmRSS")
+rows.append(("chat of 8 MiB: RSS before / peak / 0.5 s after / 20 s after, MiB",
+             f"{before/1024:.0f} / {peak/1024:.0f} / {after/1024:.0f} / {later/1024:.0f}"))
 rows.append(("chat of 8 MiB: peak growth / request size", f"{(peak-before)*1024/MAX_CHAT:.1f}x"))
 p.kill(); p.wait()
 
