@@ -138,6 +138,21 @@ fn a_maximum_size_chat_peaks_at_a_small_multiple_of_its_size() {
         &over,
     );
     assert_eq!(status, 413, "{}", String::from_utf8_lossy(&answer));
+    // The memory goes back to the system afterwards (the binary's allocator returns freed
+    // pages within seconds; glibc's malloc kept 30 to 40 MB of it for good).
+    let mut now = status_bytes(pid, "VmRSS");
+    for _ in 0..80 {
+        if now < before + 2 * MAX_CHAT_BODY {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        now = status_bytes(pid, "VmRSS");
+    }
+    assert!(
+        now < before + 2 * MAX_CHAT_BODY,
+        "40 s after the requests the server holds {now} bytes (it held {before} before them \
+         and peaked at {peak})"
+    );
 }
 
 /// The status of `GET /api/tools` sent with this `Host` header (or none).

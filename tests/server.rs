@@ -687,6 +687,93 @@ fn the_peer_gate_admits_loopback_only() {
     assert!(!is_loopback_host(Some("rebind.example:48911")));
 }
 
+/// Connects to `addr` from `from` (any loopback address: 127.0.0.0/8 is this machine).
+async fn connect_from(from: &str, addr: SocketAddr) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    socket.connect(addr).await.unwrap()
+}
+
+/// Sends `GET /api/tools` (the connection closes after the answer) and reads until the server
+/// closes: the status, or `None` when it closed without answering.
+async fn status_over(mut stream: tokio::net::TcpStream) -> Option<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let head = "GET /api/tools HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    // A write can fail when the server has closed already: that is no answer too.
+    let _ = stream.write_all(head.as_bytes()).await;
+    let mut answer = Vec::new();
+    let read = stream.read_to_end(&mut answer);
+    match tokio::time::timeout(Duration::from_secs(10), read).await {
+        Ok(_) => {}
+        Err(_) => panic!("the connection was neither answered nor closed within 10 s"),
+    }
+    let text = String::from_utf8_lossy(&answer);
+    text.strip_prefix("HTTP/1.1 ")
+        .and_then(|rest| rest.get(..3))
+        .and_then(|code| code.parse().ok())
+}
+
+#[tokio::test]
+async fn one_peer_gets_at_most_its_share_of_connections() {
+    let server = start(
+        ServerConfig::new()
+            .with_max_connections_per_peer(3)
+            .with_cap_loopback_peers(true),
+    )
+    .await;
+    let addr = server.addr();
+    // Three open connections from 127.0.0.1 that have sent nothing yet.
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(connect_from("127.0.0.1", addr).await);
+    }
+    // The fourth from that address is closed unanswered.
+    let fourth = connect_from("127.0.0.1", addr).await;
+    assert_eq!(status_over(fourth).await, None);
+    // Another address has places of its own.
+    let other = connect_from("127.0.0.2", addr).await;
+    assert_eq!(status_over(other).await, Some(200));
+    // The three held connections are served.
+    assert_eq!(status_over(held.pop().unwrap()).await, Some(200));
+    // A connection that ended gives its place back (once the server has seen it end).
+    let mut served = None;
+    for _ in 0..50 {
+        served = status_over(connect_from("127.0.0.1", addr).await).await;
+        if served.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(served, Some(200));
+    for stream in held {
+        assert_eq!(status_over(stream).await, Some(200));
+    }
+    server.shutdown().await;
+
+    // By default loopback peers share only the global cap: every local client is 127.0.0.1.
+    let server = start(ServerConfig::new().with_max_connections_per_peer(2)).await;
+    let addr = server.addr();
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(connect_from("127.0.0.1", addr).await);
+    }
+    assert_eq!(
+        status_over(connect_from("127.0.0.1", addr).await).await,
+        Some(200)
+    );
+    for stream in held {
+        assert_eq!(status_over(stream).await, Some(200));
+    }
+    server.shutdown().await;
+    let zero = toolwire::server::start(ServerConfig::new().with_max_connections_per_peer(0)).await;
+    assert!(
+        zero.unwrap_err()
+            .to_string()
+            .contains("max_connections_per_peer"),
+        "a cap of zero is refused"
+    );
+}
+
 #[tokio::test]
 async fn the_server_binds_loopback_and_refuses_foreign_hosts_and_bad_requests() {
     let server = start(ServerConfig::new()).await;
@@ -780,6 +867,103 @@ async fn the_server_binds_loopback_and_refuses_foreign_hosts_and_bad_requests() 
     assert_eq!(r.status().as_u16(), 405);
     let (status, answer) = get(&url, "/api/tools?colour=red").await;
     assert_eq!(status, 422, "{answer}");
+    server.shutdown().await;
+}
+
+/// The raw body of `GET path`, checked to be the compact JSON serde writes for its own value.
+async fn listing_bytes(server: &str, path: &str) -> Value {
+    let r = http().get(format!("{server}{path}")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let bytes = r.bytes().await.unwrap();
+    let value: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        serde_json::to_vec(&value).unwrap(),
+        bytes,
+        "the listing is not compact serde JSON"
+    );
+    value
+}
+
+#[tokio::test]
+async fn the_listing_follows_every_change() {
+    // The listing is assembled from entries written once at registration: a hot update, a
+    // call, an unregistration and a clear must each show at once (nothing cached goes stale).
+    let server = start(ServerConfig::new()).await;
+    let url = server.url();
+    let cb = Callbacks::start().await;
+    let listed = |listing: &Value| -> Vec<String> {
+        tools_of(listing, "default")
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    post(
+        &url,
+        "/api/tools/register",
+        registration("get_weather", &cb.url("/weather")),
+    )
+    .await;
+    let listing = listing_bytes(&url, "/api/tools").await;
+    let t = tool(&listing, "default", "get_weather");
+    assert_eq!(t["description"], "Get weather for a location.");
+    assert_eq!(
+        (t["calls"].clone(), t["timeout_seconds"].clone()),
+        (json!(0), json!(30.0))
+    );
+
+    let mut updated = registration("get_weather", &cb.url("/weather"));
+    updated["description"] = json!("Now in Kelvin.");
+    updated["timeout_seconds"] = json!(5);
+    post(&url, "/api/tools/register", updated).await;
+    let listing = listing_bytes(&url, "/api/tools?role=default").await;
+    let t = tool(&listing, "default", "get_weather");
+    assert_eq!(t["description"], "Now in Kelvin.");
+    assert_eq!(t["timeout_seconds"], 5.0);
+
+    let (status, _) = post(&url, "/api/chat", json!({"message": "Use get_weather."})).await;
+    assert_eq!(status, 200);
+    let listing = listing_bytes(&url, "/api/tools").await;
+    let t = tool(&listing, "default", "get_weather");
+    assert_eq!(t["calls"], 1, "{t}");
+    assert!(t["last_called_at"].is_string(), "{t}");
+
+    post(
+        &url,
+        "/api/tools/register",
+        registration("other", &cb.url("/plain")),
+    )
+    .await;
+    let listing = listing_bytes(&url, "/api/tools").await;
+    assert_eq!(listed(&listing), ["get_weather", "other"]);
+    assert_eq!(tool(&listing, "default", "get_weather")["calls"], 1);
+
+    post(
+        &url,
+        "/api/tools/unregister",
+        json!({"name": "get_weather"}),
+    )
+    .await;
+    let listing = listing_bytes(&url, "/api/tools").await;
+    assert_eq!(listed(&listing), ["other"]);
+
+    // Registered again: a new entry, with no statistics of the one that went.
+    post(
+        &url,
+        "/api/tools/register",
+        registration("get_weather", &cb.url("/weather")),
+    )
+    .await;
+    let listing = listing_bytes(&url, "/api/tools").await;
+    assert_eq!(listed(&listing), ["other", "get_weather"]);
+    let t = tool(&listing, "default", "get_weather");
+    assert_eq!(
+        (t["calls"].clone(), t["description"].clone()),
+        (json!(0), json!("Get weather for a location."))
+    );
+
+    post(&url, "/api/tools/clear", json!({"source": "plugin:foo"})).await;
+    let listing = listing_bytes(&url, "/api/tools").await;
+    assert!(listed(&listing).is_empty(), "{listing}");
     server.shutdown().await;
 }
 

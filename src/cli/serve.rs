@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use toolwire::server::{
-    DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, ServerConfig,
+    DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER,
+    DEFAULT_PORT, ServerConfig,
 };
 
 use super::CliError;
@@ -38,6 +39,10 @@ pub(crate) struct ServeArgs {
     /// The most connections open at once; past it idle ones are closed and new ones wait.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
     max_connections: usize,
+    /// The most connections open at once from one address off loopback (with --listen);
+    /// past it a new one from that address is closed at once.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS_PER_PEER)]
+    max_connections_per_peer: usize,
 }
 
 pub(crate) fn serve(args: &ServeArgs) -> Result<(), CliError> {
@@ -55,7 +60,8 @@ async fn run(args: &ServeArgs) -> Result<(), CliError> {
     let mut config = ServerConfig::new()
         .with_port(args.port)
         .with_header_timeout(header_timeout)
-        .with_max_connections(args.max_connections);
+        .with_max_connections(args.max_connections)
+        .with_max_connections_per_peer(args.max_connections_per_peer);
     if let Some(path) = &args.config {
         config = config
             .with_roles_file(path)

@@ -1,6 +1,7 @@
 //! The registration API: `POST /api/tools/register`, `/unregister`, `/clear` and
 //! `GET /api/tools`, bodies as N.E.K.O.'s main server has them.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
@@ -11,8 +12,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
 use super::App;
-use super::body::{Fields, Reject, a_kind, json_response, read_object};
-use super::ledger::{Entry, Op, now_ms, rfc3339};
+use super::body::{Fields, Reject, a_kind, read_object};
+use super::ledger::{Entry, Ledger, Listed, Op, RoleTools, now_ms};
+use super::live::Stats;
 use crate::error::Error;
 use crate::tools::{DEFAULT_TIMEOUT, EXTERNAL_SOURCE, MAX_TIMEOUT, check_callback_url};
 use crate::types::{NAME_RULE, empty_parameters, is_valid_name};
@@ -162,93 +164,108 @@ pub(crate) async fn list(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
         return unknown_role(role);
     }
     let ledger = app.ledger.lock().await;
-    let listing = Listing {
-        app: &app,
-        ledger: &ledger,
-        role: role.as_deref(),
-    };
-    json_response(StatusCode::OK, &listing)
+    let body = listing(&app, &ledger, role.as_deref());
+    drop(ledger);
+    (
+        StatusCode::OK,
+        [(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
 }
 
-/// The body of `GET /api/tools`, written from the ledger straight into the answer (no JSON
-/// tree of every tool first): the cost of a listing is one pass over the tools.
-struct Listing<'a> {
-    app: &'a App,
-    ledger: &'a super::ledger::Ledger,
-    role: Option<&'a str>,
+/// The body of `GET /api/tools`, the JSON serde would write for it, assembled from each
+/// entry's listing written once at registration ([`Entry::listed`]) and the call statistics
+/// of the tools that have any: a listing of 10,000 tools is a copy of bytes, not 10,000
+/// schemas written again.
+fn listing(app: &App, ledger: &Ledger, role: Option<&str>) -> Vec<u8> {
+    write_listing(ledger, role, |name| {
+        // Tools of mounted MCP servers, after the registered ones. Listing them copies every
+        // tool of the role's registry, so it is done only when the role has one.
+        #[cfg(feature = "mcp")]
+        let mounted = app
+            .role(name)
+            .filter(|r| r.registry.any_source(|s| s.starts_with("mcp:")))
+            .map(super::mcp::listed)
+            .unwrap_or_default();
+        #[cfg(not(feature = "mcp"))]
+        let mounted = Vec::new();
+        (app.live.role_stats(name), mounted)
+    })
 }
 
-impl serde::Serialize for Listing<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        struct ByRole<'b>(&'b Listing<'b>);
-        struct RoleTools<'b>(&'b App, &'b super::ledger::RoleTools);
-        struct Item<'b>(&'b App, &'b str, &'b Entry);
-        impl serde::Serialize for ByRole<'_> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                let mut map = s.serialize_map(None)?;
-                for r in &self.0.ledger.roles {
-                    if self.0.role.is_none_or(|x| x == r.role) {
-                        map.serialize_entry(&r.role, &RoleTools(self.0.app, r))?;
-                    }
-                }
-                map.end()
+/// [`listing`], given each role's call statistics and the tools listed after the registered
+/// ones (mounted MCP tools).
+fn write_listing(
+    ledger: &Ledger,
+    role: Option<&str>,
+    per_role: impl Fn(&str) -> (HashMap<String, Stats>, Vec<Value>),
+) -> Vec<u8> {
+    // A tool never called: the same statistics for all.
+    let uncalled = stats_fields(&Stats::default());
+    let roles: Vec<&RoleTools> = ledger
+        .roles
+        .iter()
+        .filter(|r| role.is_none_or(|x| x == r.role))
+        .collect();
+    let size: usize = roles
+        .iter()
+        .flat_map(|r| &r.entries)
+        .map(|e| e.listed().len() + uncalled.len() + 1)
+        .sum();
+    let mut out = Vec::with_capacity(size + 64);
+    out.extend_from_slice(br#"{"ok":true,"tools_by_role":{"#);
+    for (i, r) in roles.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_json(&mut out, &r.role);
+        out.extend_from_slice(b":[");
+        let (stats, mounted) = per_role(&r.role);
+        for (j, e) in r.entries.iter().enumerate() {
+            if j > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(e.listed().as_bytes());
+            match stats.get(&e.name) {
+                Some(s) => out.extend_from_slice(stats_fields(s).as_bytes()),
+                None => out.extend_from_slice(uncalled.as_bytes()),
             }
         }
-        impl serde::Serialize for RoleTools<'_> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                use serde::ser::SerializeSeq;
-                let mut seq = s.serialize_seq(None)?;
-                for e in &self.1.entries {
-                    seq.serialize_element(&Item(self.0, &self.1.role, e))?;
-                }
-                // Tools of mounted MCP servers, after the registered ones.
-                #[cfg(feature = "mcp")]
-                if let Some(role) = self.0.role(&self.1.role) {
-                    for item in super::mcp::listed(role) {
-                        seq.serialize_element(&item)?;
-                    }
-                }
-                seq.end()
+        for (j, item) in mounted.iter().enumerate() {
+            if j > 0 || !r.entries.is_empty() {
+                out.push(b',');
             }
+            write_json(&mut out, item);
         }
-        impl serde::Serialize for Item<'_> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                let Item(app, role, e) = self;
-                let mut map = s.serialize_map(None)?;
-                map.serialize_entry("name", &e.name)?;
-                map.serialize_entry("description", &e.description)?;
-                map.serialize_entry("source", &e.source)?;
-                map.serialize_entry("callback_url", &e.callback_url)?;
-                map.serialize_entry("is_remote", &true)?;
-                map.serialize_entry("role", &e.scope)?;
-                map.serialize_entry("parameters", &e.parameters)?;
-                map.serialize_entry("timeout_seconds", &e.timeout_seconds)?;
-                map.serialize_entry("registered_at", &rfc3339(e.registered_at_ms))?;
-                if let Value::Object(stats) = app.live.stats(role, &e.name).to_json() {
-                    for (k, v) in &stats {
-                        map.serialize_entry(k, v)?;
-                    }
-                }
-                map.end()
-            }
-        }
-        let mut map = s.serialize_map(Some(2))?;
-        map.serialize_entry("ok", &true)?;
-        map.serialize_entry("tools_by_role", &ByRole(self))?;
-        map.end()
+        out.push(b']');
+    }
+    out.extend_from_slice(b"}}");
+    out
+}
+
+/// The statistics' fields as they end a tool's object: `,"calls":3,...}`.
+fn stats_fields(stats: &Stats) -> String {
+    let object = stats.to_json().to_string();
+    format!(",{}", object.strip_prefix('{').unwrap_or(&object))
+}
+
+/// Appends `value` as JSON (a string or a JSON value: writing them into memory does not fail).
+fn write_json(out: &mut Vec<u8>, value: &impl serde::Serialize) {
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.extend_from_slice(b"null");
     }
 }
 
 /// The body of `GET /api/tools` for one role or all, as a JSON value (the page's first state).
 pub(crate) async fn tools_json(app: &App, role: Option<&str>) -> Value {
     let ledger = app.ledger.lock().await;
-    let listing = Listing {
-        app,
-        ledger: &ledger,
-        role,
-    };
-    serde_json::to_value(&listing).unwrap_or_else(|e| json!({"ok": false, "error": e.to_string()}))
+    let body = listing(app, &ledger, role);
+    drop(ledger);
+    serde_json::from_slice(&body).unwrap_or_else(|e| json!({"ok": false, "error": e.to_string()}))
 }
 
 /// `GET /api/calls`: the recent tool calls, newest first.
@@ -403,6 +420,7 @@ fn register_entry(map: Map<String, Value>) -> Result<Entry, Reject> {
         timeout_seconds,
         scope: role,
         registered_at_ms: now_ms(),
+        listed: Listed::default(),
     };
     // The registry's own checks, so a registration accepted here is one every role accepts.
     entry.check().map_err(|e| match e {
@@ -438,6 +456,77 @@ fn schema_problem(schema: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::ledger::rfc3339;
+
+    /// A tool's object as the listing wrote it when it was one serde pass over a JSON tree.
+    fn item(e: &Entry, stats: &Stats) -> Value {
+        let mut item = json!({
+            "name": e.name, "description": e.description, "source": e.source,
+            "callback_url": e.callback_url, "is_remote": true, "role": e.scope,
+            "parameters": e.parameters, "timeout_seconds": e.timeout_seconds,
+            "registered_at": rfc3339(e.registered_at_ms),
+        });
+        if let (Value::Object(item), Value::Object(stats)) = (&mut item, stats.to_json()) {
+            item.extend(stats);
+        }
+        item
+    }
+
+    #[test]
+    fn the_listing_is_the_bytes_serde_writes() {
+        let roles = ["a".to_owned(), "b\"<".to_owned()];
+        let mut ledger = Ledger::new(&roles);
+        let entry = |name: &str, scope: Option<&str>| Entry {
+            name: name.into(),
+            description: "d \u{2028} \"é\"".into(),
+            parameters: json!({"type": "object", "properties": {"z": {"type": "number"}, "a": {}}}),
+            callback_url: "http://127.0.0.1:9/cb".into(),
+            source: "plugin:x".into(),
+            timeout_seconds: 2.5,
+            scope: scope.map(str::to_owned),
+            registered_at_ms: 1_735_732_800_123,
+            listed: Listed::default(),
+        };
+        ledger.apply(&Op::Register(entry("t1", None)));
+        ledger.apply(&Op::Register(entry("t2", Some("a"))));
+        let called = Stats {
+            calls: 3,
+            errors: 1,
+            last_called_at_ms: Some(5),
+            last_answered_at_ms: Some(4),
+            last_latency_ms: Some(12),
+            last_error: Some((5, "boom".into())),
+        };
+        let mcp = json!({"name": "files_read", "callback_url": null, "annotations": {}});
+        let per_role = |role: &str| {
+            let stats = HashMap::from([("t2".to_owned(), called.clone())]);
+            let mounted = if role == "a" {
+                vec![mcp.clone()]
+            } else {
+                Vec::new()
+            };
+            (stats, mounted)
+        };
+        let e = |role: usize, i: usize| &ledger.roles[role].entries[i];
+        let none = Stats::default();
+        let expected = json!({"ok": true, "tools_by_role": {
+            "a": [item(e(0, 0), &none), item(e(0, 1), &called), mcp],
+            "b\"<": [item(e(1, 0), &none)],
+        }});
+        let bytes = write_listing(&ledger, None, per_role);
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            serde_json::to_string(&expected).unwrap()
+        );
+        let one = write_listing(&ledger, Some("b\"<"), per_role);
+        let expected = json!({"ok": true, "tools_by_role": {"b\"<": [item(e(1, 0), &none)]}});
+        assert_eq!(one, serde_json::to_vec(&expected).unwrap());
+        let empty = write_listing(&Ledger::new(&roles), Some("a"), |_| {
+            (HashMap::new(), vec![mcp.clone(), mcp.clone()])
+        });
+        let expected = json!({"ok": true, "tools_by_role": {"a": [mcp, mcp]}});
+        assert_eq!(empty, serde_json::to_vec(&expected).unwrap());
+    }
 
     #[test]
     fn queries() {

@@ -122,6 +122,13 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// How long shutdown waits for requests in flight ([`DEFAULT_DRAIN`]).
     pub drain: Duration,
+    /// The most connections open at once from one peer address off loopback
+    /// ([`DEFAULT_MAX_CONNECTIONS_PER_PEER`]); past it a new connection from that address is
+    /// closed as soon as it is accepted. Loopback peers are not counted (every local client is
+    /// 127.0.0.1) unless [`ServerConfig::cap_loopback_peers`].
+    pub max_connections_per_peer: usize,
+    /// Applies [`ServerConfig::max_connections_per_peer`] to loopback peers too.
+    pub cap_loopback_peers: bool,
 }
 
 /// The default [`ServerConfig::header_timeout`]: 10 seconds.
@@ -130,6 +137,10 @@ pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default [`ServerConfig::max_connections`]: 128, well under the usual limit of 1,024 file
 /// descriptors (and under 256), leaving room for callbacks and the offline model.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 128;
+
+/// The default [`ServerConfig::max_connections_per_peer`]: 32, a quarter of
+/// [`DEFAULT_MAX_CONNECTIONS`], so one address off loopback cannot take every place.
+pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 32;
 
 /// The default [`ServerConfig::drain`]: 5 seconds.
 pub const DEFAULT_DRAIN: Duration = Duration::from_secs(5);
@@ -154,6 +165,8 @@ impl ServerConfig {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             drain: DEFAULT_DRAIN,
+            max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
+            cap_loopback_peers: false,
         }
     }
 
@@ -166,6 +179,20 @@ impl ServerConfig {
     /// Sets the most connections open at once; zero is refused at start.
     pub fn with_max_connections(mut self, max: usize) -> Self {
         self.max_connections = max;
+        self
+    }
+
+    /// Sets the most connections open at once from one peer address off loopback; zero is
+    /// refused at start.
+    pub fn with_max_connections_per_peer(mut self, max: usize) -> Self {
+        self.max_connections_per_peer = max;
+        self
+    }
+
+    /// Counts loopback peers against the per-peer cap too (off by default: every local client
+    /// shares 127.0.0.1).
+    pub fn with_cap_loopback_peers(mut self, cap: bool) -> Self {
+        self.cap_loopback_peers = cap;
         self
     }
 
@@ -277,6 +304,12 @@ impl ServerConfig {
         }
         if self.max_connections == 0 {
             return Err(Error::input("max_connections", "must be at least 1"));
+        }
+        if self.max_connections_per_peer == 0 {
+            return Err(Error::input(
+                "max_connections_per_peer",
+                "must be at least 1",
+            ));
         }
         for (i, role) in self.roles.iter().enumerate() {
             let at = format!("roles[{i}]");

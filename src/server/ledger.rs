@@ -10,6 +10,7 @@
 //! (`store.rs`) writes each change first.
 
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -41,6 +42,23 @@ pub(crate) struct Entry {
     pub scope: Option<String>,
     /// When it was registered, in milliseconds since the Unix epoch.
     pub registered_at_ms: u64,
+    /// The entry as `GET /api/tools` lists it, written once (an entry is replaced whole,
+    /// never changed in place, so it cannot go stale).
+    #[serde(skip)]
+    pub listed: Listed,
+}
+
+/// An entry's fields as `GET /api/tools` writes them, up to its call statistics: the JSON
+/// object without its closing brace. Made once per entry, so a listing of 10,000 tools copies
+/// bytes instead of writing every schema again. Derived from the entry, so never part of its
+/// equality.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Listed(OnceLock<Arc<str>>);
+
+impl PartialEq for Listed {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl Entry {
@@ -58,6 +76,35 @@ impl Entry {
         Ok(Tool::callback(definition, callback)
             .with_source(self.source.as_str())
             .with_timeout(timeout))
+    }
+
+    /// The entry's listing (see [`Listed`]), written on first use.
+    pub fn listed(&self) -> &str {
+        self.listed.0.get_or_init(|| {
+            use serde::ser::{SerializeMap, Serializer};
+            let mut out = Vec::with_capacity(256);
+            let mut s = serde_json::Serializer::new(&mut out);
+            let written = (|| {
+                let mut map = s.serialize_map(None)?;
+                map.serialize_entry("name", &self.name)?;
+                map.serialize_entry("description", &self.description)?;
+                map.serialize_entry("source", &self.source)?;
+                map.serialize_entry("callback_url", &self.callback_url)?;
+                map.serialize_entry("is_remote", &true)?;
+                map.serialize_entry("role", &self.scope)?;
+                map.serialize_entry("parameters", &self.parameters)?;
+                map.serialize_entry("timeout_seconds", &self.timeout_seconds)?;
+                map.serialize_entry("registered_at", &rfc3339(self.registered_at_ms))?;
+                map.end()
+            })();
+            // Writing JSON into memory does not fail; should it, the listing stays valid JSON
+            // and says so.
+            let text = match written.map(|()| String::from_utf8(out)) {
+                Ok(Ok(text)) => text,
+                _ => r#"{"error":"this entry could not be written as JSON"}"#.to_owned(),
+            };
+            Arc::from(text.strip_suffix('}').unwrap_or(&text))
+        })
     }
 
     /// Checks that the entry can be registered (name, schema, URL, timeout), naming the field.
@@ -144,6 +191,8 @@ impl Ledger {
             |role: &Option<String>, r: &RoleTools| role.as_ref().is_none_or(|x| *x == r.role);
         match op {
             Op::Register(entry) => {
+                // Written once here, so every role's copy shares it.
+                entry.listed();
                 for r in &mut self.roles {
                     if !targets(&entry.scope, r) {
                         continue;
@@ -307,6 +356,7 @@ mod tests {
             timeout_seconds: 30.0,
             scope: scope.map(str::to_owned),
             registered_at_ms: 1,
+            listed: Listed::default(),
         }
     }
 

@@ -1,14 +1,17 @@
 //! Accepting connections with limits, on hyper's HTTP/1 server: a deadline for each request
-//! head (which is also the idle keep-alive deadline), a cap on open connections, shedding idle
-//! connections when the cap is reached, and a graceful drain on shutdown.
+//! head (which is also the idle keep-alive deadline), a cap on open connections and one per
+//! peer address, shedding idle connections when the cap is reached, and a graceful drain on
+//! shutdown.
 //!
 //! hyper starts its header-read timer whenever it waits for a request head: on a new
 //! connection and again after each response on a keep-alive connection. So one deadline closes
 //! slowloris peers (a head sent a byte at a time) and idle keep-alive connections alike.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -33,6 +36,11 @@ pub(crate) struct Limits {
     pub header_timeout: Duration,
     /// The most connections open at once.
     pub max_connections: usize,
+    /// The most connections open at once from one peer address (off loopback unless
+    /// `cap_loopback_peers`).
+    pub max_per_peer: usize,
+    /// Whether loopback peers count against `max_per_peer`.
+    pub cap_loopback_peers: bool,
     /// How long shutdown waits for requests in flight.
     pub drain: Duration,
 }
@@ -45,6 +53,7 @@ pub(crate) async fn serve(
     mut stop: watch::Receiver<bool>,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let peers = Arc::new(Peers::default());
     // Bumped to ask every connection to close once idle (keep-alive off, the request in
     // flight finishes first).
     let (shed, _) = watch::channel(0u64);
@@ -86,6 +95,20 @@ pub(crate) async fn serve(
             },
             _ = stopped(&mut stop) => break,
         };
+        let ip = peer.ip().to_canonical();
+        let counted = limits.cap_loopback_peers || !super::gate::is_loopback_peer(ip);
+        let place = if counted {
+            let Some(place) = Peers::enter(&peers, ip, limits.max_per_peer) else {
+                // Over its cap: closed at once, before a byte is read; its place in the
+                // global count goes back with `slot`.
+                tracing::debug!(%ip, "connection closed: the peer has too many open");
+                drop(sock);
+                continue;
+            };
+            Some(place)
+        } else {
+            None
+        };
         let _ = sock.set_nodelay(true);
         let service =
             TowerToHyperService::new(router.clone().layer(axum::Extension(ConnectInfo(peer))));
@@ -101,6 +124,7 @@ pub(crate) async fn serve(
         let opened = Instant::now();
         connections.spawn(async move {
             let _slot = slot;
+            let _place = place;
             tokio::pin!(connection);
             let mut closing = false;
             loop {
@@ -129,6 +153,44 @@ pub(crate) async fn serve(
     let drain = async { while connections.join_next().await.is_some() {} };
     if tokio::time::timeout(limits.drain, drain).await.is_err() {
         connections.abort_all();
+    }
+}
+
+/// How many connections each counted peer address has open.
+#[derive(Default)]
+struct Peers(Mutex<HashMap<IpAddr, usize>>);
+
+impl Peers {
+    /// A place for one more connection from `ip`, or `None` when it has `max` open.
+    fn enter(peers: &Arc<Self>, ip: IpAddr, max: usize) -> Option<Place> {
+        let mut open = peers.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = open.entry(ip).or_default();
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(Place {
+            peers: Arc::clone(peers),
+            ip,
+        })
+    }
+}
+
+/// One connection's place in its peer's count, given back when the connection ends.
+struct Place {
+    peers: Arc<Peers>,
+    ip: IpAddr,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let mut open = self.peers.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
     }
 }
 

@@ -255,13 +255,15 @@ impl Live {
         }
     }
 
-    /// A tool's statistics.
-    pub fn stats(&self, role: &str, name: &str) -> Stats {
+    /// The statistics of the role's tools that have been called, by tool name (one lock for a
+    /// whole listing; tools never called have none).
+    pub fn role_stats(&self, role: &str) -> HashMap<String, Stats> {
         self.lock()
             .stats
-            .get(&(role.to_owned(), name.to_owned()))
-            .cloned()
-            .unwrap_or_default()
+            .iter()
+            .filter(|((r, _), _)| r == role)
+            .map(|((_, name), stats)| (name.clone(), stats.clone()))
+            .collect()
     }
 
     /// Drops the statistics of tools no longer registered.
@@ -324,7 +326,7 @@ mod tests {
         assert_eq!(recent[0]["status"], "error");
         assert_eq!(recent[1]["output"], r#"{"t":1}"#);
         assert_eq!(recent[1]["source"], "plugin:x");
-        let stats = live.stats("default", "get_weather");
+        let stats = live.role_stats("default").remove("get_weather").unwrap();
         assert_eq!((stats.calls, stats.errors), (2, 1));
         assert_eq!(stats.last_error.unwrap().1, "boom");
         assert!(stats.last_answered_at_ms.is_some());
@@ -334,7 +336,7 @@ mod tests {
         }
         assert_eq!(events, 4);
         live.call_finished("default", 99, &ToolResult::error(&call, "x"), false);
-        assert_eq!(live.stats("default", "invented").calls, 0);
+        assert!(!live.role_stats("default").contains_key("invented"));
     }
 
     #[test]

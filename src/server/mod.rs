@@ -19,8 +19,9 @@ mod plugin;
 mod store;
 
 pub use config::{
-    DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_ROLE,
-    OFFLINE_MODEL, RoleConfig, ServerConfig,
+    DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_PORT, DEFAULT_ROLE, OFFLINE_MODEL, RoleConfig,
+    ServerConfig,
 };
 pub use gate::{is_loopback_host, is_loopback_peer};
 #[cfg(feature = "mcp")]
@@ -285,6 +286,8 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
     let limits = listen::Limits {
         header_timeout: config.header_timeout,
         max_connections: config.max_connections,
+        max_per_peer: config.max_connections_per_peer,
+        cap_loopback_peers: config.cap_loopback_peers,
         drain: config.drain,
     };
     let stopping = app.shutdown.clone();

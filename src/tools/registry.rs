@@ -384,6 +384,12 @@ impl ToolRegistry {
             .any(|e| e.tool.definition.name == name)
     }
 
+    /// Whether the source of some registered tool satisfies `test` (nothing is copied: a
+    /// caller can skip [`ToolRegistry::list`] of thousands of tools when none would be kept).
+    pub fn any_source(&self, test: impl Fn(&str) -> bool) -> bool {
+        self.read().entries.iter().any(|e| test(&e.tool.source))
+    }
+
     /// The entries, copied out so availability checks (user code) run without the lock held:
     /// a check or handler may register tools itself.
     fn snapshot(&self) -> Vec<Entry> {
