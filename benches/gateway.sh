@@ -15,7 +15,12 @@ rate=${RATE:-500} secs=${SECS:-10} streams=${STREAMS:-200} n=${N:-200}
 [[ ${BIN:-} ]] || cargo build --release --quiet --features cli,server --bin toolwire --example gateway_upstream
 bin=$target/release
 if [[ ${BIN:-} ]]; then bin=$BIN; fi # another build of both (a script check with debug builds)
-command -v oha >/dev/null || cargo install oha --locked --quiet
+if ! command -v oha >/dev/null; then
+    # Its own target dir, removed after: oha's build is not toolwire's.
+    oha_target=$(mktemp -d)
+    CARGO_TARGET_DIR=$oha_target cargo install oha --locked --quiet
+    rm -rf "$oha_target"
+fi
 venv=$target/tmp/litellm-venv
 if [[ ! -x $venv/bin/litellm ]]; then
     python3 -m venv "$venv"
@@ -105,12 +110,14 @@ load() { # $1: URL, $2: stream, then oha flags
         python3 -c 'import json,sys; r=json.load(sys.stdin); p=r["latencyPercentiles"]; s=r["summary"]
 print("%.3f %.3f %.0f %.3f" % (p["p50"]*1000, p["p99"]*1000, s["requestsPerSec"], s["successRate"]))'
 }
-# Median time to first byte (ms) of $n sequential streamed requests.
+# Median time to first byte (ms) of $n sequential streamed requests on one kept-alive
+# connection (one curl for all, so neither connecting nor starting curl is counted).
 ttfb() {
-    for _ in $(seq "$n"); do
-        curl -s -o /dev/null -w '%{time_starttransfer}\n' -H 'content-type: application/json' \
-            -d "$(body up true)" "$1/v1/chat/completions"
-    done | sort -n | awk '{a[NR]=$1} END {printf "%.3f\n", a[int((NR+1)/2)]*1000}'
+    local urls=() i
+    for i in $(seq "$n"); do urls+=(-o /dev/null "$1/v1/chat/completions"); done
+    curl -s -w '%{time_starttransfer}\n' -H 'content-type: application/json' \
+        -d "$(body up true)" "${urls[@]}" |
+        sort -n | awk '{a[NR]=$1} END {printf "%.3f\n", a[int((NR+1)/2)]*1000}'
 }
 # Extra resident memory per open stream (KiB): $streams held streams at once.
 per_stream() { # $1: URL, $2: pid, $3: idle KiB
