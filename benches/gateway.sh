@@ -165,6 +165,10 @@ row() { # $1: name, $2: idle KiB, $3: KiB per stream
         "$1" "$(echo "$p50 - $d50" | bc)" "$(echo "$p99 - $d99" | bc)" "$got" "$(echo "$ok * 100" | bc)" \
         "$(echo "${ttf[$1]} - $dttfb" | bc)" "$r" "$sr" "$(echo "$2 / 1024" | bc -l)" "$3"
 }
+litellm_version=$("$venv/bin/pip" show litellm 2>/dev/null | awk '/^Version:/ {print $2}')
+cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($cpu), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "LiteLLM $litellm_version (1 worker), $(oha --version), toolwire $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "upstream alone: p50 ${d50} ms, p99 ${d99} ms at ${rate}/s; first byte ${dttfb} ms; ${drps} req/s, ${dsrps} streams/s at 32 connections"
 echo
 echo "| gateway | added p50 at ${rate}/s | added p99 | achieved | added first byte (stream) | req/s at 32 conns | streams/s at 32 conns | RSS idle | RSS per open stream |"
