@@ -6,7 +6,7 @@
 # requests at a fixed rate, added time to first byte of streams, requests/s at 32 connections
 # (streamed and not), resident memory idle and per open stream.
 #
-# Run: bash benches/gateway.sh   (needs python3, curl; installs oha with cargo and LiteLLM's
+# Run: bash benches/gateway.sh   (needs python3, curl, bc; installs oha with cargo and LiteLLM's
 # proxy into a venv under the target dir when missing. RATE=500 SECS=10 STREAMS=200 N=200)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,7 @@ rate=${RATE:-500} secs=${SECS:-10} streams=${STREAMS:-200} n=${N:-200}
 [[ ${BIN:-} ]] || cargo build --release --quiet --features cli,server --bin toolwire --example gateway_upstream
 bin=$target/release
 if [[ ${BIN:-} ]]; then bin=$BIN; fi # another build of both (a script check with debug builds)
+PATH=${CARGO_HOME:-$HOME/.cargo}/bin:$PATH # where cargo install puts oha
 if ! command -v oha >/dev/null; then
     # Its own target dir, removed after: oha's build is not toolwire's.
     oha_target=$(mktemp -d)
