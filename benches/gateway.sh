@@ -6,7 +6,7 @@
 # requests at a fixed rate, added time to first byte of streams, requests/s at 32 connections
 # (streamed and not), resident memory idle and per open stream.
 #
-# Run: bash benches/gateway.sh   (needs python3, curl; installs oha with cargo and LiteLLM's
+# Run: bash benches/gateway.sh   (needs python3, curl, bc; installs oha with cargo and LiteLLM's
 # proxy into a venv under the target dir when missing. RATE=500 SECS=10 STREAMS=200 N=200)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +15,13 @@ rate=${RATE:-500} secs=${SECS:-10} streams=${STREAMS:-200} n=${N:-200}
 [[ ${BIN:-} ]] || cargo build --release --quiet --features cli,server --bin toolwire --example gateway_upstream
 bin=$target/release
 if [[ ${BIN:-} ]]; then bin=$BIN; fi # another build of both (a script check with debug builds)
-command -v oha >/dev/null || cargo install oha --locked --quiet
+PATH=${CARGO_HOME:-$HOME/.cargo}/bin:$PATH # where cargo install puts oha
+if ! command -v oha >/dev/null; then
+    # Its own target dir, removed after: oha's build is not toolwire's.
+    oha_target=$(mktemp -d)
+    CARGO_TARGET_DIR=$oha_target cargo install oha --locked --quiet
+    rm -rf "$oha_target"
+fi
 venv=$target/tmp/litellm-venv
 if [[ ! -x $venv/bin/litellm ]]; then
     python3 -m venv "$venv"
@@ -105,12 +111,14 @@ load() { # $1: URL, $2: stream, then oha flags
         python3 -c 'import json,sys; r=json.load(sys.stdin); p=r["latencyPercentiles"]; s=r["summary"]
 print("%.3f %.3f %.0f %.3f" % (p["p50"]*1000, p["p99"]*1000, s["requestsPerSec"], s["successRate"]))'
 }
-# Median time to first byte (ms) of $n sequential streamed requests.
+# Median time to first byte (ms) of $n sequential streamed requests on one kept-alive
+# connection (one curl for all, so neither connecting nor starting curl is counted).
 ttfb() {
-    for _ in $(seq "$n"); do
-        curl -s -o /dev/null -w '%{time_starttransfer}\n' -H 'content-type: application/json' \
-            -d "$(body up true)" "$1/v1/chat/completions"
-    done | sort -n | awk '{a[NR]=$1} END {printf "%.3f\n", a[int((NR+1)/2)]*1000}'
+    local urls=() i
+    for i in $(seq "$n"); do urls+=(-o /dev/null "$1/v1/chat/completions"); done
+    curl -s -w '%{time_starttransfer}\n' -H 'content-type: application/json' \
+        -d "$(body up true)" "${urls[@]}" |
+        sort -n | awk '{a[NR]=$1} END {printf "%.3f\n", a[int((NR+1)/2)]*1000}'
 }
 # Extra resident memory per open stream (KiB): $streams held streams at once.
 per_stream() { # $1: URL, $2: pid, $3: idle KiB
@@ -158,6 +166,10 @@ row() { # $1: name, $2: idle KiB, $3: KiB per stream
         "$1" "$(echo "$p50 - $d50" | bc)" "$(echo "$p99 - $d99" | bc)" "$got" "$(echo "$ok * 100" | bc)" \
         "$(echo "${ttf[$1]} - $dttfb" | bc)" "$r" "$sr" "$(echo "$2 / 1024" | bc -l)" "$3"
 }
+litellm_version=$("$venv/bin/pip" show litellm 2>/dev/null | awk '/^Version:/ {print $2}')
+cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($cpu), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "LiteLLM $litellm_version (1 worker), $(oha --version), toolwire $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "upstream alone: p50 ${d50} ms, p99 ${d99} ms at ${rate}/s; first byte ${dttfb} ms; ${drps} req/s, ${dsrps} streams/s at 32 connections"
 echo
 echo "| gateway | added p50 at ${rate}/s | added p99 | achieved | added first byte (stream) | req/s at 32 conns | streams/s at 32 conns | RSS idle | RSS per open stream |"

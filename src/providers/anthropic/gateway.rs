@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::THINKING_BLOCKS;
@@ -486,7 +487,7 @@ pub fn encode_body(response: &ChatResponse, id: &str, model: &str) -> Vec<u8> {
         "stop_sequence": null,
         "usage": usage_json(response),
     });
-    body.to_string().into_bytes()
+    serde_json::to_vec(&body).unwrap_or_default()
 }
 
 fn error_type(status: u16) -> &'static str {
@@ -533,12 +534,27 @@ pub struct EventWriter {
     finished: bool,
 }
 
-fn event(out: &mut Vec<u8>, name: &str, data: &Value) {
+/// Writes one event, its data serialised straight into `out` (writing into a `Vec` cannot
+/// fail, and these shapes always serialise).
+fn event(out: &mut Vec<u8>, name: &str, data: &impl Serialize) {
     out.extend_from_slice(b"event: ");
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b"\ndata: ");
-    out.extend_from_slice(data.to_string().as_bytes());
+    let _ = serde_json::to_writer(&mut *out, data);
     out.extend_from_slice(b"\n\n");
+}
+
+/// `content_block_start` and `content_block_delta` around a block or delta, without copying
+/// it into a bigger JSON tree.
+#[derive(Serialize)]
+struct Block<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    index: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_block: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delta: Option<&'a Value>,
 }
 
 impl EventWriter {
@@ -575,7 +591,12 @@ impl EventWriter {
         event(
             out,
             "content_block_start",
-            &json!({"type": "content_block_start", "index": index, "content_block": block}),
+            &Block {
+                kind: "content_block_start",
+                index,
+                content_block: Some(&block),
+                delta: None,
+            },
         );
         index
     }
@@ -584,7 +605,12 @@ impl EventWriter {
         event(
             out,
             "content_block_delta",
-            &json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            &Block {
+                kind: "content_block_delta",
+                index,
+                content_block: None,
+                delta: Some(&delta),
+            },
         );
     }
 

@@ -11,7 +11,8 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Value, json};
 
 use crate::error::{ApiError, Error, Result};
 use crate::provider::StreamWriter;
@@ -385,16 +386,6 @@ fn response_format(value: Value) -> Result<Option<ResponseFormat>> {
     Ok(format)
 }
 
-/// Seconds since the epoch are the caller's to give: providers read no clock.
-fn envelope(id: &str, model: &str, created: u64, object: &str) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("id".into(), json!(id));
-    m.insert("object".into(), json!(object));
-    m.insert("created".into(), json!(created));
-    m.insert("model".into(), json!(model));
-    m
-}
-
 /// The Chat Completions spelling of a canonical finish reason.
 pub fn finish_reason(reason: &FinishReason) -> &str {
     match reason {
@@ -403,58 +394,161 @@ pub fn finish_reason(reason: &FinishReason) -> &str {
     }
 }
 
-fn usage_json(u: &Usage) -> Value {
-    let mut m = Map::new();
-    m.insert("prompt_tokens".into(), json!(u.input_tokens));
-    m.insert("completion_tokens".into(), json!(u.output_tokens));
-    m.insert(
-        "total_tokens".into(),
-        json!(u.input_tokens.saturating_add(u.output_tokens)),
-    );
-    if let Some(c) = u.cached_input_tokens {
-        m.insert("prompt_tokens_details".into(), json!({"cached_tokens": c}));
-    }
-    if let Some(r) = u.reasoning_tokens {
-        m.insert(
-            "completion_tokens_details".into(),
-            json!({"reasoning_tokens": r}),
-        );
-    }
-    Value::Object(m)
+// The answer shapes, serialised straight from borrowed fields (no JSON tree per answer or per
+// chunk). Field order is the order OpenAI sends.
+
+/// A `chat.completion` or `chat.completion.chunk` envelope. Seconds since the epoch are the
+/// caller's to give: providers read no clock.
+#[derive(Serialize)]
+struct Envelope<'a, C: Serialize> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    choices: C,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<UsageOut>,
 }
 
-fn call_json(call: &ToolCall) -> Value {
-    json!({
-        "id": carry_id(call),
-        "type": "function",
-        "function": {"name": call.name, "arguments": call.raw_arguments},
-    })
+#[derive(Serialize)]
+struct UsageOut {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    total_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_tokens_details: Option<Cached>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completion_tokens_details: Option<Reasoned>,
+}
+
+#[derive(Serialize)]
+struct Cached {
+    cached_tokens: u64,
+}
+
+#[derive(Serialize)]
+struct Reasoned {
+    reasoning_tokens: u64,
+}
+
+fn usage_out(u: &Usage) -> UsageOut {
+    UsageOut {
+        prompt_tokens: u.input_tokens,
+        completion_tokens: u.output_tokens,
+        total_tokens: u.input_tokens.saturating_add(u.output_tokens),
+        prompt_tokens_details: u.cached_input_tokens.map(|c| Cached { cached_tokens: c }),
+        completion_tokens_details: u.reasoning_tokens.map(|r| Reasoned {
+            reasoning_tokens: r,
+        }),
+    }
+}
+
+#[derive(Serialize)]
+struct WholeChoice<'a> {
+    index: u32,
+    message: WholeMessage<'a>,
+    finish_reason: &'a str,
+    logprobs: (),
+}
+
+#[derive(Serialize)]
+struct WholeMessage<'a> {
+    role: &'static str,
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<CallOutJson<'a>>,
+}
+
+/// A call, whole or as a stream fragment (`index` only in a stream, `id`, `type` and `name`
+/// only when it opens).
+#[derive(Serialize)]
+struct CallOutJson<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    function: FunctionOut<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct ChunkChoice<'a> {
+    index: u32,
+    delta: Delta<'a>,
+    finish_reason: Option<&'a str>,
+    logprobs: (),
+}
+
+/// A chunk's `delta`; absent fields are left out (`{}` for the finishing chunk).
+#[derive(Serialize, Default)]
+struct Delta<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<[CallOutJson<'a>; 1]>,
+}
+
+/// Appends `value` as JSON. Writing into a `Vec` cannot fail, and these shapes (strings,
+/// numbers, string-keyed structs) always serialise.
+fn write_json(out: &mut Vec<u8>, value: &impl Serialize) {
+    let _ = serde_json::to_writer(out, value);
 }
 
 /// A whole `chat.completion` body for `response`. `id` and `created` are the caller's.
 pub fn encode_body(response: &ChatResponse, id: &str, model: &str, created: u64) -> Vec<u8> {
-    let mut message = Map::new();
-    message.insert("role".into(), json!("assistant"));
-    message.insert("content".into(), json!(response.text));
-    if let Some(reasoning) = &response.reasoning {
-        message.insert("reasoning_content".into(), json!(reasoning));
-    }
-    if !response.tool_calls.is_empty() {
-        let calls: Vec<Value> = fold_turn(response).iter().map(call_json).collect();
-        message.insert("tool_calls".into(), Value::Array(calls));
-    }
-    let choice = json!({
-        "index": 0,
-        "message": message,
-        "finish_reason": finish_reason(&response.finish_reason),
-        "logprobs": null,
-    });
-    let mut body = envelope(id, model, created, "chat.completion");
-    body.insert("choices".into(), json!([choice]));
-    if let Some(u) = &response.usage {
-        body.insert("usage".into(), usage_json(u));
-    }
-    Value::Object(body).to_string().into_bytes()
+    let folded;
+    let calls: &[ToolCall] = if response.tool_calls.is_empty() {
+        &[]
+    } else {
+        folded = fold_turn(response);
+        &folded
+    };
+    let body = Envelope {
+        id,
+        object: "chat.completion",
+        created,
+        model,
+        choices: [WholeChoice {
+            index: 0,
+            message: WholeMessage {
+                role: "assistant",
+                content: response.text.as_deref(),
+                reasoning_content: response.reasoning.as_deref(),
+                tool_calls: calls
+                    .iter()
+                    .map(|call| CallOutJson {
+                        index: None,
+                        id: Some(std::borrow::Cow::Owned(carry_id(call))),
+                        kind: Some("function"),
+                        function: FunctionOut {
+                            name: Some(&call.name),
+                            arguments: &call.raw_arguments,
+                        },
+                    })
+                    .collect(),
+            },
+            finish_reason: finish_reason(&response.finish_reason),
+            logprobs: (),
+        }],
+        usage: response.usage.as_ref().map(usage_out),
+    };
+    let mut out = Vec::with_capacity(256);
+    write_json(&mut out, &body);
+    out
 }
 
 /// The error body and status for `error`, in OpenAI's shape
@@ -507,35 +601,57 @@ impl ChunkWriter {
         }
     }
 
-    fn chunk(&self, delta: Value, finish: Option<&str>, out: &mut Vec<u8>) {
-        let mut c = envelope(&self.id, &self.model, self.created, "chat.completion.chunk");
-        c.insert(
-            "choices".into(),
-            json!([{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": null}]),
-        );
-        data(out, &Value::Object(c).to_string());
+    fn chunk(&self, delta: Delta<'_>, finish: Option<&str>, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"data: ");
+        let chunk = Envelope {
+            id: &self.id,
+            object: "chat.completion.chunk",
+            created: self.created,
+            model: &self.model,
+            choices: [ChunkChoice {
+                index: 0,
+                delta,
+                finish_reason: finish,
+                logprobs: (),
+            }],
+            usage: None,
+        };
+        write_json(out, &chunk);
+        out.extend_from_slice(b"\n\n");
     }
 
     fn call_out(&self, o: CallOut, out: &mut Vec<u8>) {
-        match o {
+        let call = match &o {
             CallOut::Open {
                 slot,
                 id,
                 name,
                 arguments,
-            } => self.chunk(
-                json!({"tool_calls": [{"index": slot, "id": id, "type": "function",
-                        "function": {"name": name, "arguments": arguments}}]}),
-                None,
-                out,
-            ),
-            CallOut::Arguments { slot, fragment } => self.chunk(
-                json!({"tool_calls": [{"index": slot, "function": {"arguments": fragment}}]}),
-                None,
-                out,
-            ),
-            CallOut::Done { .. } => {}
-        }
+            } => CallOutJson {
+                index: Some(*slot),
+                id: Some(std::borrow::Cow::Borrowed(id)),
+                kind: Some("function"),
+                function: FunctionOut {
+                    name: Some(name),
+                    arguments,
+                },
+            },
+            CallOut::Arguments { slot, fragment } => CallOutJson {
+                index: Some(*slot),
+                id: None,
+                kind: None,
+                function: FunctionOut {
+                    name: None,
+                    arguments: fragment,
+                },
+            },
+            CallOut::Done { .. } => return,
+        };
+        let delta = Delta {
+            tool_calls: Some([call]),
+            ..Delta::default()
+        };
+        self.chunk(delta, None, out);
     }
 
     fn flush(&mut self, out: &mut Vec<u8>) {
@@ -555,7 +671,12 @@ fn data(out: &mut Vec<u8>, text: &str) {
 
 impl StreamWriter for ChunkWriter {
     fn start(&mut self, out: &mut Vec<u8>) {
-        self.chunk(json!({"role": "assistant", "content": ""}), None, out);
+        let delta = Delta {
+            role: Some("assistant"),
+            content: Some(""),
+            ..Delta::default()
+        };
+        self.chunk(delta, None, out);
     }
 
     fn events(&mut self, events: &[StreamEvent], out: &mut Vec<u8>) {
@@ -563,12 +684,20 @@ impl StreamWriter for ChunkWriter {
             match event {
                 StreamEvent::TextDelta { text } => {
                     self.flush(out);
-                    self.chunk(json!({"content": text}), None, out);
+                    let delta = Delta {
+                        content: Some(text),
+                        ..Delta::default()
+                    };
+                    self.chunk(delta, None, out);
                 }
                 StreamEvent::ReasoningDelta { text } => {
                     self.flush(out);
                     self.calls.reasoning();
-                    self.chunk(json!({"reasoning_content": text}), None, out);
+                    let delta = Delta {
+                        reasoning_content: Some(text),
+                        ..Delta::default()
+                    };
+                    self.chunk(delta, None, out);
                 }
                 other => {
                     let mut outs = Vec::new();
@@ -592,14 +721,22 @@ impl StreamWriter for ChunkWriter {
         for o in outs {
             self.call_out(o, out);
         }
-        self.chunk(json!({}), Some(finish_reason(&response.finish_reason)), out);
+        let reason = finish_reason(&response.finish_reason);
+        self.chunk(Delta::default(), Some(reason), out);
         if self.include_usage
             && let Some(u) = &response.usage
         {
-            let mut c = envelope(&self.id, &self.model, self.created, "chat.completion.chunk");
-            c.insert("choices".into(), json!([]));
-            c.insert("usage".into(), usage_json(u));
-            data(out, &Value::Object(c).to_string());
+            out.extend_from_slice(b"data: ");
+            let chunk = Envelope {
+                id: &self.id,
+                object: "chat.completion.chunk",
+                created: self.created,
+                model: &self.model,
+                choices: [(); 0],
+                usage: Some(usage_out(u)),
+            };
+            write_json(out, &chunk);
+            out.extend_from_slice(b"\n\n");
         }
         data(out, "[DONE]");
     }

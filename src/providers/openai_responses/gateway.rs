@@ -554,7 +554,7 @@ pub fn encode_body(response: &ChatResponse, id: &str, model: &str, created: u64)
         output,
         response.usage.as_ref(),
     );
-    body.to_string().into_bytes()
+    serde_json::to_vec(&body).unwrap_or_default()
 }
 
 /// The error body and status for `error`, in OpenAI's shape.
@@ -621,7 +621,8 @@ impl EventWriter {
         out.extend_from_slice(b"event: ");
         out.extend_from_slice(kind.as_bytes());
         out.extend_from_slice(b"\ndata: ");
-        out.extend_from_slice(Value::Object(m).to_string().as_bytes());
+        // Straight into `out`: writing into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut *out, &m);
         out.extend_from_slice(b"\n\n");
     }
 
