@@ -11,6 +11,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -22,28 +23,34 @@ use toolwire::{ApiError, ChatResponse, FinishReason, ProviderKind, ToolCall};
 const KEY_VAR: &str = "CARGO_PKG_NAME";
 const SIGNATURE: &str = "c2lnLXBhcmlz";
 
-/// The venv's python, made (with the SDKs) when missing.
+/// The venv's python, made (with the SDKs) when missing; once per test process, so tests
+/// running in parallel never build the same venv at the same time.
 fn python() -> PathBuf {
-    let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sdk-venv");
-    let python = venv.join("bin").join("python");
-    let ready = Command::new(&python)
-        .args(["-c", "import openai, anthropic"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ready {
-        let made = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .expect("python3 runs");
-        assert!(made.success(), "python3 -m venv {}", venv.display());
-        let pip = Command::new(venv.join("bin").join("pip"))
-            .args(["install", "-q", "openai", "anthropic"])
-            .status()
-            .expect("pip runs");
-        assert!(pip.success(), "pip install openai anthropic");
-    }
-    python
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sdk-venv");
+            let python = venv.join("bin").join("python");
+            let ready = Command::new(&python)
+                .args(["-c", "import openai, anthropic"])
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ready {
+                let made = Command::new("python3")
+                    .args(["-m", "venv"])
+                    .arg(&venv)
+                    .status()
+                    .expect("python3 runs");
+                assert!(made.success(), "python3 -m venv {}", venv.display());
+                let pip = Command::new(venv.join("bin").join("pip"))
+                    .args(["install", "-q", "openai", "anthropic"])
+                    .status()
+                    .expect("pip runs");
+                assert!(pip.success(), "pip install openai anthropic");
+            }
+            python
+        })
+        .clone()
 }
 
 fn script() -> PathBuf {

@@ -77,6 +77,25 @@ fn register_replaces_by_default() {
 }
 
 #[test]
+fn list_by_source_picks_tools_by_their_source_in_order() {
+    let registry = ToolRegistry::new();
+    registry
+        .register(echo("a").with_source("plugin:x"))
+        .unwrap();
+    registry
+        .register(echo("b").with_source("mcp:files"))
+        .unwrap();
+    registry.register(echo("c")).unwrap();
+    registry.register(echo("d").with_source("mcp:web")).unwrap();
+    let picked: Vec<String> = (registry.list_by_source(|s| s.starts_with("mcp:")))
+        .into_iter()
+        .map(|t| format!("{} {}", t.name, t.source))
+        .collect();
+    assert_eq!(picked, ["b mcp:files", "d mcp:web"]);
+    assert!(registry.list_by_source(|s| s == "nobody").is_empty());
+}
+
+#[test]
 fn strict_mode_refuses_duplicates_naming_both_sources() {
     let registry = ToolRegistry::new().with_strict(true);
     registry

@@ -183,14 +183,9 @@ pub(crate) async fn list(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
 /// schemas written again.
 fn listing(app: &App, ledger: &Ledger, role: Option<&str>) -> Vec<u8> {
     write_listing(ledger, role, |name| {
-        // Tools of mounted MCP servers, after the registered ones. Listing them copies every
-        // tool of the role's registry, so it is done only when the role has one.
+        // Tools of mounted MCP servers, after the registered ones.
         #[cfg(feature = "mcp")]
-        let mounted = app
-            .role(name)
-            .filter(|r| r.registry.any_source(|s| s.starts_with("mcp:")))
-            .map(super::mcp::listed)
-            .unwrap_or_default();
+        let mounted = app.role(name).map(super::mcp::listed).unwrap_or_default();
         #[cfg(not(feature = "mcp"))]
         let mounted = Vec::new();
         (app.live.role_stats(name), mounted)

@@ -246,12 +246,12 @@ async fn supervise(app: Arc<App>, mount: McpMount) {
     }
 }
 
-/// The mounted MCP tools of a role, as `GET /api/tools` lists them.
+/// The mounted MCP tools of a role, as `GET /api/tools` lists them (only those are copied out
+/// of the registry, which may hold thousands of plugin tools).
 pub(crate) fn listed(role: &Role) -> Vec<serde_json::Value> {
     role.registry
-        .list()
+        .list_by_source(|source| source.starts_with("mcp:"))
         .into_iter()
-        .filter(|t| t.source.starts_with("mcp:"))
         .map(|t| {
             serde_json::json!({
                 "name": t.name,

@@ -120,6 +120,22 @@ struct Entry {
 }
 
 impl Entry {
+    /// What [`ToolRegistry::list`] says of the entry (runs its availability check).
+    fn info(&self) -> ToolInfo {
+        ToolInfo {
+            name: self.tool.definition.name.clone(),
+            description: self.tool.definition.description.clone(),
+            parameters: self.tool.definition.parameters.clone(),
+            source: self.tool.source.clone(),
+            toolset: self.tool.toolset.clone(),
+            role: self.tool.role.clone(),
+            timeout: self.tool.timeout,
+            callback_url: self.tool.callback_url().map(str::to_owned),
+            unavailable: self.unavailable(),
+            annotations: self.tool.annotations.clone(),
+        }
+    }
+
     fn unavailable(&self) -> Option<String> {
         let missing: Vec<&str> = self
             .tool
@@ -384,10 +400,14 @@ impl ToolRegistry {
             .any(|e| e.tool.definition.name == name)
     }
 
-    /// Whether the source of some registered tool satisfies `test` (nothing is copied: a
-    /// caller can skip [`ToolRegistry::list`] of thousands of tools when none would be kept).
-    pub fn any_source(&self, test: impl Fn(&str) -> bool) -> bool {
-        self.read().entries.iter().any(|e| test(&e.tool.source))
+    /// The tools whose source satisfies `test`, as [`ToolRegistry::list`] gives them; only
+    /// those are copied, so picking a few out of thousands stays cheap.
+    pub fn list_by_source(&self, test: impl Fn(&str) -> bool) -> Vec<ToolInfo> {
+        let picked: Vec<Entry> = (self.read().entries.iter())
+            .filter(|e| test(&e.tool.source))
+            .cloned()
+            .collect();
+        picked.iter().map(Entry::info).collect()
     }
 
     /// The entries, copied out so availability checks (user code) run without the lock held:
@@ -398,21 +418,7 @@ impl ToolRegistry {
 
     /// Every registered tool, in registration order, with why it is unavailable if it is.
     pub fn list(&self) -> Vec<ToolInfo> {
-        self.snapshot()
-            .iter()
-            .map(|e| ToolInfo {
-                name: e.tool.definition.name.clone(),
-                description: e.tool.definition.description.clone(),
-                parameters: e.tool.definition.parameters.clone(),
-                source: e.tool.source.clone(),
-                toolset: e.tool.toolset.clone(),
-                role: e.tool.role.clone(),
-                timeout: e.tool.timeout,
-                callback_url: e.tool.callback_url().map(str::to_owned),
-                unavailable: e.unavailable(),
-                annotations: e.tool.annotations.clone(),
-            })
-            .collect()
+        self.snapshot().iter().map(Entry::info).collect()
     }
 
     /// What the tool `name` says about its effects (for a role's own tool, pass the selection
