@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}
 rate=${RATE:-500} secs=${SECS:-10} streams=${STREAMS:-200} n=${N:-200}
-[[ ${BIN:-} ]] || cargo build --release --quiet --features cli,server --bin toolwire --example gateway_upstream
+[[ ${BIN:-} ]] || cargo build --release --quiet --features cli,server,jemalloc --bin toolwire --example gateway_upstream
 bin=$target/release
 if [[ ${BIN:-} ]]; then bin=$BIN; fi # another build of both (a script check with debug builds)
 PATH=${CARGO_HOME:-$HOME/.cargo}/bin:$PATH # where cargo install puts oha

@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-}
 if [ -z "$bin" ]; then
-  cargo build --release --quiet --features cli --bin toolwire
+  cargo build --release --quiet --features cli,jemalloc --bin toolwire
   bin="${CARGO_TARGET_DIR:-target}/release/toolwire"
 fi
 exec python3 - "$bin" <<'PY'

@@ -2,11 +2,11 @@
 
 mod cli;
 
-/// jemalloc rather than glibc's malloc: its background thread gives the memory of a large
-/// request back to the system within seconds, where glibc's keeps tens of megabytes for good
-/// (measured in docs/server.md). The library leaves the choice to the program that uses it.
-/// jemalloc does not build with MSVC: there the system allocator stays.
-#[cfg(not(target_env = "msvc"))]
+/// With feature `jemalloc`, jemalloc rather than the system allocator: its background thread
+/// gives the memory of a large request back to the system within seconds, where glibc's malloc
+/// keeps tens of megabytes for good (measured in docs/server.md). The library leaves the
+/// choice to the program that uses it. jemalloc does not build with MSVC.
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
