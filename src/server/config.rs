@@ -122,7 +122,7 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// How long shutdown waits for requests in flight ([`DEFAULT_DRAIN`]).
     pub drain: Duration,
-    /// The most connections open at once from one peer address off loopback
+    /// The most connections open at once from one peer (an IPv4 address, an IPv6 /64) off loopback
     /// ([`DEFAULT_MAX_CONNECTIONS_PER_PEER`]); past it a new connection from that address is
     /// closed as soon as it is accepted. Loopback peers are not counted (every local client is
     /// 127.0.0.1) unless [`ServerConfig::cap_loopback_peers`].

@@ -8,7 +8,7 @@
 //! slowloris peers (a head sent a byte at a time) and idle keep-alive connections alike.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -98,7 +98,7 @@ pub(crate) async fn serve(
         let ip = peer.ip().to_canonical();
         let counted = limits.cap_loopback_peers || !super::gate::is_loopback_peer(ip);
         let place = if counted {
-            let Some(place) = Peers::enter(&peers, ip, limits.max_per_peer) else {
+            let Some(place) = Peers::enter(&peers, peer_key(ip), limits.max_per_peer) else {
                 // Over its cap: closed at once, before a byte is read; its place in the
                 // global count goes back with `slot`.
                 tracing::debug!(%ip, "connection closed: the peer has too many open");
@@ -156,7 +156,19 @@ pub(crate) async fn serve(
     }
 }
 
-/// How many connections each counted peer address has open.
+/// What the per-peer cap counts under: an IPv4 address, or an IPv6 address's /64 prefix (one
+/// host is usually given a whole /64, so counting single IPv6 addresses would not cap it).
+fn peer_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+    }
+}
+
+/// How many connections each counted peer (see [`peer_key`]) has open.
 #[derive(Default)]
 struct Peers(Mutex<HashMap<IpAddr, usize>>);
 
@@ -247,5 +259,31 @@ impl AsyncWrite for Heard {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_are_ipv4_addresses_or_ipv6_64_prefixes() {
+        let key = |s: &str| peer_key(s.parse().unwrap()).to_string();
+        assert_eq!(key("203.0.113.7"), "203.0.113.7");
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::");
+        assert_eq!(key("2001:db8:1:2:ffff:1:2:3"), "2001:db8:1:2::");
+        assert_ne!(key("2001:db8:1:3::1"), key("2001:db8:1:2::1"));
+    }
+
+    #[test]
+    fn a_peer_gets_its_place_back_when_a_connection_ends() {
+        let peers = Arc::new(Peers::default());
+        let ip = peer_key("2001:db8::1".parse().unwrap());
+        let first = Peers::enter(&peers, ip, 2);
+        let second = Peers::enter(&peers, ip, 2);
+        assert!(first.is_some() && second.is_some());
+        assert!(Peers::enter(&peers, ip, 2).is_none());
+        drop(first);
+        assert!(Peers::enter(&peers, ip, 2).is_some());
     }
 }
