@@ -27,6 +27,9 @@ fn check_full_loop(out: &Output, kind: &str) {
         "model> Let me look that up.".to_owned(),
         "assembled get_weather".to_owned(),
         "<- get_weather (call_paris) ok:".to_owned(),
+        // The tool's summary, for the people waiting (never sent to the model: the follow-up
+        // requests are checked against the wire JSON shown).
+        ".. get_weather (call_paris): Looking at the sky over Paris…".to_owned(),
         r#"error: Invalid parameter "unit": "kelvin" is not one of"#.to_owned(),
         format!("wire JSON sent back (3 results, {kind} format)"),
         "-- turn 2 done".to_owned(),

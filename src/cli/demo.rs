@@ -431,6 +431,27 @@ impl Printer {
                 };
                 self.line(&line);
             }
+            AgentEvent::ToolSummary {
+                call_id,
+                name,
+                summary,
+            } => {
+                self.line(&format!("  .. {name} ({call_id}): {summary}"));
+            }
+            AgentEvent::ToolProgress {
+                call_id,
+                name,
+                progress,
+                total,
+                message,
+                ..
+            } => {
+                let of = total.map_or_else(String::new, |t| format!("/{t}"));
+                let say = message
+                    .as_deref()
+                    .map_or_else(String::new, |m| format!(": {m}"));
+                self.line(&format!("  .. {name} ({call_id}): {progress}{of}{say}"));
+            }
             AgentEvent::ToolDenied { call, message } => {
                 self.line(&format!("  denied {} ({}): {message}", call.name, call.id));
             }
@@ -588,6 +609,9 @@ impl TypedTool for GetWeather {
     }
 
     async fn call(&self, args: WeatherArgs) -> Result<Weather, ToolError> {
+        // For the people waiting (the demo prints it); the model never sees it.
+        toolwire::tools::Reporter::current()
+            .summary(format!("Looking at the sky over {}…", args.city));
         weather(&args.city, args.unit)
     }
 }
