@@ -110,7 +110,7 @@ use tracing::Instrument;
 use crate::client::{Client, Router};
 use crate::error::{Error, Result};
 use crate::provider::ProviderKind;
-use crate::tools::{Reporter, ToolRegistry, ToolSelection, Update};
+use crate::tools::{Progress, Reporter, ToolRegistry, ToolSelection, Update};
 use crate::types::{
     AssistantMessage, ChatRequest, ChatResponse, Message, StreamEvent, ToolCall, ToolResult, Usage,
 };
@@ -147,12 +147,8 @@ pub enum AgentEvent {
         call_id: String,
         /// The tool's name.
         name: String,
-        /// The progress so far.
-        progress: f64,
-        /// The total, when known.
-        total: Option<f64>,
-        /// What is happening now.
-        message: Option<String>,
+        /// How far it is.
+        progress: Progress,
     },
     /// A running call's handler set a short human summary of the call ("Searching 3 wikis…");
     /// for the people waiting, never sent to the model. Coalesced like
@@ -842,9 +838,7 @@ fn emit_update(shared: &Shared, call: &ToolCall, update: Update) {
         shared.emit(AgentEvent::ToolProgress {
             call_id: call.id.clone(),
             name: call.name.clone(),
-            progress: p.progress,
-            total: p.total,
-            message: p.message,
+            progress: p,
         });
     }
 }

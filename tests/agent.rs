@@ -1250,12 +1250,9 @@ async fn progress_and_summary_are_events_before_the_result_and_never_reach_the_m
     let reported: Vec<(f64, Option<f64>, Option<String>)> = wiki
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::ToolProgress {
-                progress,
-                total,
-                message,
-                ..
-            } => Some((*progress, *total, message.clone())),
+            AgentEvent::ToolProgress { progress: p, .. } => {
+                Some((p.progress, p.total, p.message.clone()))
+            }
             _ => None,
         })
         .collect();
@@ -1277,7 +1274,7 @@ async fn progress_and_summary_are_events_before_the_result_and_never_reach_the_m
     // 100,000 reports in a tight loop: coalesced to a handful (one per 50 ms at most).
     assert!((1..=50).contains(&progress_events), "{count:?}");
     assert!(
-        matches!(count[count.len() - 2], AgentEvent::ToolProgress { progress, .. } if *progress == 100_000.0),
+        matches!(count[count.len() - 2], AgentEvent::ToolProgress { progress, .. } if progress.progress == 100_000.0),
         "the last report goes out before the result: {count:?}"
     );
 

@@ -588,14 +588,12 @@ async fn a_running_calls_progress_is_an_event_and_never_sent_to_the_model() {
                     call_id, summary, ..
                 } => Some(format!("summary {call_id} {summary}")),
                 RealtimeAgentEvent::ToolProgress {
-                    call_id,
-                    progress,
-                    total,
-                    message,
-                    ..
+                    call_id, progress, ..
                 } => Some(format!(
-                    "progress {call_id} {progress}/{total:?} {}",
-                    message.as_deref().unwrap_or_default()
+                    "progress {call_id} {}/{:?} {}",
+                    progress.progress,
+                    progress.total,
+                    progress.message.as_deref().unwrap_or_default()
                 )),
                 RealtimeAgentEvent::ToolFinished(r) => Some(format!("finished {}", r.call_id)),
                 _ => None,

@@ -442,15 +442,8 @@ impl Printer {
                 call_id,
                 name,
                 progress,
-                total,
-                message,
-                ..
             } => {
-                let of = total.map_or_else(String::new, |t| format!("/{t}"));
-                let say = message
-                    .as_deref()
-                    .map_or_else(String::new, |m| format!(": {m}"));
-                self.line(&format!("  .. {name} ({call_id}): {progress}{of}{say}"));
+                self.line(&format!("  .. {name} ({call_id}): {progress}"));
             }
             AgentEvent::ToolDenied { call, message } => {
                 self.line(&format!("  denied {} ({}): {message}", call.name, call.id));

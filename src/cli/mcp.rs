@@ -215,19 +215,8 @@ fn print_progress(update: &Update) {
     if let Some(summary) = &update.summary {
         eprintln!("toolwire: {}", one_line(summary));
     }
-    if let Some(p) = &update.progress {
-        let mut line = format!("toolwire: progress {}", p.progress);
-        if let Some(total) = p.total {
-            line.push_str(&format!("/{total}"));
-            if total > 0.0 {
-                line.push_str(&format!(" ({:.0}%)", 100.0 * p.progress / total));
-            }
-        }
-        if let Some(message) = &p.message {
-            line.push_str(": ");
-            line.push_str(&one_line(message));
-        }
-        eprintln!("{line}");
+    if let Some(progress) = &update.progress {
+        eprintln!("toolwire: progress {}", one_line(&progress.to_string()));
     }
 }
 

@@ -78,7 +78,7 @@ use tokio::time::Instant;
 use super::model::RealtimeEvent;
 use super::session::{RealtimeSession, SessionHandle};
 use crate::error::{Error, Result};
-use crate::tools::{Reporter, Reports, ToolRegistry, ToolSelection, Update};
+use crate::tools::{Progress, Reporter, Reports, ToolRegistry, ToolSelection, Update};
 use crate::types::{ChatResponse, ToolCall, ToolDefinition, ToolResult};
 
 /// At most `max_calls` tool calls run within `window`; past that, calls are not run and get an
@@ -167,12 +167,8 @@ pub enum RealtimeAgentEvent {
         call_id: String,
         /// The tool's name.
         name: String,
-        /// The progress so far.
-        progress: f64,
-        /// The total, when known.
-        total: Option<f64>,
-        /// What is happening now.
-        message: Option<String>,
+        /// How far it is.
+        progress: Progress,
     },
     /// A running call set a short human summary of itself (never sent to the model).
     ToolSummary {
@@ -399,9 +395,7 @@ impl RealtimeAgentStream {
             self.pending.push_back(Ok(RealtimeAgentEvent::ToolProgress {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
-                progress: p.progress,
-                total: p.total,
-                message: p.message,
+                progress: p,
             }));
         }
     }

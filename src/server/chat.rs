@@ -274,19 +274,10 @@ impl Observer {
             AgentEvent::ToolStarted(call) => self.started(call),
             AgentEvent::ToolFinished(result) => self.finished(result),
             AgentEvent::ToolProgress {
-                call_id,
-                progress,
-                total,
-                message,
-                ..
+                call_id, progress, ..
             } => {
                 if let Some(id) = self.running.get(call_id) {
-                    let report = Progress {
-                        progress: *progress,
-                        total: *total,
-                        message: message.clone(),
-                    };
-                    self.app.live.call_progress(*id, report);
+                    self.app.live.call_progress(*id, progress.clone());
                 }
             }
             AgentEvent::ToolSummary {
@@ -437,12 +428,11 @@ fn sse_event(e: &AgentEvent) -> Option<Event> {
             call_id,
             name,
             progress,
-            total,
-            message,
         } => event(
             "tool_progress",
             json!({"type": "tool_progress", "call_id": call_id, "name": name,
-                   "progress": progress, "total": total, "message": message}),
+                   "progress": progress.progress, "total": progress.total,
+                   "message": progress.message}),
         ),
         AgentEvent::ToolSummary {
             call_id,

@@ -72,6 +72,23 @@ impl Progress {
     }
 }
 
+/// `2/3 (67%): fetched page 2`: the progress, the total and share when known, the message.
+impl std::fmt::Display for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.progress)?;
+        if let Some(total) = self.total {
+            write!(f, "/{total}")?;
+            if total > 0.0 {
+                write!(f, " ({:.0}%)", 100.0 * self.progress / total)?;
+            }
+        }
+        if let Some(message) = &self.message {
+            write!(f, ": {message}")?;
+        }
+        Ok(())
+    }
+}
+
 /// One update a reader receives: the latest progress, the latest summary, or both.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
@@ -261,6 +278,14 @@ fn cut(mut text: String, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_reads_as_a_line() {
+        let p = Progress::new(2.0).with_total(3.0).with_message("page 2");
+        assert_eq!(p.to_string(), "2/3 (67%): page 2");
+        assert_eq!(Progress::new(1.5).to_string(), "1.5");
+        assert_eq!(Progress::new(0.0).with_total(0.0).to_string(), "0/0");
+    }
 
     #[test]
     fn nobody_listening_is_a_no_op() {
