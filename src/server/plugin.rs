@@ -348,19 +348,12 @@ impl Answering {
         if update.progress.is_none() && update.summary.is_none() {
             return true;
         }
-        let mut body = json!({"call_id": call.id, "name": call.name});
-        if let Some(summary) = update.summary {
-            body["summary"] = json!(summary);
-        }
-        if let Some(p) = update.progress {
-            body["progress"] = json!(p.progress);
-            if let Some(total) = p.total {
-                body["total"] = json!(total);
-            }
-            if let Some(message) = p.message {
-                body["message"] = json!(message);
-            }
-        }
+        let body = Report {
+            call_id: &call.id,
+            name: &call.name,
+            summary: update.summary,
+            progress: update.progress,
+        };
         let sent = self
             .http
             .post(&self.progress_url)
@@ -381,6 +374,18 @@ impl Answering {
             }
         }
     }
+}
+
+/// The body of `POST /api/tools/progress`: the call, its summary and its progress (fields
+/// `progress`, `total`, `message`), each only when reported.
+#[derive(serde::Serialize)]
+struct Report<'a> {
+    call_id: &'a str,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<String>,
+    #[serde(flatten)]
+    progress: Option<crate::tools::Progress>,
 }
 
 /// How long one progress report may take to deliver (the server answers at once).
