@@ -602,19 +602,25 @@ impl ChunkWriter {
     }
 
     fn chunk(&self, delta: Delta<'_>, finish: Option<&str>, out: &mut Vec<u8>) {
+        let choice = ChunkChoice {
+            index: 0,
+            delta,
+            finish_reason: finish,
+            logprobs: (),
+        };
+        self.event([choice], None, out);
+    }
+
+    /// One `data:` event: a chunk with these choices and usage.
+    fn event<C: Serialize>(&self, choices: C, usage: Option<UsageOut>, out: &mut Vec<u8>) {
         out.extend_from_slice(b"data: ");
         let chunk = Envelope {
             id: &self.id,
             object: "chat.completion.chunk",
             created: self.created,
             model: &self.model,
-            choices: [ChunkChoice {
-                index: 0,
-                delta,
-                finish_reason: finish,
-                logprobs: (),
-            }],
-            usage: None,
+            choices,
+            usage,
         };
         write_json(out, &chunk);
         out.extend_from_slice(b"\n\n");
@@ -726,17 +732,7 @@ impl StreamWriter for ChunkWriter {
         if self.include_usage
             && let Some(u) = &response.usage
         {
-            out.extend_from_slice(b"data: ");
-            let chunk = Envelope {
-                id: &self.id,
-                object: "chat.completion.chunk",
-                created: self.created,
-                model: &self.model,
-                choices: [(); 0],
-                usage: Some(usage_out(u)),
-            };
-            write_json(out, &chunk);
-            out.extend_from_slice(b"\n\n");
+            self.event([(); 0], Some(usage_out(u)), out);
         }
         data(out, "[DONE]");
     }
