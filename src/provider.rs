@@ -249,8 +249,9 @@ pub trait Provider: Send + Sync + fmt::Debug {
 /// A provider that can also write answers in its own wire format: the inverse of decoding,
 /// pure translation like the rest of the contract. The loopback mock server (`toolwire::mock`)
 /// is its one user; each provider implements it in its own folder (`respond.rs`), compiled only
-/// with the `mock` feature, so a build without it carries none of this code.
-#[cfg(feature = "mock")]
+/// with the `respond` feature (which `mock` and `server` turn on), so a build without it carries
+/// none of this code.
+#[cfg(feature = "respond")]
 pub trait Respond: Provider {
     /// The body this provider would send for `response`, as JSON or (when `stream`) as its
     /// stream, with arguments and text split into small fragments the way the real service
@@ -267,10 +268,10 @@ pub trait Respond: Provider {
     }
 }
 
-/// Writes a live canonical stream in a client's wire, event by event: the gateway's writer
-/// (feature `mock`, like [`Respond`]). Bytes go out as soon as the events that make them are
+/// Writes a live canonical stream in a wire, event by event: the gateway's writer, and the
+/// mock's where a wire has one (feature `respond`, like [`Respond`]). Bytes go out as soon as the events that make them are
 /// known; nothing waits for the end of the turn except what the wire puts there.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub trait StreamWriter: Send {
     /// What opens the stream, before any event (a role chunk, `message_start`).
     fn start(&mut self, out: &mut Vec<u8>);
