@@ -24,6 +24,8 @@ pub mod openai;
 pub mod openai_responses;
 pub mod qwen;
 pub(crate) mod shared;
+#[cfg(feature = "respond")]
+pub(crate) mod split;
 pub mod stepfun;
 
 use crate::error::{Error, Result};

@@ -12,6 +12,7 @@ use super::{
 };
 use crate::error::{ApiError, Error, Result};
 use crate::provider::ProviderKind;
+use crate::providers::split::pieces;
 use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
 
 /// Longest text or argument piece of one delta, in characters.
@@ -166,22 +167,6 @@ fn whole_body(r: &ChatResponse) -> Result<Vec<u8>> {
         .into_bytes())
 }
 
-/// Splits text into pieces of at most [`PIECE_CHARS`] characters.
-fn pieces(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for (count, (i, _)) in text.char_indices().enumerate() {
-        if count > 0 && count % PIECE_CHARS == 0 {
-            out.push(&text[start..i]);
-            start = i;
-        }
-    }
-    if start < text.len() {
-        out.push(&text[start..]);
-    }
-    out
-}
-
 /// Writes SSE frames.
 #[derive(Default)]
 struct Frames {
@@ -224,7 +209,7 @@ impl Frames {
             Some("thinking") => {
                 self.start(json!({"type": "thinking", "thinking": "", "signature": ""}));
                 let text = block.get("thinking").and_then(Value::as_str).unwrap_or("");
-                for piece in pieces(text) {
+                for piece in pieces(text, PIECE_CHARS) {
                     self.delta(json!({"type": "thinking_delta", "thinking": piece}));
                 }
                 let signature = block.get("signature").and_then(Value::as_str).unwrap_or("");
@@ -237,7 +222,7 @@ impl Frames {
 
     fn text(&mut self, text: &str) {
         self.start(json!({"type": "text", "text": ""}));
-        for piece in pieces(text) {
+        for piece in pieces(text, PIECE_CHARS) {
             self.delta(json!({"type": "text_delta", "text": piece}));
         }
         self.stop();
@@ -249,7 +234,7 @@ impl Frames {
         self.start(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": {}}));
         self.delta(json!({"type": "input_json_delta", "partial_json": ""}));
         if call.raw_arguments != "{}" {
-            for piece in pieces(&call.raw_arguments) {
+            for piece in pieces(&call.raw_arguments, PIECE_CHARS) {
                 self.delta(json!({"type": "input_json_delta", "partial_json": piece}));
             }
         }

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 use super::{Dialect, OPENAI, OpenAi};
 use crate::error::{ApiError, Result};
 use crate::provider::{Framing, HttpRequest, Provider, ProviderInfo, Respond, StreamDecoder};
+use crate::providers::split::pieces;
 use crate::types::{
     ChatRequest, ChatResponse, FinishReason, SchemaMode, ToolCall, ToolDefinition, Usage,
 };
@@ -423,20 +424,6 @@ fn call_json(call: &ToolCall, index: Option<i64>, arguments: &str) -> Value {
     Value::Object(m)
 }
 
-/// Splits `text` into pieces of at most `n` characters (never inside a character).
-fn pieces(text: &str, n: usize) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let cut = rest.char_indices().nth(n).map_or(rest.len(), |(i, _)| i);
-        let (head, tail) = rest.split_at(cut);
-        rest = tail;
-        Some(head)
-    })
-}
-
 /// A whole `chat.completion` body.
 pub(crate) fn body(w: Wire<'_>, response: &ChatResponse) -> Vec<u8> {
     let shape = w.shape;
@@ -611,7 +598,7 @@ impl<'d> Chunks<'d> {
                 empty_id_continuations,
             } => {
                 for (i, call) in (0_i64..).zip(calls) {
-                    let mut rest = pieces(&call.raw_arguments, ARGUMENT_PIECE);
+                    let mut rest = pieces(&call.raw_arguments, ARGUMENT_PIECE).into_iter();
                     let first = if first_piece_in_opener {
                         rest.next().unwrap_or_default()
                     } else {

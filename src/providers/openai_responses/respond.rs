@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use super::{CUSTOM_TOOL, ITEM_ID, OTHER_ITEMS, REASONING_ITEMS, REFUSAL};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::ProviderKind;
+use crate::providers::split::pieces;
 use crate::types::{ArgumentsErrorKind, ChatResponse, FinishReason, ToolCall, Usage};
 
 /// Characters per text fragment: about one token, like the real service.
@@ -297,20 +298,6 @@ fn output(r: &ChatResponse) -> Result<Vec<Out<'_>>> {
         items.push(Out::Call { call, item_id });
     }
     Ok(items)
-}
-
-/// Splits `text` into pieces of at most `n` characters (never inside a character).
-fn pieces(text: &str, n: usize) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let cut = rest.char_indices().nth(n).map_or(rest.len(), |(i, _)| i);
-        let (head, tail) = rest.split_at(cut);
-        rest = tail;
-        Some(head)
-    })
 }
 
 /// Writes the event stream.
