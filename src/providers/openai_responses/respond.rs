@@ -71,11 +71,10 @@ impl crate::provider::Respond for super::OpenAiResponses {
                         writer.item(i, item);
                     }
                 }
-                writer.event("error", json!({"error": e}));
-                let failed = json!({"code": error.code, "message": error.message});
+                writer.event("error", error_event(error));
                 let mut body = response_object("failed", None, Vec::new(), None);
                 if let Value::Object(m) = &mut body {
-                    m.insert("error".into(), failed);
+                    m.insert("error".into(), failed_error(error));
                 }
                 writer.event("response.failed", json!({"response": body}));
                 (200, writer.out.into_bytes())
@@ -88,8 +87,27 @@ impl crate::provider::Respond for super::OpenAiResponses {
     }
 }
 
-/// `status` and `incomplete_details` for a finish reason.
-fn status(reason: &FinishReason) -> Result<(&'static str, Option<Value>)> {
+/// The fields of the `error` event of a stream that fails, as documented
+/// (<https://platform.openai.com/docs/api-reference/responses-streaming/error>): `code`,
+/// `message` and `param` at the event's top level. The one writer of the mock's and the
+/// gateway's failing streams, with [`failed_error`].
+pub(super) fn error_event(error: &ApiError) -> Value {
+    json!({"code": error.code, "message": error.message, "param": null})
+}
+
+/// The `error` of the `response.failed` that ends a failing stream: `code` (required by the
+/// Response object's schema; `server_error` when the failure has none) and `message`.
+pub(super) fn failed_error(error: &ApiError) -> Value {
+    let code = error.code.as_deref().unwrap_or("server_error");
+    json!({"code": code, "message": error.message})
+}
+
+/// `status` and `incomplete_details` for a finish reason: `completed` for a normal end, else
+/// `incomplete` with the reason (the Response object's `incomplete_details.reason`,
+/// <https://platform.openai.com/docs/api-reference/responses/object>), a reason this wire has
+/// no name for going out as it is rather than as `completed`. The one reading of the mock and
+/// the gateway.
+pub(super) fn status(reason: &FinishReason) -> Result<(&'static str, Option<Value>)> {
     let incomplete = |why: &str| ("incomplete", Some(json!({"reason": why})));
     Ok(match reason {
         FinishReason::Stop | FinishReason::ToolCalls => ("completed", None),
@@ -104,7 +122,9 @@ fn status(reason: &FinishReason) -> Result<(&'static str, Option<Value>)> {
     })
 }
 
-fn usage_json(u: &Usage) -> Value {
+/// `usage`, each detail written only when known: a count the upstream did not give is left out,
+/// never written as 0. The one usage writer of the mock and the gateway.
+pub(super) fn usage_json(u: &Usage) -> Value {
     let mut m = Map::new();
     m.insert("input_tokens".into(), json!(u.input_tokens));
     if let Some(cached) = u.cached_input_tokens {
