@@ -288,6 +288,62 @@ pub trait StreamWriter: Send {
     fn fail(&mut self, error: &ApiError, out: &mut Vec<u8>);
 }
 
+/// A client's request as a client wire's reader gives it (the gateway's side of a wire: each
+/// client wire's `read`).
+#[cfg(feature = "respond")]
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ClientRequest {
+    /// The canonical request (its `model` is the client's model name, unresolved).
+    pub request: ChatRequest,
+    /// Whether the client asked for a stream.
+    pub stream: bool,
+    /// Whether the stream ends with usage (Chat Completions `stream_options.include_usage`;
+    /// wires that always send usage say `true`).
+    pub include_usage: bool,
+}
+
+#[cfg(feature = "respond")]
+impl ClientRequest {
+    /// A request read from a client: `stream` as asked, usage at the end of a stream.
+    pub fn new(request: ChatRequest, stream: bool) -> Self {
+        Self {
+            request,
+            stream,
+            include_usage: true,
+        }
+    }
+}
+
+/// Whom an answer written for a client is from: what a client wire's `writer` and `body` put
+/// on it (the caller's id and clock: providers read none).
+#[cfg(feature = "respond")]
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Answer<'a> {
+    /// The answer's id.
+    pub id: &'a str,
+    /// The model name the client asked for.
+    pub model: &'a str,
+    /// Seconds since the epoch.
+    pub created: u64,
+    /// Whether a stream ends with usage ([`ClientRequest::include_usage`]).
+    pub include_usage: bool,
+}
+
+#[cfg(feature = "respond")]
+impl<'a> Answer<'a> {
+    /// An answer with this id for this model, made at `created`, a stream ending with usage.
+    pub fn new(id: &'a str, model: &'a str, created: u64) -> Self {
+        Self {
+            id,
+            model,
+            created,
+            include_usage: true,
+        }
+    }
+}
+
 /// Decodes one streamed turn from SSE `data:` payloads.
 pub trait StreamDecoder: Send {
     /// One SSE event's data (and its `event:` name, if any). Emits zero or more events.

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::THINKING_BLOCKS;
 use crate::error::{ApiError, Error, Result};
-use crate::provider::StreamWriter;
+use crate::provider::{Answer, ClientRequest, StreamWriter};
 use crate::providers::anthropic::respond::{self, Stamp};
 use crate::providers::shared::{CallGate, CallOut, Fields, TURN_STATE, uncarry_id, uncarry_turn};
 use crate::types::{
@@ -755,6 +755,27 @@ impl StreamWriter for EventWriter {
         self.finished = true;
         event(out, "error", &respond::error_json(error));
     }
+}
+
+/// The smallest Messages request, for the gateway's table test.
+pub const EXAMPLE: &str =
+    r#"{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"Hi"}]}"#;
+
+/// The Messages client wire's reader, for the gateway's table: a request body → the canonical
+/// request and how to answer it.
+pub fn read(body: &[u8]) -> Result<ClientRequest> {
+    let r = decode_request(body)?;
+    Ok(ClientRequest::new(r.request, r.stream))
+}
+
+/// The Messages client wire's stream writer for one answer.
+pub fn writer(answer: &Answer<'_>) -> Box<dyn StreamWriter> {
+    Box::new(EventWriter::new(answer.id, answer.model))
+}
+
+/// The Messages client wire's whole body for one answer.
+pub fn body(response: &ChatResponse, answer: &Answer<'_>) -> Vec<u8> {
+    encode_body(response, answer.id, answer.model)
 }
 
 #[cfg(test)]

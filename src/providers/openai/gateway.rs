@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Error, Result};
-use crate::provider::StreamWriter;
+use crate::provider::{Answer, ClientRequest, StreamWriter};
 use crate::providers::openai::respond::{self, OPENAI_WIRE, Stamp};
 use crate::providers::shared::{CallGate, CallOut, Fields, uncarry_id, uncarry_turn};
 use crate::types::{
@@ -684,6 +684,33 @@ impl StreamWriter for ChunkWriter {
         let (_, body) = encode_error(error);
         data(out, &String::from_utf8_lossy(&body));
     }
+}
+
+/// The smallest Chat Completions request, for the gateway's table test.
+pub const EXAMPLE: &str = r#"{"model":"m","messages":[{"role":"user","content":"Hi"}]}"#;
+
+/// The Chat Completions client wire's reader, for the gateway's table: a request body → the
+/// canonical request and how to answer it.
+pub fn read(body: &[u8]) -> Result<ClientRequest> {
+    let r = decode_request(body)?;
+    let mut asked = ClientRequest::new(r.request, r.stream);
+    asked.include_usage = r.include_usage;
+    Ok(asked)
+}
+
+/// The Chat Completions client wire's stream writer for one answer.
+pub fn writer(answer: &Answer<'_>) -> Box<dyn StreamWriter> {
+    Box::new(ChunkWriter::new(
+        answer.id,
+        answer.model,
+        answer.created,
+        answer.include_usage,
+    ))
+}
+
+/// The Chat Completions client wire's whole body for one answer.
+pub fn body(response: &ChatResponse, answer: &Answer<'_>) -> Vec<u8> {
+    encode_body(response, answer.id, answer.model, answer.created)
 }
 
 #[cfg(test)]

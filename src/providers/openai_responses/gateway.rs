@@ -17,7 +17,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, Error, Result};
-use crate::provider::StreamWriter;
+use crate::provider::{Answer, ClientRequest, StreamWriter};
 use crate::providers::openai_responses::respond;
 use crate::providers::shared::{
     CallGate, CallOut, Fields, base64url, carry_id, unbase64url, uncarry_id,
@@ -888,6 +888,26 @@ impl StreamWriter for EventWriter {
         body["error"] = respond::failed_error(error);
         self.event("response.failed", json!({"response": body}), out);
     }
+}
+
+/// The smallest Responses request, for the gateway's table test.
+pub const EXAMPLE: &str = r#"{"model":"m","input":"Hi"}"#;
+
+/// The Responses client wire's reader, for the gateway's table: a request body → the
+/// canonical request and how to answer it.
+pub fn read(body: &[u8]) -> Result<ClientRequest> {
+    let r = decode_request(body)?;
+    Ok(ClientRequest::new(r.request, r.stream))
+}
+
+/// The Responses client wire's stream writer for one answer.
+pub fn writer(answer: &Answer<'_>) -> Box<dyn StreamWriter> {
+    Box::new(EventWriter::new(answer.id, answer.model, answer.created))
+}
+
+/// The Responses client wire's whole body for one answer.
+pub fn body(response: &ChatResponse, answer: &Answer<'_>) -> Vec<u8> {
+    encode_body(response, answer.id, answer.model, answer.created)
 }
 
 #[cfg(test)]
