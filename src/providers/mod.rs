@@ -23,6 +23,8 @@ pub mod ollama;
 pub mod openai;
 pub mod openai_responses;
 pub mod qwen;
+#[cfg(all(test, feature = "respond"))]
+mod round_trip;
 pub(crate) mod shared;
 #[cfg(feature = "respond")]
 pub(crate) mod split;

@@ -408,7 +408,19 @@ pub(crate) fn finish_wire<'a>(
     response: &'a ChatResponse,
 ) -> &'a str {
     if let (Some(raw), false) = (&response.raw_finish_reason, stamp.translated) {
-        return raw;
+        // Verbatim unless this wire reads it as another reason (a recorded `tool_calls` on
+        // calls the turn cut short, which the answer says ended in `length`); a value the wire
+        // has no reading for (a scripted one) goes out as it is.
+        let same = match super::decode::finish_reason(w.dialect, Some(raw)) {
+            Some(FinishReason::Stop | FinishReason::ToolCalls) => {
+                response.finish_reason.is_normal_end()
+            }
+            Some(FinishReason::Other(_)) | None => true,
+            Some(decoded) => decoded == response.finish_reason,
+        };
+        if same {
+            return raw;
+        }
     }
     let reason = &response.finish_reason;
     if stamp.translated && *reason == FinishReason::Error {
