@@ -7,14 +7,45 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::provider::ProviderKind;
+use crate::provider::{Answer, ProviderKind, StreamWriter};
 use crate::providers::responder_for;
+use crate::providers::shared::uncarry_id;
+use crate::providers::split;
 use crate::replay::replay;
 use crate::types::{ChatResponse, FinishReason};
 
+/// Answers the gateway's writers of a wire do not carry yet, each with why: checked to still
+/// differ, so a fix shows here (remove the line) and nothing else slips in beside them.
+const GATEWAY_GAPS: &[(&str, &str)] = &[(
+    "openai-responses/quirk_custom_tool",
+    "a custom tool call goes out as a function call with its raw input as arguments",
+)];
+
+/// The gateway's writers of a client wire: its whole body and its stream writer.
+type GatewayWriters = (
+    fn(&ChatResponse, &Answer<'_>) -> Vec<u8>,
+    fn(&Answer<'_>) -> Box<dyn StreamWriter>,
+);
+
+/// The client wires' writers, by the provider whose decoder reads them.
+fn gateway_writers(kind: ProviderKind) -> Option<GatewayWriters> {
+    use crate::providers::{anthropic, openai, openai_responses};
+    match kind {
+        ProviderKind::OpenAi => Some((openai::gateway::body, openai::gateway::writer)),
+        ProviderKind::Anthropic => Some((anthropic::gateway::body, anthropic::gateway::writer)),
+        ProviderKind::OpenAiResponses => Some((
+            openai_responses::gateway::body,
+            openai_responses::gateway::writer,
+        )),
+        _ => None,
+    }
+}
+
 /// What a writer must carry across: text, reasoning, each call (its id unless minted, name and
-/// arguments), the finish reason and the counts.
-fn canonical(r: &ChatResponse) -> Value {
+/// arguments), the finish reason and the counts. A call id the gateway wrote with provider
+/// state carried along is read without it; `minted` compares minted ids too (the gateway
+/// writes every id: its client must answer each call by one).
+fn canonical(r: &ChatResponse, minted: bool) -> Value {
     let calls: Vec<Value> = r
         .tool_calls
         .iter()
@@ -23,7 +54,8 @@ fn canonical(r: &ChatResponse) -> Value {
                 Some(parsed) if c.is_complete() => parsed.clone(),
                 _ => Value::String(c.raw_arguments.clone()),
             };
-            let id = (!c.has_synthetic_id()).then(|| c.id.clone());
+            let id = (minted || !c.has_synthetic_id())
+                .then(|| uncarry_id(&c.id, "id").map_or_else(|_| c.id.clone(), |(id, _)| id));
             serde_json::json!({"id": id, "name": c.name, "arguments": arguments})
         })
         .collect();
@@ -69,7 +101,8 @@ fn every_fixture_answer_round_trips_through_its_writer() {
                 continue;
             }
             let at = format!("{name}/{}", case.file_name().to_string_lossy());
-            let want = canonical(&answer);
+            let want = canonical(&answer, false);
+            let mut whole_refused = false;
             for stream in [false, true] {
                 let what = if stream { "stream" } else { "body" };
                 let bytes = match writer.encode_response(&answer, stream) {
@@ -78,6 +111,7 @@ fn every_fixture_answer_round_trips_through_its_writer() {
                     // cannot carry arguments that are not an object).
                     Err(Error::Unsupported { .. }) => {
                         refused.push(format!("{at} {what}"));
+                        whole_refused |= !stream;
                         continue;
                     }
                     Err(e) => {
@@ -91,10 +125,46 @@ fn every_fixture_answer_round_trips_through_its_writer() {
                     writer.decode(&bytes)
                 };
                 match back {
-                    Ok(back) if canonical(&back) == want => checked.push(format!("{at} {what}")),
+                    Ok(back) if canonical(&back, false) == want => {
+                        checked.push(format!("{at} {what}"))
+                    }
                     Ok(back) => failures.push(format!(
                         "{at} {what}:\n  wrote {want}\n  read  {}",
-                        canonical(&back)
+                        canonical(&back, false)
+                    )),
+                    Err(e) => failures.push(format!("{at} {what}: does not decode: {e}")),
+                }
+            }
+            // The gateway's writers of this wire, from the same answer cut into events.
+            let Some((body, stream_writer)) = gateway_writers(kind) else {
+                continue;
+            };
+            let gap = GATEWAY_GAPS.iter().any(|(case, _)| *case == at);
+            let want = canonical(&answer, true);
+            let answer_of = Answer::new("id_1", "m", 0);
+            let whole = body(&answer, &answer_of);
+            let mut w = stream_writer(&answer_of);
+            let mut streamed = Vec::new();
+            w.start(&mut streamed);
+            w.events(&split::events(&answer, split::FINE), &mut streamed);
+            w.finish(&answer, &mut streamed);
+            // A body this wire cannot carry (the mock's writer refused it above) is not checked.
+            let bodies = (!whole_refused).then(|| ("gateway body", writer.decode(&whole)));
+            for (what, back) in bodies.into_iter().chain([(
+                "gateway stream",
+                replay(writer.as_ref(), &streamed).map(|r| r.response),
+            )]) {
+                match back {
+                    Ok(back) if canonical(&back, true) == want && !gap => {
+                        checked.push(format!("{at} {what}"));
+                    }
+                    Ok(back) if canonical(&back, true) == want => {
+                        failures.push(format!("{at} {what}: passes now; take it off GATEWAY_GAPS"));
+                    }
+                    Ok(_) if gap => {}
+                    Ok(back) => failures.push(format!(
+                        "{at} {what}:\n  wrote {want}\n  read  {}",
+                        canonical(&back, true)
                     )),
                     Err(e) => failures.push(format!("{at} {what}: does not decode: {e}")),
                 }
