@@ -4,7 +4,7 @@
 //! [`openai::Dialect`]), `glm`, `qwen`, `stepfun` and `mistral` (dialects of it), `gemini`,
 //! `dashscope`, `openai_responses`, `anthropic`, `ollama` and `cohere`; `shared` and `lenient` hold what
 //! their encoders and decoders share. Each writes its own answers for the mock provider
-//! (`respond.rs`, feature `mock`). [`BUILTINS`] lists them: every list of providers is read
+//! (`respond.rs`, feature `respond`). [`BUILTINS`] lists them: every list of providers is read
 //! from it.
 //!
 //! Adding a provider: its folder (or, for an OpenAI-compatible one, a file with a `Dialect`
