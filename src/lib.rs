@@ -11,7 +11,8 @@
 //! | `client` | [`Client`] over HTTP (reqwest, tokio) | yes |
 //! | `tools` | `tools`: registry, dispatch validated with jsonschema, typed tools (schemars) | yes |
 //! | `agent` | `agent`: the streaming agent loop (`client` + `tools`) | yes |
-//! | `mock` | `mock`: the loopback mock provider (`client`) | yes |
+//! | `respond` | writing each wire: `provider::Respond`, `provider::StreamWriter`, the client wires' request readers (no dependency) | yes |
+//! | `mock` | `mock`: the loopback mock provider (`client`, `respond`) | yes |
 //! | `rustls` | TLS with rustls and the ring provider | yes |
 //! | `native-tls` | TLS with the platform's library instead (use without default features) | no |
 //! | `server` | `server`: the tool registration server (axum, toml) | no |
@@ -49,7 +50,7 @@ pub mod schema;
 #[cfg(feature = "server")]
 pub mod server;
 pub(crate) mod sse;
-#[cfg(all(test, feature = "mock"))]
+#[cfg(all(test, feature = "respond"))]
 mod test_support;
 pub mod text_calls;
 #[cfg(feature = "client")]

@@ -249,8 +249,9 @@ pub trait Provider: Send + Sync + fmt::Debug {
 /// A provider that can also write answers in its own wire format: the inverse of decoding,
 /// pure translation like the rest of the contract. The loopback mock server (`toolwire::mock`)
 /// is its one user; each provider implements it in its own folder (`respond.rs`), compiled only
-/// with the `mock` feature, so a build without it carries none of this code.
-#[cfg(feature = "mock")]
+/// with the `respond` feature (which `mock` and `server` turn on), so a build without it carries
+/// none of this code.
+#[cfg(feature = "respond")]
 pub trait Respond: Provider {
     /// The body this provider would send for `response`, as JSON or (when `stream`) as its
     /// stream, with arguments and text split into small fragments the way the real service
@@ -267,10 +268,10 @@ pub trait Respond: Provider {
     }
 }
 
-/// Writes a live canonical stream in a client's wire, event by event: the gateway's writer
-/// (feature `mock`, like [`Respond`]). Bytes go out as soon as the events that make them are
+/// Writes a live canonical stream in a wire, event by event: the gateway's writer, and the
+/// mock's where a wire has one (feature `respond`, like [`Respond`]). Bytes go out as soon as the events that make them are
 /// known; nothing waits for the end of the turn except what the wire puts there.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub trait StreamWriter: Send {
     /// What opens the stream, before any event (a role chunk, `message_start`).
     fn start(&mut self, out: &mut Vec<u8>);
@@ -285,6 +286,62 @@ pub trait StreamWriter: Send {
 
     /// The turn failed after the stream began: the wire's error event, the stream's end.
     fn fail(&mut self, error: &ApiError, out: &mut Vec<u8>);
+}
+
+/// A client's request as a client wire's reader gives it (the gateway's side of a wire: each
+/// client wire's `read`).
+#[cfg(feature = "respond")]
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ClientRequest {
+    /// The canonical request (its `model` is the client's model name, unresolved).
+    pub request: ChatRequest,
+    /// Whether the client asked for a stream.
+    pub stream: bool,
+    /// Whether the stream ends with usage (Chat Completions `stream_options.include_usage`;
+    /// wires that always send usage say `true`).
+    pub include_usage: bool,
+}
+
+#[cfg(feature = "respond")]
+impl ClientRequest {
+    /// A request read from a client: `stream` as asked, usage at the end of a stream.
+    pub fn new(request: ChatRequest, stream: bool) -> Self {
+        Self {
+            request,
+            stream,
+            include_usage: true,
+        }
+    }
+}
+
+/// Whom an answer written for a client is from: what a client wire's `writer` and `body` put
+/// on it (the caller's id and clock: providers read none).
+#[cfg(feature = "respond")]
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Answer<'a> {
+    /// The answer's id.
+    pub id: &'a str,
+    /// The model name the client asked for.
+    pub model: &'a str,
+    /// Seconds since the epoch.
+    pub created: u64,
+    /// Whether a stream ends with usage ([`ClientRequest::include_usage`]).
+    pub include_usage: bool,
+}
+
+#[cfg(feature = "respond")]
+impl<'a> Answer<'a> {
+    /// An answer with this id for this model, made at `created`, a stream ending with usage.
+    pub fn new(id: &'a str, model: &'a str, created: u64) -> Self {
+        Self {
+            id,
+            model,
+            created,
+            include_usage: true,
+        }
+    }
 }
 
 /// Decodes one streamed turn from SSE `data:` payloads.

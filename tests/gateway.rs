@@ -255,7 +255,9 @@ async fn upstream_errors_answer_in_the_client_wire() {
         assert_eq!(headers["retry-after"], "7");
         let body: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(body["error"]["code"], "rate_limit_exceeded");
-        assert_eq!(body["error"]["type"], "rate_limit_error");
+        // OpenAI's class of a rate limit (its "Rate limit reached for requests"); the reason is
+        // the code.
+        assert_eq!(body["error"]["type"], "requests");
         let (status, headers, bytes) = post(
             &format!("{}/v1/messages", server.url()),
             &messages_body(stream),

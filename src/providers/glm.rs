@@ -3,7 +3,7 @@
 //! Every quirk below is a field of [`GLM`]; the shared [`OpenAi`] implementation reads them.
 #![doc = include_str!("../../providers/glm.md")]
 
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 use super::openai::{
     DeltaRole, ErrorFields, IdleContent, OpenAiResponder, ResponseShape, RunningFinish,
     StreamUsage, StreamedCalls,
@@ -63,7 +63,7 @@ pub const GLM: Dialect = Dialect {
 };
 
 /// How GLM's server writes its answers, for the mock provider.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub const GLM_RESPONSE: ResponseShape = ResponseShape {
     role: DeltaRole::EveryDelta("assistant"),
     idle_content: IdleContent::Absent,
@@ -86,7 +86,7 @@ pub const GLM_RESPONSE: ResponseShape = ResponseShape {
 /// [`GLM_RESPONSE`] for a request that set `tool_stream: true` (glm-4.6, glm-4.7, glm-5): the
 /// mock provider streams each call's arguments in fragments keyed by `index`, as in fixture
 /// `glm/stream_single_call`. Requests encode exactly as with [`GLM`].
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub const GLM_TOOL_STREAM_RESPONSE: ResponseShape = ResponseShape {
     calls: StreamedCalls::Fragments {
         first_piece_in_opener: false,
@@ -101,12 +101,12 @@ pub fn provider() -> OpenAi {
 }
 
 /// The GLM writer for the mock provider: [`GLM`] answering in [`GLM_RESPONSE`].
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub fn responder() -> OpenAiResponder {
     OpenAiResponder::new(&GLM, &GLM_RESPONSE)
 }
 
-#[cfg(all(test, feature = "mock"))]
+#[cfg(all(test, feature = "respond"))]
 mod tests {
     #[allow(unused_imports)]
     use crate::provider::Respond;

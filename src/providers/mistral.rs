@@ -7,7 +7,7 @@ use super::openai::{
     CallIds, Dialect, FilePart, InlineImage, MediaSupport, OpenAi, ParallelCalls, StructuredOutput,
     ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 use super::openai::{
     DeltaRole, ErrorFields, IdleContent, OpenAiResponder, ResponseShape, RunningFinish,
     StreamUsage, StreamedCalls,
@@ -77,7 +77,7 @@ pub const MISTRAL: Dialect = Dialect {
 /// the stream, a text turn ending on `{"content": ""}` with the finish and the usage (fixtures
 /// `mistral/stream_single_call`, `mistral/stream_text_then_call`); errors as a top-level
 /// `{"object": "error", ...}` body (fixture `mistral/error_body`).
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub const MISTRAL_RESPONSE: ResponseShape = ResponseShape {
     role: DeltaRole::OpeningChunkEmptyFinish,
     idle_content: IdleContent::Null,
@@ -98,7 +98,7 @@ pub fn provider() -> OpenAi {
 }
 
 /// The Mistral writer for the mock provider: [`MISTRAL`] answering in [`MISTRAL_RESPONSE`].
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub fn responder() -> OpenAiResponder {
     OpenAiResponder::new(&MISTRAL, &MISTRAL_RESPONSE)
 }
@@ -279,19 +279,19 @@ mod tests {
         }
     }
 
-    #[cfg(feature = "mock")]
+    #[cfg(feature = "respond")]
     #[test]
     fn mock_answers_decode_back() {
         crate::test_support::assert_round_trips(&responder());
     }
 
-    #[cfg(feature = "mock")]
+    #[cfg(feature = "respond")]
     #[test]
     fn mock_streams_have_the_fixtures_fields() {
         crate::test_support::assert_streams_match_fixtures(&responder(), "mistral");
     }
 
-    #[cfg(feature = "mock")]
+    #[cfg(feature = "respond")]
     #[test]
     fn errors_are_top_level_objects() {
         use crate::error::ApiError;

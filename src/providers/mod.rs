@@ -4,7 +4,7 @@
 //! [`openai::Dialect`]), `glm`, `qwen`, `stepfun` and `mistral` (dialects of it), `gemini`,
 //! `dashscope`, `openai_responses`, `anthropic`, `ollama` and `cohere`; `shared` and `lenient` hold what
 //! their encoders and decoders share. Each writes its own answers for the mock provider
-//! (`respond.rs`, feature `mock`). [`BUILTINS`] lists them: every list of providers is read
+//! (`respond.rs`, feature `respond`). [`BUILTINS`] lists them: every list of providers is read
 //! from it.
 //!
 //! Adding a provider: its folder (or, for an OpenAI-compatible one, a file with a `Dialect`
@@ -23,11 +23,15 @@ pub mod ollama;
 pub mod openai;
 pub mod openai_responses;
 pub mod qwen;
+#[cfg(all(test, feature = "respond"))]
+mod round_trip;
 pub(crate) mod shared;
+#[cfg(feature = "respond")]
+pub(crate) mod split;
 pub mod stepfun;
 
 use crate::error::{Error, Result};
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 use crate::provider::Respond;
 use crate::provider::{Provider, ProviderKind};
 
@@ -43,7 +47,7 @@ pub struct Builtin {
     /// The provider with its default settings.
     pub provider: fn() -> Box<dyn Provider>,
     /// The same wire as the mock provider's writer.
-    #[cfg(feature = "mock")]
+    #[cfg(feature = "respond")]
     pub responder: fn() -> Box<dyn Respond>,
     /// A model to use when none is given: small, cheap, tool-capable (`toolwire chat`).
     pub default_model: &'static str,
@@ -62,7 +66,7 @@ macro_rules! builtin {
         Builtin {
             kind: $kind,
             provider: || Box::new($provider),
-            #[cfg(feature = "mock")]
+            #[cfg(feature = "respond")]
             responder: || Box::new($responder),
             default_model: $model,
         }
@@ -229,7 +233,7 @@ pub fn provider_for(kind: ProviderKind) -> Result<Box<dyn Provider>> {
 }
 
 /// The mock provider's writer for `kind`.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub fn responder_for(kind: ProviderKind) -> Result<Box<dyn Respond>> {
     builtin(kind)
         .map(|b| (b.responder)())
@@ -280,7 +284,7 @@ mod tests {
         for b in BUILTINS {
             assert!(names.insert(b.name()), "{} twice", b.name());
             assert_eq!((b.provider)().info().kind, b.kind);
-            #[cfg(feature = "mock")]
+            #[cfg(feature = "respond")]
             assert_eq!((b.responder)().info().kind, b.kind);
             assert!(!b.default_model.is_empty(), "{}", b.name());
             assert_eq!(b.name().parse::<ProviderKind>().unwrap(), b.kind);
@@ -296,7 +300,7 @@ mod tests {
 
     /// Every writer puts a response's usage where its wire does, and its own decoder reads it
     /// back, as a body and as a stream (reasoning tokens where the wire has a place for them).
-    #[cfg(feature = "mock")]
+    #[cfg(feature = "respond")]
     #[test]
     fn every_writer_keeps_usage() {
         use crate::types::Usage;

@@ -3,7 +3,7 @@
 //! Every quirk below is a field of [`QWEN`]; the shared [`OpenAi`] implementation reads them.
 #![doc = include_str!("../../providers/qwen.md")]
 
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 use super::openai::{
     DeltaRole, ErrorFields, IdleContent, OpenAiResponder, ResponseShape, RunningFinish,
     StreamUsage, StreamedCalls,
@@ -58,7 +58,7 @@ pub const QWEN: Dialect = Dialect {
 /// How Qwen's server writes its answers, for the mock provider: as in the Alibaba doc example
 /// (pattern B) and a recorded qwen-max stream (pattern A); fixtures `qwen/stream_single_call`,
 /// `qwen/single_call`.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub const QWEN_RESPONSE: ResponseShape = ResponseShape {
     role: DeltaRole::FirstDelta,
     idle_content: IdleContent::Null,
@@ -82,12 +82,12 @@ pub fn provider() -> OpenAi {
 }
 
 /// The Qwen writer for the mock provider: [`QWEN`] answering in [`QWEN_RESPONSE`].
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub fn responder() -> OpenAiResponder {
     OpenAiResponder::new(&QWEN, &QWEN_RESPONSE)
 }
 
-#[cfg(all(test, feature = "mock"))]
+#[cfg(all(test, feature = "respond"))]
 mod tests {
     #[allow(unused_imports)]
     use crate::provider::Respond;

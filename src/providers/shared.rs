@@ -8,7 +8,7 @@ use crate::types::{
     AssistantMessage, ChatRequest, Message, Part, ResponseFormat, ToolCall, ToolChoice, ToolResult,
     parse_arguments,
 };
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 use crate::types::{ChatResponse, StreamEvent};
 
 /// Media parts of tool results, for a wire whose tool messages take text only: the downgrade
@@ -630,13 +630,13 @@ mod tests {
 /// The gateway's side of request reading: the fields of one JSON object taken by name, so that
 /// whatever is left at the end is a field the gateway does not translate, refused by name
 /// rather than dropped.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub(crate) struct Fields {
     map: serde_json::Map<String, Value>,
     at: String,
 }
 
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 impl Fields {
     /// The fields of `value`, an object found at `at` (`""` for the body itself).
     pub fn of(value: Value, at: &str) -> Result<Self> {
@@ -754,12 +754,12 @@ impl Fields {
 /// Key, in the provider data a call id carries, of the turn's own provider data (folded into
 /// the first call's id by [`CallGate::rest`]); reading the id back puts it on the assistant
 /// message ([`uncarry_turn`]).
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub(crate) const TURN_STATE: &str = "toolwire_turn";
 
 /// Moves the turn's provider data a call id carried ([`TURN_STATE`]) from the call's `extra`
 /// onto the assistant message's.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub(crate) fn uncarry_turn(call: &mut ToolCall, message: &mut AssistantMessage) {
     if let Some(Value::Object(state)) = call.extra.remove(TURN_STATE) {
         for (k, v) in state {
@@ -770,7 +770,7 @@ pub(crate) fn uncarry_turn(call: &mut ToolCall, message: &mut AssistantMessage) 
 
 /// The calls of a whole answer as a client sees them: the turn's own provider data folded
 /// into the first call's `extra` under [`TURN_STATE`], as [`CallGate::rest`] does for streams.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub(crate) fn fold_turn(response: &ChatResponse) -> Vec<ToolCall> {
     let mut calls = response.tool_calls.clone();
     if let Some(first) = calls.first_mut()
@@ -785,13 +785,13 @@ pub(crate) fn fold_turn(response: &ChatResponse) -> Vec<ToolCall> {
 
 /// The separator between a call id as the upstream sent it and the provider state the gateway
 /// carries along in the id a client sees. Base64url has no `.`.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 const CARRIED: &str = ".tw1.";
 
 /// The id a gateway client sees for `call`: the upstream's id, plus the call's provider data
 /// (a Gemini thought signature, a Responses item id) when it has any, packed reversibly so
 /// that the client's echo of the id brings the data back on the next turn ([`uncarry_id`]).
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub(crate) fn carry_id(call: &ToolCall) -> String {
     if call.extra.is_empty() {
         return call.id.clone();
@@ -802,7 +802,7 @@ pub(crate) fn carry_id(call: &ToolCall) -> String {
 
 /// The upstream's id and the provider data of an id made by [`carry_id`]; an id without carried
 /// data comes back as it is. `at` names the field for the error a damaged id gives.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub(crate) fn uncarry_id(id: &str, at: &str) -> Result<(String, serde_json::Map<String, Value>)> {
     let Some((head, packed)) = id.rsplit_once(CARRIED) else {
         return Ok((id.to_owned(), serde_json::Map::new()));
@@ -822,11 +822,11 @@ pub(crate) fn uncarry_id(id: &str, at: &str) -> Result<(String, serde_json::Map<
     }
 }
 
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /// Base64url without padding.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub(crate) fn base64url(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
@@ -842,7 +842,7 @@ pub(crate) fn base64url(bytes: &[u8]) -> String {
 }
 
 /// Standard base64 with padding (what a `data:` source holds).
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub(crate) fn base64_standard(bytes: &[u8]) -> String {
     let mut out: String = base64url(bytes)
         .chars()
@@ -860,7 +860,7 @@ pub(crate) fn base64_standard(bytes: &[u8]) -> String {
 
 /// The inverse of [`base64url`]; `None` for a character outside the alphabet or a length no
 /// encoding has.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub(crate) fn unbase64url(text: &str) -> Option<Vec<u8>> {
     if text.len() % 4 == 1 {
         return None;
@@ -879,7 +879,7 @@ pub(crate) fn unbase64url(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-#[cfg(all(test, feature = "mock"))]
+#[cfg(all(test, feature = "respond"))]
 mod carry_tests {
     use super::*;
 
@@ -916,7 +916,7 @@ mod carry_tests {
 }
 
 /// What a gateway writer sends for the calls of a live stream, decided by [`CallGate`].
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 #[derive(Debug)]
 pub(crate) enum CallOut {
     /// Open the call at wire position `slot`: its id as the client sees it ([`carry_id`] when
@@ -934,7 +934,7 @@ pub(crate) enum CallOut {
     Done { call: ToolCall },
 }
 
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 #[derive(Debug, Default)]
 struct Held {
     id: Option<String>,
@@ -951,7 +951,7 @@ struct Held {
 /// its final id and provider state), except a call after reasoning, held until the turn ends:
 /// the signature of the reasoning before it is known only then, and rides on its id. Argument
 /// text of an open call goes out as it arrives.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 #[derive(Debug, Default)]
 pub(crate) struct CallGate {
     opened: std::collections::HashMap<usize, usize>,
@@ -959,7 +959,7 @@ pub(crate) struct CallGate {
     reasoning: bool,
 }
 
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 impl CallGate {
     /// Notes reasoning in the turn: calls after it are held until complete.
     pub fn reasoning(&mut self) {

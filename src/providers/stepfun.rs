@@ -3,7 +3,7 @@
 //! Every quirk below is a field of [`STEPFUN`]; the shared [`OpenAi`] implementation reads them.
 #![doc = include_str!("../../providers/stepfun.md")]
 
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 use super::openai::{
     DeltaRole, ErrorFields, IdleContent, OpenAiResponder, ResponseShape, RunningFinish,
     StreamUsage, StreamedCalls,
@@ -61,7 +61,7 @@ pub const STEPFUN: Dialect = Dialect {
 /// doc example (platform.stepfun.ai, api-reference/chat/streaming), `role: ""`, `content: ""`
 /// and `finish_reason: ""` on running chunks, running usage totals on every chunk; fixture
 /// `stepfun/stream_single_call`. No error body is documented: OpenAI's shape is assumed.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub const STEPFUN_RESPONSE: ResponseShape = ResponseShape {
     role: DeltaRole::EveryDelta(""),
     idle_content: IdleContent::Empty,
@@ -85,12 +85,12 @@ pub fn provider() -> OpenAi {
 }
 
 /// The StepFun writer for the mock provider: [`STEPFUN`] answering in [`STEPFUN_RESPONSE`].
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub fn responder() -> OpenAiResponder {
     OpenAiResponder::new(&STEPFUN, &STEPFUN_RESPONSE)
 }
 
-#[cfg(all(test, feature = "mock"))]
+#[cfg(all(test, feature = "respond"))]
 mod tests {
     #[allow(unused_imports)]
     use crate::provider::Respond;

@@ -47,6 +47,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::model::RealtimeKind;
 use crate::error::{ApiError, Error, Result};
+use crate::providers::split::pieces;
 use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
 
 /// One scripted reply.
@@ -161,25 +162,6 @@ enum Frame {
     Event(Value),
     Close(u16, String),
     Drop,
-}
-
-/// Pieces of `text` about `n` characters long, cut at character boundaries.
-fn pieces(text: &str, n: usize) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let bounds: Vec<usize> = text
-        .char_indices()
-        .map(|(b, _)| b)
-        .chain(std::iter::once(text.len()))
-        .collect();
-    let mut i = 0;
-    while i + 1 < bounds.len() {
-        let j = (i + n.max(1)).min(bounds.len() - 1);
-        out.push(&text[start..bounds[j]]);
-        start = bounds[j];
-        i = j;
-    }
-    out
 }
 
 fn usage_json(u: Option<Usage>) -> Value {

@@ -22,46 +22,130 @@ use super::{App, offline};
 use crate::client::{Client, RetryPolicy};
 use crate::error::{ApiError, Error};
 use crate::mock::{MockServer, Script};
-use crate::provider::{ProviderKind, StreamWriter};
-use crate::providers::anthropic::gateway as messages;
-use crate::providers::openai::gateway as chat;
-use crate::providers::openai_responses::gateway as responses;
-use crate::types::{ChatRequest, ChatResponse};
+use crate::provider::{Answer, ClientRequest, ProviderKind, StreamWriter};
+use crate::providers;
+use crate::types::ChatResponse;
 
 /// The largest request body a client may send (a long conversation with images fits).
 const MAX_BODY: usize = 32 << 20;
 
-/// The client wires the gateway speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wire {
-    Chat,
-    Messages,
-    Responses,
+/// One client wire the gateway speaks: its route and its pieces, each from the wire's file in
+/// its provider's folder (`providers/<provider>/gateway.rs`: `read`, `writer`, `body`,
+/// `encode_error`, `EXAMPLE`). The one place the client wires are listed: the routes, the
+/// metrics and the tests all read [`WIRES`]; adding a client wire is that file and one line
+/// there (docs/architecture.md, "Adding a client wire").
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientWire {
+    /// The route clients post to.
+    pub(crate) route: &'static str,
+    /// How this wire's answer ids begin (`chatcmpl-`, `msg_`).
+    pub(crate) id_prefix: &'static str,
+    /// The provider whose decoder reads what this wire writes.
+    pub(crate) provider: ProviderKind,
+    /// The smallest request of this wire, for the table's test.
+    pub(crate) example: &'static str,
+    /// A request body → the canonical request and how to answer it.
+    pub(crate) read: fn(&[u8]) -> crate::error::Result<ClientRequest>,
+    /// The stream writer of one answer.
+    pub(crate) writer: fn(&Answer<'_>) -> Box<dyn StreamWriter>,
+    /// The whole body of one answer.
+    pub(crate) body: fn(&ChatResponse, &Answer<'_>) -> Vec<u8>,
+    /// The status and body of an error in this wire's shape.
+    pub(crate) error: fn(&ApiError) -> (u16, Vec<u8>),
 }
 
+/// One [`WIRES`] line: route, answer id prefix, the provider reading this wire, the wire's
+/// module (which has `EXAMPLE`, `read`, `writer`, `body` and `encode_error`).
+macro_rules! client_wire {
+    ($route:literal, $prefix:literal, $provider:expr, $($module:ident)::+ $(,)?) => {
+        ClientWire {
+            route: $route,
+            id_prefix: $prefix,
+            provider: $provider,
+            example: $($module)::+::EXAMPLE,
+            read: $($module)::+::read,
+            writer: $($module)::+::writer,
+            body: $($module)::+::body,
+            error: $($module)::+::encode_error,
+        }
+    };
+}
+
+/// The client wires the gateway speaks, one line each.
+pub(crate) const WIRES: [ClientWire; 3] = [
+    client_wire!(
+        "/v1/chat/completions",
+        "chatcmpl-",
+        ProviderKind::OpenAi,
+        providers::openai::gateway
+    ),
+    client_wire!(
+        "/v1/messages",
+        "msg_",
+        ProviderKind::Anthropic,
+        providers::anthropic::gateway
+    ),
+    client_wire!(
+        "/v1/responses",
+        "resp_",
+        ProviderKind::OpenAiResponses,
+        providers::openai_responses::gateway
+    ),
+];
+
+/// A client wire, by its position in [`WIRES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Wire(usize);
+
 impl Wire {
-    const ALL: [Wire; 3] = [Wire::Chat, Wire::Messages, Wire::Responses];
+    /// Every client wire.
+    fn all() -> impl Iterator<Item = Wire> {
+        (0..WIRES.len()).map(Wire)
+    }
+
+    fn get(self) -> &'static ClientWire {
+        &WIRES[self.0]
+    }
 
     fn route(self) -> &'static str {
-        match self {
-            Wire::Chat => "/v1/chat/completions",
-            Wire::Messages => "/v1/messages",
-            Wire::Responses => "/v1/responses",
-        }
+        self.get().route
     }
 
     fn slot(self) -> usize {
-        self as usize
+        self.0
+    }
+
+    /// The wire posted to at `path`, if any.
+    fn at(path: &str) -> Option<Wire> {
+        Wire::all().find(|w| w.route() == path)
     }
 
     /// The status and body of `error` in this wire's error shape.
     fn error(self, error: &ApiError) -> (u16, Vec<u8>) {
-        match self {
-            Wire::Chat => chat::encode_error(error),
-            Wire::Messages => messages::encode_error(error),
-            Wire::Responses => responses::encode_error(error),
-        }
+        (self.get().error)(error)
     }
+}
+
+/// The gateway's routes: every client wire of [`WIRES`], `GET /v1/models` and `GET /metrics`,
+/// behind the gateway's [`gate`].
+pub(crate) fn router(app: Arc<App>) -> axum::Router {
+    use axum::routing::{get, post};
+    let mut router = axum::Router::new();
+    for wire in Wire::all() {
+        router = router.route(
+            wire.route(),
+            post(
+                move |State(app): State<Arc<App>>, headers: HeaderMap, body: Body| {
+                    serve(app, wire, headers, body)
+                },
+            ),
+        );
+    }
+    router
+        .route("/v1/models", get(models))
+        .route("/metrics", get(metrics))
+        .with_state(Arc::clone(&app))
+        .layer(axum::middleware::from_fn_with_state(app, gate))
 }
 
 /// Per-route counters for `GET /metrics`.
@@ -80,7 +164,7 @@ struct Counters {
 pub(crate) struct Gateway {
     clients: Mutex<HashMap<String, (Client, String)>>,
     offline: OnceCell<MockServer>,
-    counters: [Counters; 3],
+    counters: [Counters; WIRES.len()],
     /// The keys clients must send; empty keeps the gateway loopback-only.
     keys: Vec<String>,
 }
@@ -277,11 +361,7 @@ pub(crate) async fn gate(
     if admitted {
         return next.run(request).await;
     }
-    let wire = if request.uri().path() == Wire::Messages.route() {
-        Wire::Messages
-    } else {
-        Wire::Chat
-    };
+    let wire = Wire::at(request.uri().path()).unwrap_or(Wire(0));
     error_response(
         wire,
         &refuse(
@@ -329,94 +409,6 @@ async fn read_body(headers: &HeaderMap, body: Body) -> Result<Vec<u8>, ApiError>
     Ok(bytes)
 }
 
-/// One client request, read: the canonical request and how to answer it.
-struct Asked {
-    request: ChatRequest,
-    stream: bool,
-    include_usage: bool,
-}
-
-fn decode(wire: Wire, bytes: &[u8]) -> Result<Asked, Error> {
-    Ok(match wire {
-        Wire::Chat => {
-            let r = chat::decode_request(bytes)?;
-            Asked {
-                request: r.request,
-                stream: r.stream,
-                include_usage: r.include_usage,
-            }
-        }
-        Wire::Messages => {
-            let r = messages::decode_request(bytes)?;
-            Asked {
-                request: r.request,
-                stream: r.stream,
-                include_usage: true,
-            }
-        }
-        Wire::Responses => {
-            let r = responses::decode_request(bytes)?;
-            Asked {
-                request: r.request,
-                stream: r.stream,
-                include_usage: true,
-            }
-        }
-    })
-}
-
-fn writer(wire: Wire, model: &str, include_usage: bool) -> Box<dyn StreamWriter> {
-    match wire {
-        Wire::Chat => Box::new(chat::ChunkWriter::new(
-            answer_id("chatcmpl-"),
-            model,
-            now(),
-            include_usage,
-        )),
-        Wire::Messages => Box::new(messages::EventWriter::new(answer_id("msg_"), model)),
-        Wire::Responses => Box::new(responses::EventWriter::new(
-            answer_id("resp_"),
-            model,
-            now(),
-        )),
-    }
-}
-
-fn body(wire: Wire, response: &ChatResponse, model: &str) -> Vec<u8> {
-    match wire {
-        Wire::Chat => chat::encode_body(response, &answer_id("chatcmpl-"), model, now()),
-        Wire::Messages => messages::encode_body(response, &answer_id("msg_"), model),
-        Wire::Responses => responses::encode_body(response, &answer_id("resp_"), model, now()),
-    }
-}
-
-/// `POST /v1/chat/completions`.
-pub(crate) async fn chat_completions(
-    State(app): State<Arc<App>>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    serve(app, Wire::Chat, headers, body).await
-}
-
-/// `POST /v1/messages`.
-pub(crate) async fn anthropic_messages(
-    State(app): State<Arc<App>>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    serve(app, Wire::Messages, headers, body).await
-}
-
-/// `POST /v1/responses`.
-pub(crate) async fn openai_responses(
-    State(app): State<Arc<App>>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    serve(app, Wire::Responses, headers, body).await
-}
-
 /// Decrements the open-stream gauge when the stream ends or the client leaves.
 struct OpenStream(Arc<App>, usize);
 
@@ -457,7 +449,7 @@ async fn serve_in(
         Ok(b) => b,
         Err(e) => return refused(e),
     };
-    let mut asked = match decode(wire, &bytes) {
+    let mut asked = match (wire.get().read)(&bytes) {
         Ok(a) => a,
         Err(Error::Input { path, message }) => {
             return refused(refuse(
@@ -477,14 +469,18 @@ async fn serve_in(
     asked.request.model = upstream_model;
     if !asked.stream {
         return match client.chat(&asked.request).await {
-            Ok(response) => (
-                [(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                )],
-                body(wire, &response, &model),
-            )
-                .into_response(),
+            Ok(response) => {
+                let id = answer_id(wire.get().id_prefix);
+                let answer = Answer::new(&id, &model, now());
+                (
+                    [(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    )],
+                    (wire.get().body)(&response, &answer),
+                )
+                    .into_response()
+            }
             Err(e) => {
                 counters.upstream_errors.fetch_add(1, Ordering::Relaxed);
                 error_response(wire, &upstream_error(&e))
@@ -501,7 +497,10 @@ async fn serve_in(
     };
     counters.open_streams.fetch_add(1, Ordering::Relaxed);
     let guard = OpenStream(Arc::clone(&app), wire.slot());
-    let mut writer = writer(wire, &model, asked.include_usage);
+    let id = answer_id(wire.get().id_prefix);
+    let mut answer = Answer::new(&id, &model, now());
+    answer.include_usage = asked.include_usage;
+    let mut writer = (wire.get().writer)(&answer);
     let mut first = Vec::new();
     writer.start(&mut first);
     // Events that are ready together go out together; the upstream is read only as fast as the
@@ -645,7 +644,7 @@ pub(crate) async fn metrics(State(app): State<Arc<App>>) -> Response {
     ];
     for (name, kind, help, get) in series {
         out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-        for wire in Wire::ALL {
+        for wire in Wire::all() {
             let value = get(&app.gateway.counters[wire.slot()]).load(Ordering::Relaxed);
             out.push_str(&format!("{name}{{route=\"{}\"}} {value}\n", wire.route()));
         }
@@ -658,4 +657,88 @@ pub(crate) async fn metrics(State(app): State<Arc<App>>) -> Response {
         out,
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::split;
+    use crate::types::{FinishReason, ToolCall, Usage};
+
+    /// Every line of [`WIRES`] has every piece, and the pieces agree: its route is its own and
+    /// documented, its reader reads its example, and what its body, stream and error writers
+    /// write reads back through its provider's decoder as what they were given. A failure names
+    /// the wire's route.
+    #[test]
+    fn every_client_wire_has_every_piece() {
+        let docs = include_str!("../../docs/gateway.md");
+        let response = ChatResponse::default()
+            .with_text("Checking the weather.")
+            .with_tool_calls(vec![ToolCall::new(
+                "call_1",
+                "get_weather",
+                r#"{"city":"Paris"}"#,
+            )])
+            .with_finish_reason(FinishReason::ToolCalls)
+            .with_usage(Usage::new(12, 7));
+        let mut routes = std::collections::BTreeSet::new();
+        for wire in Wire::all() {
+            let w = wire.get();
+            let name = w.route;
+            assert!(routes.insert(name), "{name}: listed twice");
+            assert!(name.starts_with("/v1/"), "{name}: not under /v1/");
+            assert!(
+                docs.contains(&format!("`POST {name}`")),
+                "{name}: docs/gateway.md does not list it"
+            );
+            assert_eq!(Wire::at(name), Some(wire), "{name}: not found by its route");
+            let asked = (w.read)(w.example.as_bytes())
+                .unwrap_or_else(|e| panic!("{name}: its example does not read: {e}"));
+            assert_eq!(asked.request.model, "m", "{name}: the example's model");
+            let provider = crate::providers::provider_for(w.provider).unwrap();
+            let answer = Answer::new("id_1", "m", 0);
+            let body = (w.body)(&response, &answer);
+            let back = provider
+                .decode(&body)
+                .unwrap_or_else(|e| panic!("{name}: its body does not decode: {e}"));
+            check(name, "body", &back, &response);
+            let mut writer = (w.writer)(&answer);
+            let mut out = Vec::new();
+            writer.start(&mut out);
+            writer.events(&split::events(&response, split::FINE), &mut out);
+            writer.finish(&response, &mut out);
+            let back = crate::replay::replay(provider.as_ref(), &out)
+                .unwrap_or_else(|e| panic!("{name}: its stream does not decode: {e}"))
+                .response;
+            check(name, "stream", &back, &response);
+            let mut e = ApiError::new(ProviderKind::Custom("toolwire"), Some(429), "slow down");
+            e.code = Some("rate_limit_exceeded".into());
+            let (status, body) = (w.error)(&e);
+            assert_eq!(status, 429, "{name}: error status");
+            let back = provider.decode_error(Some(status), &body);
+            assert_eq!(back.message, "slow down", "{name}: error message");
+        }
+    }
+
+    fn check(name: &str, what: &str, back: &ChatResponse, sent: &ChatResponse) {
+        assert_eq!(back.text, sent.text, "{name}: {what} text");
+        assert_eq!(
+            back.finish_reason, sent.finish_reason,
+            "{name}: {what} finish"
+        );
+        assert_eq!(
+            back.usage.map(|u| (u.input_tokens, u.output_tokens)),
+            Some((12, 7))
+        );
+        let calls: Vec<_> = back
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.raw_arguments.as_str()))
+            .collect();
+        assert_eq!(
+            calls,
+            [("call_1", "get_weather", r#"{"city":"Paris"}"#)],
+            "{name}: {what} calls"
+        );
+    }
 }

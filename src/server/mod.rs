@@ -347,17 +347,7 @@ fn client_for(role: &RoleConfig) -> Result<Option<Client>> {
 }
 
 fn router(app: Arc<App>) -> Router {
-    let gateway = Router::new()
-        .route("/v1/chat/completions", post(gateway::chat_completions))
-        .route("/v1/messages", post(gateway::anthropic_messages))
-        .route("/v1/responses", post(gateway::openai_responses))
-        .route("/v1/models", get(gateway::models))
-        .route("/metrics", get(gateway::metrics))
-        .with_state(Arc::clone(&app))
-        .layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&app),
-            gateway::gate,
-        ));
+    let gateway = gateway::router(Arc::clone(&app));
     Router::new()
         .route("/", get(page))
         .route("/api/tools", get(api::list))

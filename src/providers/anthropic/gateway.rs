@@ -15,10 +15,9 @@ use serde_json::{Map, Value, json};
 
 use super::THINKING_BLOCKS;
 use crate::error::{ApiError, Error, Result};
-use crate::provider::StreamWriter;
-use crate::providers::shared::{
-    CallGate, CallOut, Fields, TURN_STATE, carry_id, uncarry_id, uncarry_turn,
-};
+use crate::provider::{Answer, ClientRequest, StreamWriter};
+use crate::providers::anthropic::respond::{self, Stamp};
+use crate::providers::shared::{CallGate, CallOut, Fields, TURN_STATE, uncarry_id, uncarry_turn};
 use crate::types::{
     AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part, Source,
     StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult,
@@ -433,20 +432,11 @@ fn tool(value: Value, at: &str) -> Result<ToolDefinition> {
     Ok(def)
 }
 
-/// The Messages spelling of a canonical finish reason.
-pub fn stop_reason(reason: &FinishReason) -> &str {
-    match reason {
-        FinishReason::ToolCalls => "tool_use",
-        FinishReason::Length => "max_tokens",
-        FinishReason::ContentFilter => "refusal",
-        FinishReason::Other(raw) if raw == "pause_turn" || raw == "stop_sequence" => raw,
-        _ => "end_turn",
-    }
-}
-
-fn usage_json(response: &ChatResponse) -> Value {
-    let u = response.usage.unwrap_or_default();
-    json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens})
+/// The Messages `stop_reason` of a translated turn: the one spelling of this wire
+/// ([`respond::stop_reason`]); a turn that ended in error (its error goes out as the error) is
+/// `end_turn`.
+fn stop_reason(response: &ChatResponse) -> String {
+    respond::stop_reason(response).unwrap_or_else(|_| "end_turn".to_owned())
 }
 
 /// The thinking blocks (with their signatures) a response or call carries.
@@ -458,57 +448,37 @@ fn blocks_of(extra: &Map<String, Value>) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// A whole `message` body for `response`. `id` is the caller's.
+/// A whole `message` body for `response`, translated from another wire. `id` is the caller's.
+/// The mock's bodies come from the same writer.
 pub fn encode_body(response: &ChatResponse, id: &str, model: &str) -> Vec<u8> {
-    let mut content = blocks_of(&response.extra);
-    if content.is_empty()
-        && let Some(reasoning) = &response.reasoning
-    {
-        content.push(json!({"type": "thinking", "thinking": reasoning, "signature": ""}));
+    let stamp = Stamp {
+        id,
+        model,
+        translated: true,
+    };
+    let mut body = match respond::body(response, &stamp) {
+        Ok(body) => body,
+        // Only a turn that ended in error has no stop reason of this wire.
+        Err(_) => {
+            let ended = ChatResponse {
+                finish_reason: FinishReason::Stop,
+                ..response.clone()
+            };
+            respond::body(&ended, &stamp).unwrap_or_default()
+        }
+    };
+    if response.finish_reason == FinishReason::Error {
+        body["stop_reason"] = json!("end_turn");
     }
-    if let Some(text) = &response.text {
-        content.push(json!({"type": "text", "text": text}));
-    }
-    for call in &response.tool_calls {
-        content.extend(blocks_of(&call.extra));
-        let input: Value = call
-            .arguments
-            .clone()
-            .filter(Value::is_object)
-            .unwrap_or_else(|| json!({}));
-        content.push(
-            json!({"type": "tool_use", "id": carry_id(call), "name": call.name, "input": input}),
-        );
-    }
-    let body = json!({
-        "id": id, "type": "message", "role": "assistant", "model": model,
-        "content": content,
-        "stop_reason": stop_reason(&response.finish_reason),
-        "stop_sequence": null,
-        "usage": usage_json(response),
-    });
     serde_json::to_vec(&body).unwrap_or_default()
 }
 
-fn error_type(status: u16) -> &'static str {
-    match status {
-        400 | 413 | 415 | 422 => "invalid_request_error",
-        401 => "authentication_error",
-        403 => "permission_error",
-        404 => "not_found_error",
-        429 => "rate_limit_error",
-        529 | 503 => "overloaded_error",
-        _ => "api_error",
-    }
-}
-
 /// The error body and status for `error`, in the Messages shape
-/// (`{"type": "error", "error": {"type", "message"}}`).
+/// (`{"type": "error", "error": {"type", "message"}}`, the type as Anthropic's errors page
+/// names it); the mock's come from the same writer.
 pub fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
     let status = error.status.unwrap_or(502);
-    let body =
-        json!({"type": "error", "error": {"type": error_type(status), "message": error.message}});
-    (status, body.to_string().into_bytes())
+    (status, respond::error_json(error).to_string().into_bytes())
 }
 
 /// Which block is open on the client's side.
@@ -772,8 +742,8 @@ impl StreamWriter for EventWriter {
             out,
             "message_delta",
             &json!({"type": "message_delta",
-                    "delta": {"stop_reason": stop_reason(&response.finish_reason), "stop_sequence": null},
-                    "usage": {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens}}),
+                    "delta": {"stop_reason": stop_reason(response), "stop_sequence": null},
+                    "usage": respond::usage_json(&u, &response.extra, true)}),
         );
         event(out, "message_stop", &json!({"type": "message_stop"}));
     }
@@ -783,13 +753,29 @@ impl StreamWriter for EventWriter {
             return;
         }
         self.finished = true;
-        let status = error.status.unwrap_or(529);
-        event(
-            out,
-            "error",
-            &json!({"type": "error", "error": {"type": error_type(status), "message": error.message}}),
-        );
+        event(out, "error", &respond::error_json(error));
     }
+}
+
+/// The smallest Messages request, for the gateway's table test.
+pub const EXAMPLE: &str =
+    r#"{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"Hi"}]}"#;
+
+/// The Messages client wire's reader, for the gateway's table: a request body → the canonical
+/// request and how to answer it.
+pub fn read(body: &[u8]) -> Result<ClientRequest> {
+    let r = decode_request(body)?;
+    Ok(ClientRequest::new(r.request, r.stream))
+}
+
+/// The Messages client wire's stream writer for one answer.
+pub fn writer(answer: &Answer<'_>) -> Box<dyn StreamWriter> {
+    Box::new(EventWriter::new(answer.id, answer.model))
+}
+
+/// The Messages client wire's whole body for one answer.
+pub fn body(response: &ChatResponse, answer: &Answer<'_>) -> Vec<u8> {
+    encode_body(response, answer.id, answer.model)
 }
 
 #[cfg(test)]
@@ -897,5 +883,59 @@ mod tests {
         let body = encode_body(&response, "msg_1", "m");
         let back = crate::provider::Provider::decode(&Anthropic::new(), &body).unwrap();
         assert_eq!(back.tool_calls[1].raw_arguments, calls[1].raw_arguments);
+    }
+
+    /// What the gateway writes and what the mock writes agree with Anthropic's documented
+    /// shapes: usage splits cached input out (`cache_read_input_tokens`, as the Messages
+    /// reference's `usage` object counts it), the error `type` follows the status as the errors
+    /// page lists it (<https://docs.claude.com/en/api/errors>), and a stop reason the gateway
+    /// does not know goes out as it came.
+    #[test]
+    fn usage_errors_and_stop_reasons_follow_anthropic() {
+        use crate::provider::Respond;
+        let usage = crate::types::Usage {
+            input_tokens: 40,
+            output_tokens: 31,
+            cached_input_tokens: Some(30),
+            ..Default::default()
+        };
+        let response = ChatResponse::default()
+            .with_text("Hi.")
+            .with_usage(usage)
+            .with_finish_reason(FinishReason::Other("model_context_window_exceeded".into()));
+        let body: Value = serde_json::from_slice(&encode_body(&response, "msg_1", "m")).unwrap();
+        assert_eq!(body["usage"]["input_tokens"], 10);
+        assert_eq!(body["usage"]["cache_read_input_tokens"], 30);
+        assert_eq!(body["stop_reason"], "model_context_window_exceeded");
+        let mut w = EventWriter::new("msg_1", "m");
+        let mut out = Vec::new();
+        w.start(&mut out);
+        w.events(&[StreamEvent::TextDelta { text: "Hi.".into() }], &mut out);
+        w.finish(&response, &mut out);
+        let back = replay(&Anthropic::new(), &out).unwrap().response;
+        assert_eq!(back.usage.and_then(|u| u.cached_input_tokens), Some(30));
+        assert_eq!(back.usage.map(|u| u.input_tokens), Some(40));
+        assert!(
+            String::from_utf8_lossy(&out)
+                .contains(r#""stop_reason":"model_context_window_exceeded""#),
+            "the stop reason goes out as it came"
+        );
+        for (status, kind) in [
+            (400, "invalid_request_error"),
+            (402, "billing_error"),
+            (413, "request_too_large"),
+            (503, "api_error"),
+            (504, "timeout_error"),
+            (529, "overloaded_error"),
+        ] {
+            let e = ApiError::new(crate::ProviderKind::Anthropic, Some(status), "x");
+            for (who, (_, body)) in [
+                ("gateway", encode_error(&e)),
+                ("mock", Anthropic::new().encode_error(&e, false)),
+            ] {
+                let body: Value = serde_json::from_slice(&body).unwrap();
+                assert_eq!(body["error"]["type"], kind, "{who} at {status}");
+            }
+        }
     }
 }

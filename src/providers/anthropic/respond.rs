@@ -12,6 +12,8 @@ use super::{
 };
 use crate::error::{ApiError, Error, Result};
 use crate::provider::ProviderKind;
+use crate::providers::shared::carry_id;
+use crate::providers::split::pieces;
 use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
 
 /// Longest text or argument piece of one delta, in characters.
@@ -39,8 +41,10 @@ impl crate::provider::Respond for super::Anthropic {
 }
 
 /// The wire `stop_reason`: the response's raw finish value when it still means the same
-/// canonical reason, else the usual spelling of the canonical one.
-fn stop_reason(r: &ChatResponse) -> Result<String> {
+/// canonical reason, else the usual spelling of the canonical one; a reason this wire has no
+/// name for goes out as it is (the stop reasons grow: `model_context_window_exceeded`,
+/// `pause_turn`), never as `end_turn`. The one spelling of the mock and the gateway.
+pub(super) fn stop_reason(r: &ChatResponse) -> Result<String> {
     if let Some(kept) = r.raw_finish_reason.as_deref() {
         let same = match (super::decode::finish_reason(kept), &r.finish_reason) {
             (FinishReason::Stop | FinishReason::ToolCalls, reason) => reason.is_normal_end(),
@@ -70,7 +74,7 @@ fn count(u: Option<u64>, extra: &Map<String, Value>, key: &str) -> Option<u64> {
 
 /// `usage` as the wire counts it: uncached input apart from the cache parts, each cache part
 /// written when it is known (the canonical usage, else the response's `extra`).
-fn usage_json(u: &Usage, extra: &Map<String, Value>, output: bool) -> Value {
+pub(super) fn usage_json(u: &Usage, extra: &Map<String, Value>, output: bool) -> Value {
     let created = count(
         u.cache_creation_input_tokens,
         extra,
@@ -107,36 +111,69 @@ fn thinking_of(extra: &Map<String, Value>) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// Who an answer is written for: its `id` and `model`, and whether it was translated from
+/// another wire (the gateway's answers) rather than scripted for this one (the mock's).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Stamp<'a> {
+    /// The message id.
+    pub(super) id: &'a str,
+    /// The model name the client sees.
+    pub(super) model: &'a str,
+    /// Translated from another wire: call ids carry the call's provider state ([`carry_id`]),
+    /// arguments that are not an object go out as `{}`, and reasoning that came without a
+    /// signature keeps an empty one.
+    pub(super) translated: bool,
+}
+
+/// The mock's own values.
+const MOCK: Stamp<'static> = Stamp {
+    id: "msg_toolwire_mock",
+    model: "toolwire-mock",
+    translated: false,
+};
+
 /// The response's blocks in wire order: thinking, text, then each call after its own thinking
 /// blocks. Reasoning without blocks becomes one thinking block.
-fn blocks(r: &ChatResponse) -> Vec<Value> {
+fn blocks(r: &ChatResponse, stamp: &Stamp<'_>) -> Vec<Value> {
     let mut out = thinking_of(&r.extra);
     if out.is_empty()
         && let Some(reasoning) = r.reasoning.as_deref().filter(|t| !t.is_empty())
     {
-        out.push(json!({"type": "thinking", "thinking": reasoning, "signature": MOCK_SIGNATURE}));
+        let signature = if stamp.translated { "" } else { MOCK_SIGNATURE };
+        out.push(json!({"type": "thinking", "thinking": reasoning, "signature": signature}));
     }
     if let Some(text) = r.text.as_deref().filter(|t| !t.is_empty()) {
         out.push(json!({"type": "text", "text": text}));
     }
     for call in &r.tool_calls {
         out.extend(thinking_of(&call.extra));
-        out.push(json!({
-            "type": "tool_use",
-            "id": call.id,
-            "name": call.name,
-            "input": call.arguments.clone().unwrap_or_else(|| json!({})),
-        }));
+        let id = if stamp.translated {
+            carry_id(call)
+        } else {
+            call.id.clone()
+        };
+        let input = call
+            .arguments
+            .clone()
+            .filter(|a| a.is_object() || !stamp.translated)
+            .unwrap_or_else(|| json!({}));
+        out.push(json!({"type": "tool_use", "id": id, "name": call.name, "input": input}));
     }
     out
 }
 
-fn message(r: &ChatResponse, content: Vec<Value>, stop: Option<&str>, output: bool) -> Value {
+fn message(
+    r: &ChatResponse,
+    stamp: &Stamp<'_>,
+    content: Vec<Value>,
+    stop: Option<&str>,
+    output: bool,
+) -> Value {
     let mut m = Map::new();
-    m.insert("id".into(), json!("msg_toolwire_mock"));
+    m.insert("id".into(), json!(stamp.id));
     m.insert("type".into(), json!("message"));
     m.insert("role".into(), json!("assistant"));
-    m.insert("model".into(), json!("toolwire-mock"));
+    m.insert("model".into(), json!(stamp.model));
     m.insert("content".into(), Value::Array(content));
     m.insert("stop_reason".into(), json!(stop));
     m.insert(
@@ -160,26 +197,13 @@ fn whole_body(r: &ChatResponse) -> Result<Vec<u8>> {
             )));
         }
     }
-    let stop = stop_reason(r)?;
-    Ok(message(r, blocks(r), Some(&stop), true)
-        .to_string()
-        .into_bytes())
+    Ok(body(r, &MOCK)?.to_string().into_bytes())
 }
 
-/// Splits text into pieces of at most [`PIECE_CHARS`] characters.
-fn pieces(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for (count, (i, _)) in text.char_indices().enumerate() {
-        if count > 0 && count % PIECE_CHARS == 0 {
-            out.push(&text[start..i]);
-            start = i;
-        }
-    }
-    if start < text.len() {
-        out.push(&text[start..]);
-    }
-    out
+/// A whole `message` body: the one body writer of this wire, the mock's and the gateway's.
+pub(super) fn body(r: &ChatResponse, stamp: &Stamp<'_>) -> Result<Value> {
+    let stop = stop_reason(r)?;
+    Ok(message(r, stamp, blocks(r, stamp), Some(&stop), true))
 }
 
 /// Writes SSE frames.
@@ -224,7 +248,7 @@ impl Frames {
             Some("thinking") => {
                 self.start(json!({"type": "thinking", "thinking": "", "signature": ""}));
                 let text = block.get("thinking").and_then(Value::as_str).unwrap_or("");
-                for piece in pieces(text) {
+                for piece in pieces(text, PIECE_CHARS) {
                     self.delta(json!({"type": "thinking_delta", "thinking": piece}));
                 }
                 let signature = block.get("signature").and_then(Value::as_str).unwrap_or("");
@@ -237,7 +261,7 @@ impl Frames {
 
     fn text(&mut self, text: &str) {
         self.start(json!({"type": "text", "text": ""}));
-        for piece in pieces(text) {
+        for piece in pieces(text, PIECE_CHARS) {
             self.delta(json!({"type": "text_delta", "text": piece}));
         }
         self.stop();
@@ -249,7 +273,7 @@ impl Frames {
         self.start(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": {}}));
         self.delta(json!({"type": "input_json_delta", "partial_json": ""}));
         if call.raw_arguments != "{}" {
-            for piece in pieces(&call.raw_arguments) {
+            for piece in pieces(&call.raw_arguments, PIECE_CHARS) {
                 self.delta(json!({"type": "input_json_delta", "partial_json": piece}));
             }
         }
@@ -258,7 +282,7 @@ impl Frames {
 
     /// Every block of `r`, in wire order.
     fn content(&mut self, r: &ChatResponse) {
-        for block in blocks(r) {
+        for block in blocks(r, &MOCK) {
             match block.get("type").and_then(Value::as_str) {
                 Some("text") => {
                     let text = block.get("text").and_then(Value::as_str).unwrap_or("");
@@ -274,11 +298,13 @@ impl Frames {
 fn stream_body(r: &ChatResponse) -> Result<Vec<u8>> {
     let stop = stop_reason(r)?;
     let mut frames = Frames::default();
-    frames.event(&json!({"type": "message_start", "message": message(r, Vec::new(), None, false)}));
+    frames.event(
+        &json!({"type": "message_start", "message": message(r, &MOCK, Vec::new(), None, false)}),
+    );
     // Blocks in order, each call streamed from its raw text (so malformed and truncated
     // arguments go out as they are).
     let mut calls = r.tool_calls.iter();
-    for block in blocks(r) {
+    for block in blocks(r, &MOCK) {
         match block.get("type").and_then(Value::as_str) {
             Some("text") => frames.text(block.get("text").and_then(Value::as_str).unwrap_or("")),
             Some("tool_use") => {
@@ -308,7 +334,23 @@ fn stream_body(r: &ChatResponse) -> Result<Vec<u8>> {
     Ok(frames.out.into_bytes())
 }
 
-/// The error type Anthropic names for an HTTP status (its errors page).
+/// The error types Anthropic documents (<https://docs.claude.com/en/api/errors>).
+const ERROR_TYPES: &[&str] = &[
+    "invalid_request_error",
+    "authentication_error",
+    "billing_error",
+    "permission_error",
+    "not_found_error",
+    "request_too_large",
+    "rate_limit_error",
+    "api_error",
+    "timeout_error",
+    "overloaded_error",
+];
+
+/// The error type Anthropic names for an HTTP status (its errors page,
+/// <https://docs.claude.com/en/api/errors>: 402 `billing_error`, 413 `request_too_large`, 504
+/// `timeout_error`, 529 `overloaded_error`, `api_error` for any other fault of the server).
 fn error_type(status: Option<u16>) -> &'static str {
     match status {
         Some(400) => "invalid_request_error",
@@ -324,25 +366,28 @@ fn error_type(status: Option<u16>) -> &'static str {
     }
 }
 
-/// The status and body for `error`: `{"type": "error", "error": {"type", "message"}}`; without
-/// a status, answering a stream, an `error` event inside a 200 stream after the content of
-/// its partial response.
-pub(crate) fn encode_error(error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
+/// The `error` object of `error`: its code when that is one of Anthropic's documented types
+/// (an upstream Anthropic error, a scripted one), else the type its status names. The one error
+/// writer of this wire: bodies, and the `error` event of a stream that fails.
+pub(super) fn error_json(error: &ApiError) -> Value {
     let kind = error
         .code
-        .clone()
-        .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| error_type(error.status).to_owned());
-    let body = json!({
-        "type": "error",
-        "error": {"type": kind, "message": error.message},
-        "request_id": "req_toolwire_mock",
-    });
+        .as_deref()
+        .filter(|c| ERROR_TYPES.contains(c))
+        .unwrap_or_else(|| error_type(error.status));
+    json!({"type": "error", "error": {"type": kind, "message": error.message}})
+}
+
+/// The status and body for `error`: `{"type": "error", "error": {"type", "message"},
+/// "request_id"}`; without a status, answering a stream, an `error` event inside a 200 stream
+/// after the content of its partial response.
+pub(crate) fn encode_error(error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
+    let mut body = error_json(error);
     match error.status {
         None if stream => {
             let mut frames = Frames::default();
             let partial = error.partial.as_deref().cloned().unwrap_or_default();
-            frames.event(&json!({"type": "message_start", "message": message(&partial, Vec::new(), None, false)}));
+            frames.event(&json!({"type": "message_start", "message": message(&partial, &MOCK, Vec::new(), None, false)}));
             frames.content(&partial);
             for call in &partial.tool_calls {
                 frames.call(call);
@@ -350,7 +395,10 @@ pub(crate) fn encode_error(error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
             frames.event(&body);
             (200, frames.out.into_bytes())
         }
-        status => (status.unwrap_or(500), body.to_string().into_bytes()),
+        status => {
+            body["request_id"] = json!("req_toolwire_mock");
+            (status.unwrap_or(500), body.to_string().into_bytes())
+        }
     }
 }
 

@@ -14,7 +14,7 @@
 
 mod decode;
 mod encode;
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 mod respond;
 mod wire;
 

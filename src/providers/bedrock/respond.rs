@@ -11,6 +11,7 @@ use super::{METRICS, REASONING_BLOCKS};
 use crate::error::{ApiError, Error, Result};
 use crate::eventstream::encode_frame;
 use crate::provider::ProviderKind;
+use crate::providers::split::pieces;
 use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
 
 /// Longest text or argument piece of one delta, in characters.
@@ -152,22 +153,6 @@ fn whole_body(r: &ChatResponse) -> Result<Vec<u8>> {
     Ok(Value::Object(body).to_string().into_bytes())
 }
 
-/// Splits text into pieces of at most [`PIECE_CHARS`] characters.
-fn pieces(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for (count, (i, _)) in text.char_indices().enumerate() {
-        if count > 0 && count % PIECE_CHARS == 0 {
-            out.push(&text[start..i]);
-            start = i;
-        }
-    }
-    if start < text.len() {
-        out.push(&text[start..]);
-    }
-    out
-}
-
 /// Writes event frames.
 #[derive(Default)]
 struct Frames {
@@ -209,7 +194,7 @@ impl Frames {
                 .pointer("/reasoningText/text")
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            for piece in pieces(text) {
+            for piece in pieces(text, PIECE_CHARS) {
                 self.delta(json!({"reasoningContent": {"text": piece}}));
             }
             if let Some(sig) = block
@@ -226,7 +211,7 @@ impl Frames {
         if text.is_empty() {
             return;
         }
-        for piece in pieces(text) {
+        for piece in pieces(text, PIECE_CHARS) {
             self.delta(json!({"text": piece}));
         }
         self.stop();
@@ -241,7 +226,7 @@ impl Frames {
             &json!({"contentBlockIndex": index, "start": {"toolUse": {
                 "toolUseId": call.id, "name": call.name}}}),
         );
-        for piece in pieces(&call.raw_arguments) {
+        for piece in pieces(&call.raw_arguments, PIECE_CHARS) {
             self.delta(json!({"toolUse": {"input": piece}}));
         }
         self.stop();

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use super::wire::{finish_reason, finish_wire, usage_json};
 use super::{CITATIONS, FINISH_ERROR};
 use crate::error::{ApiError, Result};
+use crate::providers::split::pieces;
 use crate::types::{ArgumentsErrorKind, ChatResponse, ToolCall};
 
 /// Longest text or argument piece of one delta, in characters.
@@ -107,20 +108,6 @@ fn whole_body(r: &ChatResponse) -> Value {
         body.insert("usage".into(), usage_json(u));
     }
     Value::Object(body)
-}
-
-/// Splits `text` into pieces of at most `n` characters (never inside a character).
-fn pieces(text: &str, n: usize) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let cut = rest.char_indices().nth(n).map_or(rest.len(), |(i, _)| i);
-        let (head, tail) = rest.split_at(cut);
-        rest = tail;
-        Some(head)
-    })
 }
 
 #[derive(Default)]

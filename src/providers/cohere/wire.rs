@@ -1,6 +1,6 @@
 //! The pieces of Cohere's v2 wire both directions read: finish reasons and usage.
 
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 use serde_json::json;
 use serde_json::{Map, Value};
 
@@ -21,7 +21,7 @@ pub(crate) fn finish_reason(wire: &str) -> FinishReason {
 }
 
 /// The wire's spelling of a canonical finish reason, for the mock provider.
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub(crate) fn finish_wire(reason: &FinishReason) -> &str {
     match reason {
         FinishReason::Stop => "COMPLETE",
@@ -56,7 +56,7 @@ pub(crate) fn usage(raw: &Value) -> Option<Usage> {
 }
 
 /// A `usage` object for canonical counts, billed units equal to the tokens (the mock).
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub(crate) fn usage_json(u: &Usage) -> Value {
     let counts = json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens});
     let mut m = Map::new();

@@ -10,7 +10,7 @@
 
 mod decode;
 mod encode;
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 mod respond;
 mod wire;
 

@@ -9,34 +9,20 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, Result};
+use crate::providers::split::pieces;
 use crate::types::{ChatResponse, Usage};
 
 /// The request id every mock body carries.
 const REQUEST_ID: &str = "tw-mock-0000-0000-0000-000000000000";
 
 /// How many characters one streamed fragment holds.
-const PIECE: usize = 8;
-
-/// `text` cut into fragments of at most [`PIECE`] characters.
 ///
 /// Fragments that repeat (`"abababab"` twice) are sent as they come, as the service would: a
 /// client knows the stream is incremental from its request ([`Provider::decoder_for`]), and
 /// only a replay without the request has to guess.
 ///
 /// [`Provider::decoder_for`]: crate::provider::Provider::decoder_for
-fn pieces(text: &str) -> Vec<&str> {
-    let mut cuts = vec![0];
-    for (n, (i, _)) in text.char_indices().enumerate() {
-        if n > 0 && n % PIECE == 0 {
-            cuts.push(i);
-        }
-    }
-    cuts.push(text.len());
-    cuts.windows(2)
-        .filter_map(|w| text.get(w.first().copied()?..w.get(1).copied()?))
-        .filter(|p| !p.is_empty())
-        .collect()
-}
+const PIECE: usize = 8;
 
 fn usage_json(u: &Usage, output_tokens: u64) -> Value {
     let mut usage = Map::new();
@@ -125,14 +111,14 @@ pub(crate) fn encode_response(response: &ChatResponse, stream: bool) -> Result<V
 
     // One message per event, in the order the service streams them.
     let mut messages: Vec<Value> = Vec::new();
-    for piece in pieces(response.reasoning.as_deref().unwrap_or("")) {
+    for piece in pieces(response.reasoning.as_deref().unwrap_or(""), PIECE) {
         messages.push(json!({"content": "", "reasoning_content": piece, "role": "assistant"}));
     }
-    for piece in pieces(response.text.as_deref().unwrap_or("")) {
+    for piece in pieces(response.text.as_deref().unwrap_or(""), PIECE) {
         messages.push(json!({"content": piece, "role": "assistant"}));
     }
     for (i, call) in response.tool_calls.iter().enumerate() {
-        let args = pieces(&call.raw_arguments);
+        let args = pieces(&call.raw_arguments, PIECE);
         let first = args.first().copied().unwrap_or("");
         let start = call_json(i, &call.id, Some(&call.name), first);
         messages.push(json!({"content": "", "tool_calls": [start], "role": "assistant"}));
@@ -219,16 +205,6 @@ mod tests {
     }
 
     #[test]
-    fn pieces_respect_char_boundaries() {
-        let text = "杭州市大部多云，摄氏十八度，东风三级";
-        let parts = pieces(text);
-        assert!(parts.len() > 1);
-        assert!(parts.iter().all(|p| p.chars().count() <= PIECE));
-        assert_eq!(parts.concat(), text);
-        assert!(pieces("").is_empty());
-    }
-
-    #[test]
     fn repeating_fragments_decode_with_the_request() {
         // "abababab" twice: only the request tells this incremental stream from a cumulative one.
         let provider = DashScope::new();
@@ -238,7 +214,7 @@ mod tests {
             ..ChatResponse::default()
         };
         let body = provider.encode_response(&response, true).unwrap();
-        let parts = pieces(response.text.as_deref().unwrap());
+        let parts = pieces(response.text.as_deref().unwrap(), PIECE);
         assert!(parts[1].starts_with(parts[0]), "the fragments repeat");
         let req = crate::ChatRequest::new("qwen-plus", vec![crate::Message::user("hi")]);
         let http = provider.encode(&req, true).unwrap();

@@ -8,7 +8,7 @@
 mod decode;
 pub(crate) mod encode;
 mod partial;
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 mod respond;
 mod wire;
 

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use super::{BLOCK_REASON, FINISH_MESSAGE, REASONING_SIGNATURE, THOUGHT_SIGNATURE};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::ProviderKind;
+use crate::providers::split::pieces;
 use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
 
 /// Longest text piece of one stream chunk, in characters.
@@ -104,22 +105,6 @@ fn candidate(parts: Vec<Value>, finish: Option<(&str, Option<&str>)>) -> Value {
     Value::Object(c)
 }
 
-/// Splits text into pieces of at most [`PIECE_CHARS`] characters.
-fn pieces(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for (count, (i, _)) in text.char_indices().enumerate() {
-        if count > 0 && count % PIECE_CHARS == 0 {
-            out.push(&text[start..i]);
-            start = i;
-        }
-    }
-    if start < text.len() {
-        out.push(&text[start..]);
-    }
-    out
-}
-
 /// The body (or SSE stream) Gemini would send for `r`.
 impl crate::provider::Respond for super::Gemini {
     fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
@@ -195,7 +180,7 @@ pub(crate) fn encode_response(r: &ChatResponse, stream: bool) -> Result<Vec<u8>>
     // The stream: thought pieces, text pieces, one call per chunk, then the final chunk.
     let mut chunks: Vec<Vec<Value>> = Vec::new();
     if let Some(reasoning) = &r.reasoning {
-        let thought = pieces(reasoning);
+        let thought = pieces(reasoning, PIECE_CHARS);
         let last = thought.len().saturating_sub(1);
         for (i, piece) in thought.into_iter().enumerate() {
             let mut part = json!({"text": piece, "thought": true});
@@ -207,7 +192,11 @@ pub(crate) fn encode_response(r: &ChatResponse, stream: bool) -> Result<Vec<u8>>
         }
     }
     if let Some(text) = &r.text {
-        chunks.extend(pieces(text).into_iter().map(|p| vec![json!({"text": p})]));
+        chunks.extend(
+            pieces(text, PIECE_CHARS)
+                .into_iter()
+                .map(|p| vec![json!({"text": p})]),
+        );
     }
     chunks.extend(r.tool_calls.iter().map(|c| vec![call_part(c)]));
     let mut last_part = json!({"text": ""});

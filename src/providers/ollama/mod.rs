@@ -8,7 +8,7 @@
 
 mod decode;
 mod encode;
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 mod respond;
 mod wire;
 

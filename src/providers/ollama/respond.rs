@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, Error, Result};
 use crate::provider::ProviderKind;
+use crate::providers::split::pieces;
 use crate::types::{ChatResponse, FinishReason, ToolCall};
 
 /// Longest text piece of one line, in characters.
@@ -107,22 +108,6 @@ fn line(message: Map<String, Value>, end: Option<(&str, &ChatResponse)>) -> Valu
     Value::Object(m)
 }
 
-/// Splits text into pieces of at most [`PIECE_CHARS`] characters.
-fn pieces(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for (count, (i, _)) in text.char_indices().enumerate() {
-        if count > 0 && count % PIECE_CHARS == 0 {
-            out.push(&text[start..i]);
-            start = i;
-        }
-    }
-    if start < text.len() {
-        out.push(&text[start..]);
-    }
-    out
-}
-
 fn field(key: &str, value: impl Into<Value>) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert(key.into(), value.into());
@@ -132,10 +117,10 @@ fn field(key: &str, value: impl Into<Value>) -> Map<String, Value> {
 /// The lines of a running turn: thinking pieces, text pieces, one line per call.
 fn running_lines(r: &ChatResponse) -> Vec<Value> {
     let mut lines = Vec::new();
-    for piece in pieces(r.reasoning.as_deref().unwrap_or("")) {
+    for piece in pieces(r.reasoning.as_deref().unwrap_or(""), PIECE_CHARS) {
         lines.push(line(field("thinking", piece), None));
     }
-    for piece in pieces(r.text.as_deref().unwrap_or("")) {
+    for piece in pieces(r.text.as_deref().unwrap_or(""), PIECE_CHARS) {
         lines.push(line(field("content", piece), None));
     }
     for (i, call) in r.tool_calls.iter().enumerate() {

@@ -15,13 +15,12 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Error, Result};
-use crate::provider::StreamWriter;
-use crate::providers::shared::{
-    CallGate, CallOut, Fields, carry_id, fold_turn, uncarry_id, uncarry_turn,
-};
+use crate::provider::{Answer, ClientRequest, StreamWriter};
+use crate::providers::openai::respond::{self, OPENAI_WIRE, Stamp};
+use crate::providers::shared::{CallGate, CallOut, Fields, uncarry_id, uncarry_turn};
 use crate::types::{
-    AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part,
-    ResponseFormat, Source, StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, Content, Message, Part, ResponseFormat, Source,
+    StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
 };
 
 /// A client's Chat Completions request, read.
@@ -386,12 +385,15 @@ fn response_format(value: Value) -> Result<Option<ResponseFormat>> {
     Ok(format)
 }
 
-/// The Chat Completions spelling of a canonical finish reason.
-pub fn finish_reason(reason: &FinishReason) -> &str {
-    match reason {
-        FinishReason::Error => "stop",
-        other => other.as_str(),
-    }
+/// The Chat Completions spelling of a translated turn's finish reason.
+fn finish_reason(response: &ChatResponse) -> &str {
+    let stamp = Stamp {
+        id: "",
+        model: "",
+        created: 0,
+        translated: true,
+    };
+    respond::finish_wire(OPENAI_WIRE, &stamp, response)
 }
 
 // The answer shapes, serialised straight from borrowed fields (no JSON tree per answer or per
@@ -443,24 +445,6 @@ fn usage_out(u: &Usage) -> UsageOut {
     }
 }
 
-#[derive(Serialize)]
-struct WholeChoice<'a> {
-    index: u32,
-    message: WholeMessage<'a>,
-    finish_reason: &'a str,
-    logprobs: (),
-}
-
-#[derive(Serialize)]
-struct WholeMessage<'a> {
-    role: &'static str,
-    content: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reasoning_content: Option<&'a str>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tool_calls: Vec<CallOutJson<'a>>,
-}
-
 /// A call, whole or as a stream fragment (`index` only in a stream, `id`, `type` and `name`
 /// only when it opens).
 #[derive(Serialize)]
@@ -508,68 +492,22 @@ fn write_json(out: &mut Vec<u8>, value: &impl Serialize) {
     let _ = serde_json::to_writer(out, value);
 }
 
-/// A whole `chat.completion` body for `response`. `id` and `created` are the caller's.
+/// A whole `chat.completion` body for `response`, translated from another wire. `id` and
+/// `created` are the caller's. The mock's bodies come from the same writer.
 pub fn encode_body(response: &ChatResponse, id: &str, model: &str, created: u64) -> Vec<u8> {
-    let folded;
-    let calls: &[ToolCall] = if response.tool_calls.is_empty() {
-        &[]
-    } else {
-        folded = fold_turn(response);
-        &folded
-    };
-    let body = Envelope {
+    let stamp = Stamp {
         id,
-        object: "chat.completion",
-        created,
         model,
-        choices: [WholeChoice {
-            index: 0,
-            message: WholeMessage {
-                role: "assistant",
-                content: response.text.as_deref(),
-                reasoning_content: response.reasoning.as_deref(),
-                tool_calls: calls
-                    .iter()
-                    .map(|call| CallOutJson {
-                        index: None,
-                        id: Some(std::borrow::Cow::Owned(carry_id(call))),
-                        kind: Some("function"),
-                        function: FunctionOut {
-                            name: Some(&call.name),
-                            arguments: &call.raw_arguments,
-                        },
-                    })
-                    .collect(),
-            },
-            finish_reason: finish_reason(&response.finish_reason),
-            logprobs: (),
-        }],
-        usage: response.usage.as_ref().map(usage_out),
+        created,
+        translated: true,
     };
-    let mut out = Vec::with_capacity(256);
-    write_json(&mut out, &body);
-    out
+    respond::body(OPENAI_WIRE, &stamp, response)
 }
 
 /// The error body and status for `error`, in OpenAI's shape
-/// (`{"error": {"message", "type", "param", "code"}}`).
+/// (`{"error": {"message", "type", "param", "code"}}`); the mock's come from the same writer.
 pub fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
-    let status = error.status.unwrap_or(502);
-    let kind = match status {
-        400 | 422 => "invalid_request_error",
-        401 => "authentication_error",
-        403 => "permission_error",
-        404 => "not_found_error",
-        429 => "rate_limit_error",
-        _ => "api_error",
-    };
-    let body = json!({"error": {
-        "message": error.message,
-        "type": kind,
-        "param": null,
-        "code": error.code,
-    }});
-    (status, body.to_string().into_bytes())
+    respond::error(OPENAI_WIRE, error, false)
 }
 
 /// The Chat Completions [`StreamWriter`].
@@ -727,7 +665,7 @@ impl StreamWriter for ChunkWriter {
         for o in outs {
             self.call_out(o, out);
         }
-        let reason = finish_reason(&response.finish_reason);
+        let reason = finish_reason(response);
         self.chunk(Delta::default(), Some(reason), out);
         if self.include_usage
             && let Some(u) = &response.usage
@@ -748,11 +686,39 @@ impl StreamWriter for ChunkWriter {
     }
 }
 
+/// The smallest Chat Completions request, for the gateway's table test.
+pub const EXAMPLE: &str = r#"{"model":"m","messages":[{"role":"user","content":"Hi"}]}"#;
+
+/// The Chat Completions client wire's reader, for the gateway's table: a request body → the
+/// canonical request and how to answer it.
+pub fn read(body: &[u8]) -> Result<ClientRequest> {
+    let r = decode_request(body)?;
+    let mut asked = ClientRequest::new(r.request, r.stream);
+    asked.include_usage = r.include_usage;
+    Ok(asked)
+}
+
+/// The Chat Completions client wire's stream writer for one answer.
+pub fn writer(answer: &Answer<'_>) -> Box<dyn StreamWriter> {
+    Box::new(ChunkWriter::new(
+        answer.id,
+        answer.model,
+        answer.created,
+        answer.include_usage,
+    ))
+}
+
+/// The Chat Completions client wire's whole body for one answer.
+pub fn body(response: &ChatResponse, answer: &Answer<'_>) -> Vec<u8> {
+    encode_body(response, answer.id, answer.model, answer.created)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::providers::openai::OpenAi;
     use crate::replay::replay;
+    use crate::types::FinishReason;
 
     fn req(body: Value) -> Result<ChatCompletionsRequest> {
         decode_request(body.to_string().as_bytes())
@@ -857,7 +823,7 @@ mod tests {
     fn carried_state_comes_back_from_the_echoed_id() {
         let mut call = ToolCall::new("call_1", "f", "{}");
         call.extra.insert("thought_signature".into(), json!("c2ln"));
-        let id = carry_id(&call);
+        let id = crate::providers::shared::carry_id(&call);
         let r = req(json!({"model": "m", "messages": [
             {"role": "assistant", "tool_calls": [{"id": id, "type": "function",
               "function": {"name": "f", "arguments": "{}"}}]},
@@ -904,5 +870,32 @@ mod tests {
         let body = encode_body(&response, "chatcmpl-1", "m", 0);
         let back = crate::provider::Provider::decode(&OpenAi::new(), &body).unwrap();
         assert_eq!(back.tool_calls[1].raw_arguments, calls[1].raw_arguments);
+    }
+
+    /// The error body's `type` is OpenAI's class of the error, not its code: a bad key is
+    /// `{"type": "invalid_request_error", "code": "invalid_api_key"}` (the 401 body quoted in
+    /// continuedev/continue#9358), a server fault `server_error`. The gateway and every
+    /// OpenAI-shaped mock writer say the same.
+    #[test]
+    fn error_type_is_the_class_of_the_error() {
+        use crate::provider::Respond;
+        for (status, code, kind) in [
+            (401, Some("invalid_api_key"), "invalid_request_error"),
+            (404, Some("model_not_found"), "invalid_request_error"),
+            (400, None, "invalid_request_error"),
+            (500, None, "server_error"),
+        ] {
+            let mut e = ApiError::new(crate::ProviderKind::OpenAi, Some(status), "x");
+            e.code = code.map(str::to_owned);
+            let mock = crate::providers::openai::OpenAiResponder::default();
+            for (who, (_, body)) in [
+                ("gateway", encode_error(&e)),
+                ("mock", mock.encode_error(&e, false)),
+            ] {
+                let body: Value = serde_json::from_slice(&body).unwrap();
+                assert_eq!(body["error"]["type"], kind, "{who} at {status}");
+                assert_eq!(body["error"]["code"], json!(code), "{who} at {status}");
+            }
+        }
     }
 }

@@ -7,9 +7,9 @@
 pub(crate) mod decode;
 mod dialect;
 mod encode;
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub mod gateway;
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 mod respond;
 mod wire;
 
@@ -18,7 +18,7 @@ pub use dialect::{
     ParallelCalls, ReasoningField, StructuredOutput, ThinkingSwitch, ToolChoiceSupport,
     openai_name,
 };
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub use respond::{
     DeltaRole, ErrorFields, IdleContent, OPENAI_RESPONSE, OpenAiResponder, ResponseShape,
     RunningFinish, StreamUsage, StreamedCalls,

@@ -13,6 +13,8 @@ use serde_json::{Map, Value, json};
 use super::{Dialect, OPENAI, OpenAi};
 use crate::error::{ApiError, Result};
 use crate::provider::{Framing, HttpRequest, Provider, ProviderInfo, Respond, StreamDecoder};
+use crate::providers::shared::{carry_id, fold_turn};
+use crate::providers::split::pieces;
 use crate::types::{
     ChatRequest, ChatResponse, FinishReason, SchemaMode, ToolCall, ToolDefinition, Usage,
 };
@@ -103,7 +105,7 @@ impl Respond for OpenAiResponder {
         Ok(if stream {
             self::stream(self.wire(), response)
         } else {
-            body(self.wire(), response)
+            body(self.wire(), &MOCK, response)
         })
     }
 
@@ -118,6 +120,12 @@ pub(crate) struct Wire<'a> {
     dialect: &'a Dialect,
     shape: &'a ResponseShape,
 }
+
+/// OpenAI's own Chat Completions: what the gateway writes for its clients.
+pub(crate) const OPENAI_WIRE: Wire<'static> = Wire {
+    dialect: &OPENAI,
+    shape: &OPENAI_RESPONSE,
+};
 
 /// How a server of this wire writes its bodies, streams and errors: what
 /// [`crate::provider::Respond::encode_response`] and [`crate::provider::Respond::encode_error`] produce for the
@@ -352,27 +360,72 @@ const TEXT_PIECE: usize = 4;
 /// `":"`, `New`, ` York`).
 const ARGUMENT_PIECE: usize = 5;
 
-/// Fields every chunk and body carries. The values are the mock's own.
-fn envelope(shape: &ResponseShape, object: &str) -> Map<String, Value> {
+/// Who an answer is written for: its `id`, `model` and `created`, and whether it was
+/// translated from another wire (the gateway's answers) rather than scripted for this one (the
+/// mock's).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stamp<'a> {
+    /// The answer's id.
+    pub(crate) id: &'a str,
+    /// The model name the client sees.
+    pub(crate) model: &'a str,
+    /// Seconds since the epoch (the caller's clock: providers read none).
+    pub(crate) created: u64,
+    /// Translated from another wire: every call id is written, carrying the call's provider
+    /// state ([`carry_id`]), and a raw finish reason (the upstream wire's spelling) is not
+    /// this wire's, so the canonical reason goes out.
+    pub(crate) translated: bool,
+}
+
+/// The mock's own values.
+pub(crate) const MOCK: Stamp<'static> = Stamp {
+    id: "chatcmpl-toolwire-mock",
+    model: "toolwire-mock",
+    created: 0,
+    translated: false,
+};
+
+/// Fields every chunk and body carries.
+fn envelope(shape: &ResponseShape, stamp: &Stamp<'_>, object: &str) -> Map<String, Value> {
     let mut m = Map::new();
-    m.insert("id".into(), json!("chatcmpl-toolwire-mock"));
+    m.insert("id".into(), json!(stamp.id));
     m.insert("object".into(), json!(object));
-    m.insert("created".into(), json!(0));
-    m.insert("model".into(), json!("toolwire-mock"));
+    m.insert("created".into(), json!(stamp.created));
+    m.insert("model".into(), json!(stamp.model));
     for field in shape.null_fields {
         m.insert((*field).into(), Value::Null);
     }
     m
 }
 
-/// The wire `finish_reason` of a response: its `raw_finish_reason` verbatim when set (a
-/// scripted GLM `sensitive`), else the wire's own spelling of the canonical reason where it has
-/// one, else the canonical name.
-fn finish_wire<'a>(w: Wire<'a>, response: &'a ChatResponse) -> &'a str {
-    if let Some(raw) = &response.raw_finish_reason {
-        return raw;
+/// The wire `finish_reason` of a response: its `raw_finish_reason` verbatim when set on a
+/// scripted answer (a GLM `sensitive`), else the wire's own spelling of the canonical reason
+/// where it has one, else the canonical name (`stop` for a translated turn that ended in error:
+/// the error itself goes out as the wire's error).
+pub(crate) fn finish_wire<'a>(
+    w: Wire<'a>,
+    stamp: &Stamp<'_>,
+    response: &'a ChatResponse,
+) -> &'a str {
+    if let (Some(raw), false) = (&response.raw_finish_reason, stamp.translated) {
+        // Verbatim unless this wire reads it as another reason (a recorded `tool_calls` on
+        // calls the turn cut short, which the answer says ended in `length`); a value the wire
+        // has no reading for (a scripted one) goes out as it is.
+        let same = match super::decode::finish_reason(w.dialect, Some(raw)) {
+            Some(FinishReason::Stop | FinishReason::ToolCalls) => {
+                response.finish_reason.is_normal_end()
+            }
+            Some(FinishReason::Other(_)) | None => true,
+            Some(decoded) => decoded == response.finish_reason,
+        };
+        if same {
+            return raw;
+        }
     }
     let reason = &response.finish_reason;
+    if stamp.translated && *reason == FinishReason::Error {
+        return "stop";
+    }
     w.shape
         .finish_reasons
         .iter()
@@ -406,13 +459,16 @@ fn share(value: u64, part: usize, whole: usize) -> u64 {
     u64::try_from(u128::from(value) * part / whole).unwrap_or(value)
 }
 
-/// The call's wire object; a minted id is left out, as the service that sent none did.
-fn call_json(call: &ToolCall, index: Option<i64>, arguments: &str) -> Value {
+/// The call's wire object; a minted id is left out of a scripted answer, as the service that
+/// sent none did.
+fn call_json(call: &ToolCall, stamp: &Stamp<'_>, index: Option<i64>, arguments: &str) -> Value {
     let mut m = Map::new();
     if let Some(index) = index {
         m.insert("index".into(), json!(index));
     }
-    if !call.has_synthetic_id() {
+    if stamp.translated {
+        m.insert("id".into(), json!(carry_id(call)));
+    } else if !call.has_synthetic_id() {
         m.insert("id".into(), json!(call.id));
     }
     m.insert("type".into(), json!("function"));
@@ -423,23 +479,17 @@ fn call_json(call: &ToolCall, index: Option<i64>, arguments: &str) -> Value {
     Value::Object(m)
 }
 
-/// Splits `text` into pieces of at most `n` characters (never inside a character).
-fn pieces(text: &str, n: usize) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let cut = rest.char_indices().nth(n).map_or(rest.len(), |(i, _)| i);
-        let (head, tail) = rest.split_at(cut);
-        rest = tail;
-        Some(head)
-    })
-}
-
-/// A whole `chat.completion` body.
-pub(crate) fn body(w: Wire<'_>, response: &ChatResponse) -> Vec<u8> {
+/// A whole `chat.completion` body: the one body writer of this wire, the mock's and the
+/// gateway's.
+pub(crate) fn body(w: Wire<'_>, stamp: &Stamp<'_>, response: &ChatResponse) -> Vec<u8> {
     let shape = w.shape;
+    let folded;
+    let calls: &[ToolCall] = if stamp.translated {
+        folded = fold_turn(response);
+        &folded
+    } else {
+        &response.tool_calls
+    };
     let mut message = Map::new();
     message.insert("role".into(), json!("assistant"));
     let content = match (&response.text, &response.reasoning) {
@@ -457,21 +507,31 @@ pub(crate) fn body(w: Wire<'_>, response: &ChatResponse) -> Vec<u8> {
     {
         message.insert(field.name().into(), json!(reasoning));
     }
-    if !response.tool_calls.is_empty() {
+    if !calls.is_empty() {
         let calls: Vec<Value> = (0_i64..)
-            .zip(&response.tool_calls)
-            .map(|(i, c)| call_json(c, shape.body_call_index.then_some(i), &c.raw_arguments))
+            .zip(calls)
+            .map(|(i, c)| {
+                call_json(
+                    c,
+                    stamp,
+                    shape.body_call_index.then_some(i),
+                    &c.raw_arguments,
+                )
+            })
             .collect();
         message.insert("tool_calls".into(), Value::Array(calls));
     }
     let mut choice = Map::new();
     choice.insert("index".into(), json!(0));
     choice.insert("message".into(), Value::Object(message));
-    choice.insert("finish_reason".into(), json!(finish_wire(w, response)));
+    choice.insert(
+        "finish_reason".into(),
+        json!(finish_wire(w, stamp, response)),
+    );
     for field in shape.null_choice_fields {
         choice.insert((*field).into(), Value::Null);
     }
-    let mut body = envelope(shape, "chat.completion");
+    let mut body = envelope(shape, stamp, "chat.completion");
     body.insert("choices".into(), json!([choice]));
     if let Some(u) = &response.usage {
         body.insert("usage".into(), usage_json(u));
@@ -565,7 +625,7 @@ impl<'d> Chunks<'d> {
         for field in self.shape.null_choice_fields {
             choice.insert((*field).into(), Value::Null);
         }
-        let mut chunk = envelope(self.shape, "chat.completion.chunk");
+        let mut chunk = envelope(self.shape, &MOCK, "chat.completion.chunk");
         chunk.insert("choices".into(), json!([choice]));
         self.chunks.push(chunk);
     }
@@ -611,13 +671,13 @@ impl<'d> Chunks<'d> {
                 empty_id_continuations,
             } => {
                 for (i, call) in (0_i64..).zip(calls) {
-                    let mut rest = pieces(&call.raw_arguments, ARGUMENT_PIECE);
+                    let mut rest = pieces(&call.raw_arguments, ARGUMENT_PIECE).into_iter();
                     let first = if first_piece_in_opener {
                         rest.next().unwrap_or_default()
                     } else {
                         ""
                     };
-                    let d = self.calls_delta(vec![call_json(call, Some(i), first)]);
+                    let d = self.calls_delta(vec![call_json(call, &MOCK, Some(i), first)]);
                     self.push(d, None);
                     for piece in rest {
                         let mut fragment = Map::new();
@@ -642,7 +702,7 @@ impl<'d> Chunks<'d> {
                 };
                 let whole = (0_i64..)
                     .zip(calls)
-                    .map(|(i, c)| call_json(c, Some(index.unwrap_or(i)), &c.raw_arguments))
+                    .map(|(i, c)| call_json(c, &MOCK, Some(index.unwrap_or(i)), &c.raw_arguments))
                     .collect();
                 let d = self.calls_delta(whole);
                 self.push(d, finish);
@@ -669,7 +729,7 @@ impl<'d> Chunks<'d> {
         let Some(u) = usage else { return };
         match self.shape.usage {
             StreamUsage::LastChunk => {
-                let mut chunk = envelope(self.shape, "chat.completion.chunk");
+                let mut chunk = envelope(self.shape, &MOCK, "chat.completion.chunk");
                 chunk.insert("choices".into(), json!([]));
                 chunk.insert("usage".into(), usage_json(u));
                 self.chunks.push(chunk);
@@ -710,7 +770,7 @@ fn push_data(out: &mut Vec<u8>, data: &str) {
 
 /// A whole SSE stream for `response`.
 pub(crate) fn stream(w: Wire<'_>, response: &ChatResponse) -> Vec<u8> {
-    let reason = finish_wire(w, response);
+    let reason = finish_wire(w, &MOCK, response);
     let mut chunks = Chunks::new(w);
     chunks.text(response);
     chunks.calls(&response.tool_calls, Some(reason));
@@ -735,16 +795,26 @@ fn interrupted(w: Wire<'_>, partial: &ChatResponse, out: &mut Vec<u8>) {
     chunks.write(out);
 }
 
-/// The error body. OpenAI's `type` repeats the code when there is one and is left out
-/// otherwise, so reading the body back gives the same code.
+/// OpenAI's class of an error (the body's `type`), by its status: a refused request
+/// (`invalid_request_error`, also for a bad key: the 401 body quoted in
+/// continuedev/continue#9358 is `{"type": "invalid_request_error", "code": "invalid_api_key"}`),
+/// a rate limit (`requests`, as in OpenAI's "Rate limit reached for requests"), or a fault of
+/// the server (`server_error`). The specific reason is the `code`.
+fn error_class(status: Option<u16>) -> &'static str {
+    match status {
+        Some(429) => "requests",
+        Some(400..=499) => "invalid_request_error",
+        _ => "server_error",
+    }
+}
+
+/// The error body, in the fields the wire's shape names: the one error writer of this wire.
 fn error_json(w: Wire<'_>, error: &ApiError) -> Value {
     let mut e = Map::new();
     match w.shape.error_fields {
         ErrorFields::OpenAi => {
             e.insert("message".into(), json!(error.message));
-            if let Some(code) = &error.code {
-                e.insert("type".into(), json!(code));
-            }
+            e.insert("type".into(), json!(error_class(error.status)));
             e.insert("param".into(), Value::Null);
             e.insert("code".into(), json!(error.code));
         }
@@ -823,13 +893,13 @@ mod tests {
                     finish_reason: canonical.clone(),
                     ..ChatResponse::default()
                 };
-                assert_eq!(finish_wire(w, &response), *wire);
+                assert_eq!(finish_wire(w, &MOCK, &response), *wire);
                 let scripted = ChatResponse {
                     raw_finish_reason: Some("tw_scripted".into()),
                     ..response
                 };
                 assert_eq!(
-                    finish_wire(w, &scripted),
+                    finish_wire(w, &MOCK, &scripted),
                     "tw_scripted",
                     "raw goes out verbatim"
                 );

@@ -17,7 +17,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, Error, Result};
-use crate::provider::StreamWriter;
+use crate::provider::{Answer, ClientRequest, StreamWriter};
+use crate::providers::openai_responses::respond;
 use crate::providers::shared::{
     CallGate, CallOut, Fields, base64url, carry_id, unbase64url, uncarry_id,
 };
@@ -443,31 +444,12 @@ fn tool(value: Value, at: &str) -> Result<ToolDefinition> {
     Ok(def)
 }
 
-fn usage_json(u: &Usage) -> Value {
-    let mut m = Map::new();
-    m.insert("input_tokens".into(), json!(u.input_tokens));
-    m.insert(
-        "input_tokens_details".into(),
-        json!({"cached_tokens": u.cached_input_tokens.unwrap_or(0)}),
-    );
-    m.insert("output_tokens".into(), json!(u.output_tokens));
-    m.insert(
-        "output_tokens_details".into(),
-        json!({"reasoning_tokens": u.reasoning_tokens.unwrap_or(0)}),
-    );
-    m.insert(
-        "total_tokens".into(),
-        json!(u.input_tokens.saturating_add(u.output_tokens)),
-    );
-    Value::Object(m)
-}
-
-/// `status` and `incomplete_details` for a finish reason.
+/// `status` and `incomplete_details` of a translated turn ([`respond::status`]); a turn that
+/// ended in error (its error goes out as the error) is `completed`.
 fn status(reason: &FinishReason) -> (&'static str, Value) {
-    match reason {
-        FinishReason::Length => ("incomplete", json!({"reason": "max_output_tokens"})),
-        FinishReason::ContentFilter => ("incomplete", json!({"reason": "content_filter"})),
-        _ => ("completed", Value::Null),
+    match respond::status(reason) {
+        Ok((status, details)) => (status, details.unwrap_or(Value::Null)),
+        Err(_) => ("completed", Value::Null),
     }
 }
 
@@ -484,7 +466,7 @@ fn response_object(
         "id": id, "object": "response", "created_at": created, "status": status,
         "error": null, "incomplete_details": details, "model": model, "output": output,
         "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
-        "usage": usage.map(usage_json),
+        "usage": usage.map(respond::usage_json),
     })
 }
 
@@ -893,11 +875,7 @@ impl StreamWriter for EventWriter {
             return;
         }
         self.finished = true;
-        self.event(
-            "error",
-            json!({"code": error.code, "message": error.message, "param": null}),
-            out,
-        );
+        self.event("error", respond::error_event(error), out);
         let mut body = response_object(
             &self.id,
             &self.model,
@@ -907,10 +885,29 @@ impl StreamWriter for EventWriter {
             std::mem::take(&mut self.output),
             None,
         );
-        body["error"] = json!({"code": error.code.clone().unwrap_or_else(|| "server_error".into()),
-                               "message": error.message});
+        body["error"] = respond::failed_error(error);
         self.event("response.failed", json!({"response": body}), out);
     }
+}
+
+/// The smallest Responses request, for the gateway's table test.
+pub const EXAMPLE: &str = r#"{"model":"m","input":"Hi"}"#;
+
+/// The Responses client wire's reader, for the gateway's table: a request body → the
+/// canonical request and how to answer it.
+pub fn read(body: &[u8]) -> Result<ClientRequest> {
+    let r = decode_request(body)?;
+    Ok(ClientRequest::new(r.request, r.stream))
+}
+
+/// The Responses client wire's stream writer for one answer.
+pub fn writer(answer: &Answer<'_>) -> Box<dyn StreamWriter> {
+    Box::new(EventWriter::new(answer.id, answer.model, answer.created))
+}
+
+/// The Responses client wire's whole body for one answer.
+pub fn body(response: &ChatResponse, answer: &Answer<'_>) -> Vec<u8> {
+    encode_body(response, answer.id, answer.model, answer.created)
 }
 
 #[cfg(test)]
@@ -1028,5 +1025,62 @@ mod tests {
         let body = encode_body(&response, "resp_1", "m", 0);
         let back = crate::provider::Provider::decode(&OpenAiResponses::new(), &body).unwrap();
         assert_eq!(back.tool_calls[1].raw_arguments, calls[1].raw_arguments);
+    }
+
+    /// The gateway and the mock write the Responses shapes OpenAI documents
+    /// (<https://platform.openai.com/docs/api-reference/responses/object>): a turn that did not
+    /// end normally is `incomplete` with its reason, a count the upstream did not give is left
+    /// out rather than written as 0, and a failure inside a stream is the `error` event with
+    /// `code`, `message` and `param` at its top level
+    /// (<https://platform.openai.com/docs/api-reference/responses-streaming/error>), then
+    /// `response.failed`.
+    #[test]
+    fn status_usage_and_failures_follow_openai() {
+        use crate::provider::Respond;
+        let response = ChatResponse::default()
+            .with_text("Paused.")
+            .with_usage(Usage::new(3, 5))
+            .with_finish_reason(FinishReason::Other("pause_turn".into()));
+        let body: Value =
+            serde_json::from_slice(&encode_body(&response, "resp_1", "m", 0)).unwrap();
+        assert_eq!(body["status"], "incomplete");
+        assert_eq!(body["incomplete_details"]["reason"], "pause_turn");
+        assert!(
+            body["usage"].get("input_tokens_details").is_none(),
+            "{body}"
+        );
+        assert!(
+            body["usage"].get("output_tokens_details").is_none(),
+            "{body}"
+        );
+        let back = crate::provider::Provider::decode(
+            &OpenAiResponses::new(),
+            &serde_json::to_vec(&body).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(back.usage.and_then(|u| u.cached_input_tokens), None);
+
+        let mut e = ApiError::new(crate::ProviderKind::OpenAiResponses, None, "boom");
+        e.code = Some("server_error".into());
+        let mut w = EventWriter::new("resp_1", "m", 0);
+        let mut gateway = Vec::new();
+        w.start(&mut gateway);
+        w.fail(&e, &mut gateway);
+        let (_, mock) = OpenAiResponses::new().encode_error(&e, true);
+        for (who, bytes) in [("gateway", gateway), ("mock", mock)] {
+            let error = crate::test_support::chunks(&bytes)
+                .into_iter()
+                .find(|v| v["type"] == "error")
+                .unwrap();
+            assert_eq!(error["code"], "server_error", "{who}: {error}");
+            assert_eq!(error["message"], "boom", "{who}: {error}");
+            assert!(error.get("param").is_some(), "{who}: {error}");
+            let err = replay(&OpenAiResponses::new(), &bytes).unwrap_err();
+            assert_eq!(
+                err.api().unwrap().code.as_deref(),
+                Some("server_error"),
+                "{who}"
+            );
+        }
     }
 }

@@ -9,9 +9,9 @@
 
 mod decode;
 mod encode;
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 pub mod gateway;
-#[cfg(feature = "mock")]
+#[cfg(feature = "respond")]
 mod respond;
 mod wire;
 

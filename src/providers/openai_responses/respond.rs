@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use super::{CUSTOM_TOOL, ITEM_ID, OTHER_ITEMS, REASONING_ITEMS, REFUSAL};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::ProviderKind;
+use crate::providers::split::pieces;
 use crate::types::{ArgumentsErrorKind, ChatResponse, FinishReason, ToolCall, Usage};
 
 /// Characters per text fragment: about one token, like the real service.
@@ -70,11 +71,10 @@ impl crate::provider::Respond for super::OpenAiResponses {
                         writer.item(i, item);
                     }
                 }
-                writer.event("error", json!({"error": e}));
-                let failed = json!({"code": error.code, "message": error.message});
+                writer.event("error", error_event(error));
                 let mut body = response_object("failed", None, Vec::new(), None);
                 if let Value::Object(m) = &mut body {
-                    m.insert("error".into(), failed);
+                    m.insert("error".into(), failed_error(error));
                 }
                 writer.event("response.failed", json!({"response": body}));
                 (200, writer.out.into_bytes())
@@ -87,8 +87,27 @@ impl crate::provider::Respond for super::OpenAiResponses {
     }
 }
 
-/// `status` and `incomplete_details` for a finish reason.
-fn status(reason: &FinishReason) -> Result<(&'static str, Option<Value>)> {
+/// The fields of the `error` event of a stream that fails, as documented
+/// (<https://platform.openai.com/docs/api-reference/responses-streaming/error>): `code`,
+/// `message` and `param` at the event's top level. The one writer of the mock's and the
+/// gateway's failing streams, with [`failed_error`].
+pub(super) fn error_event(error: &ApiError) -> Value {
+    json!({"code": error.code, "message": error.message, "param": null})
+}
+
+/// The `error` of the `response.failed` that ends a failing stream: `code` (required by the
+/// Response object's schema; `server_error` when the failure has none) and `message`.
+pub(super) fn failed_error(error: &ApiError) -> Value {
+    let code = error.code.as_deref().unwrap_or("server_error");
+    json!({"code": code, "message": error.message})
+}
+
+/// `status` and `incomplete_details` for a finish reason: `completed` for a normal end, else
+/// `incomplete` with the reason (the Response object's `incomplete_details.reason`,
+/// <https://platform.openai.com/docs/api-reference/responses/object>), a reason this wire has
+/// no name for going out as it is rather than as `completed`. The one reading of the mock and
+/// the gateway.
+pub(super) fn status(reason: &FinishReason) -> Result<(&'static str, Option<Value>)> {
     let incomplete = |why: &str| ("incomplete", Some(json!({"reason": why})));
     Ok(match reason {
         FinishReason::Stop | FinishReason::ToolCalls => ("completed", None),
@@ -103,7 +122,9 @@ fn status(reason: &FinishReason) -> Result<(&'static str, Option<Value>)> {
     })
 }
 
-fn usage_json(u: &Usage) -> Value {
+/// `usage`, each detail written only when known: a count the upstream did not give is left out,
+/// never written as 0. The one usage writer of the mock and the gateway.
+pub(super) fn usage_json(u: &Usage) -> Value {
     let mut m = Map::new();
     m.insert("input_tokens".into(), json!(u.input_tokens));
     if let Some(cached) = u.cached_input_tokens {
@@ -297,20 +318,6 @@ fn output(r: &ChatResponse) -> Result<Vec<Out<'_>>> {
         items.push(Out::Call { call, item_id });
     }
     Ok(items)
-}
-
-/// Splits `text` into pieces of at most `n` characters (never inside a character).
-fn pieces(text: &str, n: usize) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let cut = rest.char_indices().nth(n).map_or(rest.len(), |(i, _)| i);
-        let (head, tail) = rest.split_at(cut);
-        rest = tail;
-        Some(head)
-    })
 }
 
 /// Writes the event stream.
