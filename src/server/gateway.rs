@@ -18,7 +18,8 @@ use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::OnceCell;
 
-use super::{App, offline};
+use super::app::App as Shared;
+use super::offline;
 use crate::client::{Client, RetryPolicy};
 use crate::error::{ApiError, Error};
 use crate::mock::{MockServer, Script};
@@ -658,4 +659,37 @@ pub(crate) async fn metrics(State(app): State<Arc<App>>) -> Response {
         out,
     )
         .into_response()
+}
+
+/// The gateway area's state: what every area shares, and the gateway's own ([`Gateway`]).
+/// It reads as the shared state (`app.roles`, `app.role(..)`) through `Deref`.
+pub(crate) struct App {
+    shared: Arc<Shared>,
+    gateway: Gateway,
+}
+
+impl std::ops::Deref for App {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+/// The wires clients already speak (`/v1/...`) and `GET /metrics`, behind [`gate`]: loopback
+/// only, or anyone with one of `keys`.
+pub(crate) fn routes(shared: Arc<Shared>, keys: Vec<String>) -> axum::Router {
+    use axum::routing::{get, post};
+    let app = Arc::new(App {
+        shared,
+        gateway: Gateway::new(keys),
+    });
+    axum::Router::new()
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/messages", post(anthropic_messages))
+        .route("/v1/responses", post(openai_responses))
+        .route("/v1/models", get(models))
+        .route("/metrics", get(metrics))
+        .with_state(Arc::clone(&app))
+        .layer(axum::middleware::from_fn_with_state(app, gate))
 }
