@@ -15,7 +15,7 @@
 //! | `mock` | `mock`: the loopback mock provider (`client`, `respond`) | yes |
 //! | `rustls` | TLS with rustls and the ring provider | yes |
 //! | `native-tls` | TLS with the platform's library instead (use without default features) | no |
-//! | `server` | `server`: the tool registration server (axum, toml) | no |
+//! | `server` | `server`: the tool registration server (axum, toml); `plugin`: publishing tools to one | no |
 //! | `realtime` | realtime sessions over WebSocket (tokio-tungstenite) | no |
 //! | `conformance` | `conformance`: the conformance runner and `fixture::load_meta` (toml) | no |
 //! | `cli` | the `toolwire` binary (clap) with every subcommand | no |
@@ -42,6 +42,8 @@ pub mod mcp;
 #[cfg(feature = "mock")]
 pub mod mock;
 pub mod partial_json;
+#[cfg(feature = "server")]
+pub mod plugin;
 pub mod provider;
 pub mod providers;
 pub mod realtime;

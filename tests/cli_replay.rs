@@ -189,3 +189,30 @@ fn bedrock_replays_a_json_body_and_a_binary_event_stream() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("throttlingException"));
 }
+
+/// `-` reads the captured body from standard input, on the streaming path too: the same
+/// response as from a file.
+#[test]
+fn a_dash_reads_the_stream_from_standard_input() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let body = interleaved();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolwire"))
+        .args(["replay", "--provider", "openai", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(body.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let from_stdin: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        from_stdin["tool_calls"][1]["arguments"]["q"], "x",
+        "{from_stdin}"
+    );
+    assert_eq!(from_stdin, replay(&[], &interleaved()));
+}

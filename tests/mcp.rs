@@ -738,7 +738,8 @@ fn serve_mounts_mcp_servers() {
 /// included.
 #[test]
 fn serve_is_an_mcp_server_for_plugin_tools() {
-    use toolwire::server::{Plugin, ServerConfig};
+    use toolwire::plugin::Plugin;
+    use toolwire::server::ServerConfig;
     use toolwire::tools::ToolReply;
 
     runtime().block_on(async {

@@ -20,8 +20,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect};
 use axum::routing::post as route_post;
 use serde_json::{Value, json};
+use toolwire::plugin::Plugin;
 use toolwire::server::{
-    Plugin, RoleConfig, ServerConfig, ServerHandle, is_loopback_host, is_loopback_peer,
+    RoleConfig, ServerConfig, ServerHandle, is_loopback_host, is_loopback_peer,
 };
 use toolwire::tools::ToolRegistry;
 

@@ -179,10 +179,17 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), CliError> {
     let file = args.file.display().to_string();
     let result = match args.status {
         Some(s) if s >= 400 => Err(provider.decode_error(Some(s), &read(&args.file)?).into()),
-        // Streamed from the file through the turn reader: memory holds the turn, not the body.
+        // Streamed from the file (or standard input, `-`) through the turn reader: memory
+        // holds the turn, not the body.
         _ => {
-            let source = std::fs::File::open(&args.file)
-                .map_err(|e| CliError::Input(format!("{file}: {e}")))?;
+            let source: Box<dyn std::io::Read> = if args.file == Path::new("-") {
+                Box::new(std::io::stdin().lock())
+            } else {
+                Box::new(
+                    std::fs::File::open(&args.file)
+                        .map_err(|e| CliError::Input(format!("{file}: {e}")))?,
+                )
+            };
             let source = std::io::BufReader::with_capacity(1 << 16, source);
             toolwire::replay::replay_reader(
                 provider.as_ref(),

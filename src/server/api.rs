@@ -5,13 +5,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
+use axum::Router;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
 
-use super::App;
+use super::app::{App, role_query, unknown_role};
 use super::body::{Fields, Reject, a_kind, read_object};
 use super::ledger::{Entry, Ledger, Listed, Op, RoleTools, now_ms};
 use super::live::Stats;
@@ -21,6 +23,16 @@ use crate::types::{NAME_RULE, empty_parameters, is_valid_name};
 
 /// The largest registration request body (a tool's schema and description fit many times).
 pub(crate) const MAX_TOOLS_BODY: usize = 1 << 20;
+
+/// The registration API: plugins register, list and remove tools; the recent calls.
+pub(crate) fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/api/tools", get(list))
+        .route("/api/tools/register", post(register))
+        .route("/api/tools/unregister", post(unregister))
+        .route("/api/tools/clear", post(clear))
+        .route("/api/calls", get(calls))
+}
 
 /// `POST /api/tools/register`.
 pub(crate) async fn register(
@@ -268,61 +280,6 @@ pub(crate) async fn calls(State(app): State<Arc<App>>) -> Response {
     Json(json!({"ok": true, "calls": app.live.recent()})).into_response()
 }
 
-/// 404 for a role the server does not have, worded as N.E.K.O. words it.
-pub(crate) fn unknown_role(role: &str) -> Response {
-    Reject::new(StatusCode::NOT_FOUND, format!("unknown role: {role}")).into_response()
-}
-
-/// The only query parameter `GET /api/tools` takes is `role`.
-pub(crate) fn role_query(query: Option<&str>) -> Result<Option<String>, Reject> {
-    let mut role = None;
-    for pair in query
-        .unwrap_or_default()
-        .split('&')
-        .filter(|p| !p.is_empty())
-    {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let key = percent_decode(key);
-        if key != "role" {
-            return Err(Reject::invalid(vec![super::body::Problem {
-                field: key.clone(),
-                message: "unknown query parameter (only role is accepted)".to_owned(),
-                kind: "extra_forbidden",
-            }]));
-        }
-        let value = percent_decode(value);
-        role = if value.is_empty() { None } else { Some(value) };
-    }
-    Ok(role)
-}
-
-/// `application/x-www-form-urlencoded` decoding: `+` is a space, `%XX` a byte; bad escapes
-/// stay as they are.
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
-                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                    Some(b) => {
-                        out.push(b);
-                        i += 3;
-                        continue;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 fn check_name(f: &mut Fields, name: &str) {
     if !is_valid_name(name) {
         let why = if name.is_empty() {
@@ -521,24 +478,5 @@ mod tests {
         });
         let expected = json!({"ok": true, "tools_by_role": {"a": [mcp, mcp]}});
         assert_eq!(empty, serde_json::to_vec(&expected).unwrap());
-    }
-
-    #[test]
-    fn queries() {
-        assert_eq!(role_query(None).unwrap(), None);
-        assert_eq!(
-            role_query(Some("role=Lan+lan")).unwrap().as_deref(),
-            Some("Lan lan")
-        );
-        assert_eq!(
-            role_query(Some("role=%E5%B0%8F")).unwrap().as_deref(),
-            Some("小")
-        );
-        assert_eq!(role_query(Some("role=")).unwrap(), None);
-        assert_eq!(
-            role_query(Some("role=%zz%")).unwrap().as_deref(),
-            Some("%zz%")
-        );
-        assert!(role_query(Some("rol=x")).is_err());
     }
 }

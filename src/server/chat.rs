@@ -4,17 +4,19 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use axum::routing::post;
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
 
-use super::api::unknown_role;
+use super::app::{App, Role, unknown_role};
 use super::body::{Fields, Reject, a_kind, json_response, read_object};
-use super::{App, Role, offline};
+use super::offline;
 use crate::agent::{Agent, AgentEvent, AgentOutcome, AgentStream};
 use crate::client::Client;
 use crate::error::Error;
@@ -28,6 +30,14 @@ pub(crate) const MAX_CHAT_BODY: usize = 8 << 20;
 
 /// The largest progress report body (a summary and a message, with room to spare).
 const MAX_PROGRESS_BODY: usize = 16 << 10;
+
+/// Chat with a role: `/api/chat` runs a model session with the role's tools, and
+/// `/api/tools/progress` is where a running tool reports how far it is.
+pub(crate) fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/api/chat", post(chat))
+        .route("/api/tools/progress", post(progress))
+}
 
 /// `POST /api/tools/progress`: a plugin reports how far a call to one of its callback tools
 /// is, while the call runs: `{"call_id", "name"?, "progress"?, "total"?, "message"?,

@@ -106,7 +106,7 @@ pub struct ServerConfig {
     pub state_file: Option<PathBuf>,
     /// MCP servers whose tools are mounted (`[[mcp]]` in the config file).
     #[cfg(feature = "mcp")]
-    pub mcp: Vec<super::mcp::McpMount>,
+    pub mcp: Vec<super::mount::McpMount>,
     /// Another address to listen on (`--listen`): anything but loopback needs gateway keys.
     /// `None` listens on 127.0.0.1 at [`ServerConfig::port`].
     pub listen: Option<SocketAddr>,
@@ -270,7 +270,7 @@ impl ServerConfig {
         let roles = parse_roles(&text).map_err(at_line)?;
         #[cfg(feature = "mcp")]
         let config = Self {
-            mcp: super::mcp::parse(&text).map_err(at_line)?,
+            mcp: super::mount::parse(&text).map_err(at_line)?,
             ..self.with_roles(roles)
         };
         #[cfg(not(feature = "mcp"))]
@@ -331,7 +331,7 @@ impl ServerConfig {
             }
         }
         #[cfg(feature = "mcp")]
-        super::mcp::check(&self.mcp, &self.roles)?;
+        super::mount::check(&self.mcp, self.roles.iter().map(|r| r.name.as_str()))?;
         Ok(())
     }
 }
@@ -354,7 +354,7 @@ fn check_role_name(name: &str) -> std::result::Result<(), String> {
 struct File {
     #[serde(default)]
     role: Vec<RoleEntry>,
-    /// MCP servers to mount, read by `super::mcp::parse` (feature `mcp`).
+    /// MCP servers to mount, read by `super::mount::parse` (feature `mcp`).
     #[serde(default)]
     mcp: Vec<toml::Table>,
 }
@@ -506,7 +506,7 @@ name = "offline"
         // A file with only [[mcp]] keeps the default role.
         let roles = parse_roles(text).unwrap();
         assert_eq!(roles, vec![RoleConfig::offline(DEFAULT_ROLE)]);
-        let mounts = super::super::mcp::parse(text).unwrap();
+        let mounts = super::super::mount::parse(text).unwrap();
         assert_eq!(mounts.len(), 2);
         assert_eq!(
             mounts[0].endpoint,
@@ -519,17 +519,18 @@ name = "offline"
         };
         config.check().unwrap();
 
-        let (_, message) = super::super::mcp::parse("[[mcp]]\nname = \"x\"\n").unwrap_err();
+        let (_, message) = super::super::mount::parse("[[mcp]]\nname = \"x\"\n").unwrap_err();
         assert!(message.contains("either command"), "{message}");
         let (_, message) =
-            super::super::mcp::parse("[[mcp]]\nname = \"x\"\nurl = \"ftp://a\"\n").unwrap_err();
+            super::super::mount::parse("[[mcp]]\nname = \"x\"\nurl = \"ftp://a\"\n").unwrap_err();
         assert!(message.contains("not an http"), "{message}");
         let (_, message) =
-            super::super::mcp::parse("[[mcp]]\nname = \"x\"\nurl = \"http://a\"\nport = 1\n")
+            super::super::mount::parse("[[mcp]]\nname = \"x\"\nurl = \"http://a\"\nport = 1\n")
                 .unwrap_err();
         assert!(message.contains("port"), "{message}");
         let bad = |name: &str, role: Option<&str>| {
-            let mut m = super::super::mcp::McpMount::new(name, Endpoint::url("http://a").unwrap());
+            let mut m =
+                super::super::mount::McpMount::new(name, Endpoint::url("http://a").unwrap());
             m.role = role.map(str::to_owned);
             ServerConfig {
                 mcp: vec![m],

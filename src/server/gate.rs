@@ -75,7 +75,7 @@ pub fn is_loopback_host(host: Option<&str>) -> bool {
 }
 
 /// The middleware: 403 with a JSON message for a non-loopback peer or `Host`.
-pub(super) async fn loopback_only(request: Request, next: Next) -> Response {
+pub(crate) async fn loopback_only(request: Request, next: Next) -> Response {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()

@@ -18,7 +18,8 @@ use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::OnceCell;
 
-use super::{App, offline};
+use super::app::App as Shared;
+use super::offline;
 use crate::client::{Client, RetryPolicy};
 use crate::error::{ApiError, Error};
 use crate::mock::{MockServer, Script};
@@ -124,28 +125,6 @@ impl Wire {
     fn error(self, error: &ApiError) -> (u16, Vec<u8>) {
         (self.get().error)(error)
     }
-}
-
-/// The gateway's routes: every client wire of [`WIRES`], `GET /v1/models` and `GET /metrics`,
-/// behind the gateway's [`gate`].
-pub(crate) fn router(app: Arc<App>) -> axum::Router {
-    use axum::routing::{get, post};
-    let mut router = axum::Router::new();
-    for wire in Wire::all() {
-        router = router.route(
-            wire.route(),
-            post(
-                move |State(app): State<Arc<App>>, headers: HeaderMap, body: Body| {
-                    serve(app, wire, headers, body)
-                },
-            ),
-        );
-    }
-    router
-        .route("/v1/models", get(models))
-        .route("/metrics", get(metrics))
-        .with_state(Arc::clone(&app))
-        .layer(axum::middleware::from_fn_with_state(app, gate))
 }
 
 /// Per-route counters for `GET /metrics`.
@@ -657,6 +636,48 @@ pub(crate) async fn metrics(State(app): State<Arc<App>>) -> Response {
         out,
     )
         .into_response()
+}
+
+/// The gateway area's state: what every area shares, and the gateway's own ([`Gateway`]).
+/// It reads as the shared state (`app.roles`, `app.role(..)`) through `Deref`.
+pub(crate) struct App {
+    shared: Arc<Shared>,
+    gateway: Gateway,
+}
+
+impl std::ops::Deref for App {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+/// The gateway's routes: every client wire of [`WIRES`], `GET /v1/models` and `GET /metrics`,
+/// behind [`gate`]: loopback
+/// only, or anyone with one of `keys`.
+pub(crate) fn routes(shared: Arc<Shared>, keys: Vec<String>) -> axum::Router {
+    use axum::routing::{get, post};
+    let app = Arc::new(App {
+        shared,
+        gateway: Gateway::new(keys),
+    });
+    let mut router = axum::Router::new();
+    for wire in Wire::all() {
+        router = router.route(
+            wire.route(),
+            post(
+                move |State(app): State<Arc<App>>, headers: HeaderMap, body: Body| {
+                    serve(app, wire, headers, body)
+                },
+            ),
+        );
+    }
+    router
+        .route("/v1/models", get(models))
+        .route("/metrics", get(metrics))
+        .with_state(Arc::clone(&app))
+        .layer(axum::middleware::from_fn_with_state(app, gate))
 }
 
 #[cfg(test)]

@@ -1,11 +1,5 @@
-//! `[[mcp]]` in the config file: MCP servers whose tools the server mounts (feature `mcp`).
-//!
-//! ```toml
-//! [[mcp]]
-//! name = "files"                         # tools are named files_<tool>, source "mcp:files"
-//! command = ["python3", "files_server.py"]  # or: url = "http://127.0.0.1:9000/mcp"
-//! role = "Lanlan"                        # optional: only this role gets the tools
-//! ```
+//! The MCP area: the `[[mcp]]` mounts ([`super::mount`]) kept connected, and `/mcp`, the
+//! server's tools over MCP (feature `mcp`).
 //!
 //! Each server is connected when the server starts and kept connected by a task of its own: its
 //! tools are registered into the roles' registries (listed by `GET /api/tools`, called by
@@ -15,12 +9,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
+use super::app::{App, Role, role_query, unknown_role};
+use super::mount::McpMount;
 
-use super::config::RoleConfig;
-use super::{App, Role};
-use crate::error::{Error, Result};
-use crate::mcp::{Connection, Endpoint, Mount};
+use crate::mcp::{Connection, Mount};
 
 /// The first wait before reconnecting to a server that went away or could not be reached.
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
@@ -31,130 +23,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// How often a mounted server is checked for having gone away.
 const ALIVE_CHECK: Duration = Duration::from_millis(500);
 
-/// One `[[mcp]]` entry: a server whose tools are mounted as `<name>_<tool>`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct McpMount {
-    /// The mount's name: the tools' prefix and their source `mcp:<name>`.
-    pub name: String,
-    /// Where the server is.
-    pub endpoint: Endpoint,
-    /// The one role that gets the tools; `None` for every role.
-    pub role: Option<String>,
-}
-
-impl McpMount {
-    /// A mount of the server at `endpoint` as `name`, for every role.
-    pub fn new(name: impl Into<String>, endpoint: Endpoint) -> Self {
-        Self {
-            name: name.into(),
-            endpoint,
-            role: None,
-        }
-    }
-
-    /// Gives the tools to one role only.
-    pub fn with_role(mut self, role: impl Into<String>) -> Self {
-        self.role = Some(role.into());
-        self
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Entry {
-    name: String,
-    #[serde(default)]
-    command: Option<Vec<String>>,
-    #[serde(default)]
-    url: Option<String>,
-    #[serde(default)]
-    role: Option<String>,
-}
-
-/// The `[[mcp]]` entries of a config file, or the reason (no line: the roles' parse has
-/// already checked the TOML itself).
-pub(crate) fn parse(text: &str) -> std::result::Result<Vec<McpMount>, (Option<usize>, String)> {
-    #[derive(Deserialize)]
-    struct File {
-        #[serde(default)]
-        mcp: Vec<toml::Table>,
-    }
-    let file: File = toml::from_str(text).map_err(|e| (None, e.message().to_owned()))?;
-    let mut mounts = Vec::new();
-    for (i, table) in file.mcp.into_iter().enumerate() {
-        let at = |field: &str| format!("mcp #{} ({field})", i + 1);
-        let entry: Entry = table
-            .try_into()
-            .map_err(|e: toml::de::Error| (None, format!("{}: {}", at("fields"), e.message())))?;
-        let endpoint = match (entry.command, entry.url) {
-            (Some(command), None) => Endpoint::command(command),
-            (None, Some(url)) => Endpoint::url(url),
-            _ => {
-                return Err((
-                    None,
-                    format!(
-                        "{}: give either command = [...] or url = \"...\"",
-                        at("command")
-                    ),
-                ));
-            }
-        }
-        .map_err(|e| (None, format!("{}: {}", at("command"), plain(&e))))?;
-        mounts.push(McpMount {
-            name: entry.name,
-            endpoint,
-            role: entry.role,
-        });
-    }
-    Ok(mounts)
-}
-
-fn plain(e: &Error) -> String {
-    match e {
-        Error::Input { message, .. } => message.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// Checks the mounts: names that make valid tool-name prefixes, unique, roles that exist.
-pub(crate) fn check(mounts: &[McpMount], roles: &[RoleConfig]) -> Result<()> {
-    for (i, m) in mounts.iter().enumerate() {
-        let at = format!("mcp[{i}]");
-        let valid = !m.name.is_empty()
-            && m.name.len() <= 32
-            && m.name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
-        if !valid {
-            return Err(Error::input(
-                format!("{at}.name"),
-                format!(
-                    "mount name {:?} must be 1 to 32 letters, digits, `_` or `-` (it prefixes \
-                     tool names)",
-                    m.name
-                ),
-            ));
-        }
-        if mounts[..i].iter().any(|x| x.name == m.name) {
-            return Err(Error::input(
-                format!("{at}.name"),
-                format!("MCP mount {:?} is defined twice", m.name),
-            ));
-        }
-        if let Some(role) = &m.role
-            && !roles.iter().any(|r| &r.name == role)
-        {
-            return Err(Error::input(
-                format!("{at}.role"),
-                format!(
-                    "MCP mount {:?} names role {role:?}, which is not defined",
-                    m.name
-                ),
-            ));
-        }
-    }
-    Ok(())
+/// `/mcp`: the server's tools over MCP.
+pub(crate) fn routes() -> axum::Router<Arc<App>> {
+    axum::Router::new().route("/mcp", axum::routing::any(endpoint))
 }
 
 /// Starts one task per mount; each ends when the server shuts down.
@@ -424,13 +295,13 @@ pub(crate) async fn endpoint(
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::never::NeverSessionManager,
     };
-    let role = match super::api::role_query(query.as_deref()) {
+    let role = match role_query(query.as_deref()) {
         Ok(role) => role,
         Err(reject) => return reject.into_response(),
     };
     let role = match role {
         Some(role) if app.has_role(&role) => role,
-        Some(role) => return super::api::unknown_role(&role),
+        Some(role) => return unknown_role(&role),
         None if app.roles.len() == 1 => app.roles[0].config.name.clone(),
         None => {
             let names: Vec<&str> = app.roles.iter().map(|r| r.config.name.as_str()).collect();

@@ -1,21 +1,27 @@
 //! The tool server (`toolwire serve`): plugins in other processes register tools over HTTP, the
 //! server calls them back when a model picks them, and runs a model session per role.
 //!
+//! The folder is laid out by area, each area owning its routes; the table is in "The code,
+//! by area" below.
+//!
 #![doc = include_str!("../../docs/server.md")]
 
 mod api;
-mod body;
+mod app;
+pub(crate) mod body;
 mod chat;
 mod config;
-mod gate;
+pub(crate) mod gate;
 mod gateway;
 mod ledger;
 mod listen;
 mod live;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp")]
+mod mount;
 mod offline;
-mod plugin;
+mod page;
 mod store;
 
 pub use config::{
@@ -25,9 +31,8 @@ pub use config::{
 };
 pub use gate::{is_loopback_host, is_loopback_peer};
 #[cfg(feature = "mcp")]
-pub use mcp::McpMount;
+pub use mount::McpMount;
 pub use offline::{MAX_CALLS as OFFLINE_MAX_CALLS, arguments_from, example_arguments};
-pub use plugin::{Plugin, PluginHandle};
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -35,130 +40,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use futures::StreamExt;
-use serde_json::json;
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::tools::ToolRegistry;
+use app::{App, Role};
 use body::Reject;
-use ledger::{Ledger, Op, Outcome};
-use live::{Live, LiveEvent};
-
-/// One role as the server runs it.
-pub(crate) struct Role {
-    pub config: RoleConfig,
-    /// The live client; `None` runs the role on the offline mock provider.
-    pub client: Option<Client>,
-    /// The tools registered for this role (including those registered for every role).
-    pub registry: ToolRegistry,
-}
-
-/// What every request shares.
-pub(crate) struct App {
-    pub roles: Vec<Role>,
-    /// The registrations; held while a change is written to the store, so changes apply one
-    /// at a time, in order, and none is lost.
-    pub ledger: Mutex<Ledger>,
-    pub store: Option<Arc<store::Store>>,
-    pub live: Live,
-    /// The gateway's upstream clients and counters.
-    pub gateway: gateway::Gateway,
-    shutdown: watch::Receiver<bool>,
-}
-
-impl App {
-    pub fn role(&self, name: &str) -> Option<&Role> {
-        self.roles.iter().find(|r| r.config.name == name)
-    }
-
-    pub fn has_role(&self, name: &str) -> bool {
-        self.role(name).is_some()
-    }
-
-    /// Resolves when the server begins shutting down (ends long-lived streams).
-    pub fn shutdown_signal(&self) -> impl Future<Output = ()> + Send + 'static {
-        let mut rx = self.shutdown.clone();
-        async move {
-            let _ = rx.wait_for(|stop| *stop).await;
-        }
-    }
-
-    /// Applies a change: to the store (one transaction), and only when that is committed, to
-    /// the ledger and the roles' registries, in place. A store that cannot be written leaves
-    /// everything as it was (500).
-    pub async fn change(&self, op: Op) -> std::result::Result<Outcome, Reject> {
-        let mut ledger = self.ledger.lock().await;
-        if let Some(store) = &self.store {
-            let targets: Vec<String> = self
-                .roles
-                .iter()
-                .map(|r| r.config.name.clone())
-                .filter(|name| op.role().is_none_or(|x| x == name))
-                .collect();
-            let store = Arc::clone(store);
-            let write = op.clone();
-            let written = tokio::task::spawn_blocking(move || store.apply(&write, &targets))
-                .await
-                .unwrap_or_else(|e| Err(Error::input("state", e.to_string())));
-            if let Err(e) = written {
-                return Err(Reject::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    e.to_string(),
-                ));
-            }
-        }
-        let mut outcome = ledger.apply(&op);
-        outcome.failed = self.apply_to_registries(&op);
-        drop(ledger);
-        // Only a removal can leave statistics of a tool that is gone (and the check looks up
-        // every tool with statistics, so a registration does not pay for it).
-        if outcome.removed > 0 {
-            self.live.retain_stats(|role, name| {
-                self.role(role).is_some_and(|r| r.registry.contains(name))
-            });
-        }
-        self.live.tools_changed();
-        Ok(outcome)
-    }
-
-    /// Mirrors a change in the roles' registries; returns the roles that refused it.
-    fn apply_to_registries(&self, op: &Op) -> Vec<serde_json::Value> {
-        let mut failed = Vec::new();
-        let targets = |role: &Option<String>| -> Vec<&Role> {
-            self.roles
-                .iter()
-                .filter(|r| role.as_ref().is_none_or(|x| *x == r.config.name))
-                .collect()
-        };
-        match op {
-            Op::Register(entry) => {
-                for r in targets(&entry.scope) {
-                    if let Err(e) = entry.tool().and_then(|t| r.registry.register(t)) {
-                        failed.push(json!({"role": r.config.name, "error": e.to_string()}));
-                    }
-                }
-            }
-            Op::Unregister { name, role } => {
-                for r in targets(role) {
-                    r.registry.unregister(name);
-                }
-            }
-            Op::Clear { source, role } => {
-                for r in targets(role) {
-                    r.registry.clear_source(source);
-                }
-            }
-        }
-        failed
-    }
-}
+use ledger::Ledger;
+use live::Live;
 
 /// A running server. Dropping it stops the server at once; [`ServerHandle::shutdown`] lets
 /// requests in flight finish first.
@@ -278,7 +171,6 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         ledger: Mutex::new(ledger),
         store,
         live: Live::new(),
-        gateway: gateway::Gateway::new(config.gateway_keys.clone()),
         shutdown,
     });
     #[cfg(feature = "mcp")]
@@ -291,7 +183,7 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         drain: config.drain,
     };
     let stopping = app.shutdown.clone();
-    let router = router(app);
+    let router = router(app, config.gateway_keys.clone());
     let task = tokio::spawn(listen::serve(listener, router, limits, stopping));
     Ok(ServerHandle {
         addr,
@@ -303,21 +195,24 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
     })
 }
 
-/// `/mcp`: the server's tools over MCP (feature `mcp`); without it, a 404 that says why.
+/// `/mcp`: the MCP area (feature `mcp`); without it, a 404 that says why.
 #[cfg(feature = "mcp")]
-fn mcp_route() -> axum::routing::MethodRouter<Arc<App>> {
-    axum::routing::any(mcp::endpoint)
+fn mcp_routes() -> Router<Arc<App>> {
+    mcp::routes()
 }
 
 #[cfg(not(feature = "mcp"))]
-fn mcp_route() -> axum::routing::MethodRouter<Arc<App>> {
-    axum::routing::any(|| async {
-        Reject::new(
-            StatusCode::NOT_FOUND,
-            "/mcp needs toolwire built with the `mcp` feature",
-        )
-        .into_response()
-    })
+fn mcp_routes() -> Router<Arc<App>> {
+    Router::new().route(
+        "/mcp",
+        axum::routing::any(|| async {
+            Reject::new(
+                StatusCode::NOT_FOUND,
+                "/mcp needs toolwire built with the `mcp` feature",
+            )
+            .into_response()
+        }),
+    )
 }
 
 /// The role's client, or `None` (offline) when the provider is the mock or no key is found.
@@ -346,24 +241,19 @@ fn client_for(role: &RoleConfig) -> Result<Option<Client>> {
     }
 }
 
-fn router(app: Arc<App>) -> Router {
-    let gateway = gateway::router(Arc::clone(&app));
+/// Every area's routes, merged: the local areas behind the loopback gate, the gateway behind
+/// its own (loopback, or a key).
+fn router(app: Arc<App>, gateway_keys: Vec<String>) -> Router {
     Router::new()
-        .route("/", get(page))
-        .route("/api/tools", get(api::list))
-        .route("/api/tools/register", post(api::register))
-        .route("/api/tools/unregister", post(api::unregister))
-        .route("/api/tools/clear", post(api::clear))
-        .route("/api/calls", get(api::calls))
-        .route("/api/events", get(events))
-        .route("/api/chat", post(chat::chat))
-        .route("/api/tools/progress", post(chat::progress))
-        .route("/mcp", mcp_route())
+        .merge(page::routes())
+        .merge(api::routes())
+        .merge(chat::routes())
+        .merge(mcp_routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(app)
+        .with_state(Arc::clone(&app))
         .layer(axum::middleware::from_fn(gate::loopback_only))
-        .merge(gateway)
+        .merge(gateway::routes(app, gateway_keys))
 }
 
 async fn not_found() -> Response {
@@ -380,54 +270,4 @@ async fn method_not_allowed() -> Response {
         "this route does not take that method",
     )
     .into_response()
-}
-
-/// `GET /`: the live page (tools by role, recent calls). The state at the time of the request
-/// is in the page itself, so it shows everything as soon as it has loaded; later changes come
-/// from `/api/events`.
-async fn page(axum::extract::State(app): axum::extract::State<Arc<App>>) -> Response {
-    let initial = json!({
-        "tools": api::tools_json(&app, None).await,
-        "calls": {"ok": true, "calls": app.live.recent()},
-    });
-    let html = live::PAGE.replace(live::INITIAL_STATE, &live::script_json(&initial));
-    let mut response = html.into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-             connect-src 'self'; frame-ancestors 'none'",
-        ),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
-}
-
-/// `GET /api/events`: `tools` when registrations change, `call` (a call's log record) when a
-/// call starts or finishes, `lagged` when events were dropped for a slow reader (read
-/// everything again).
-async fn events(axum::extract::State(app): axum::extract::State<Arc<App>>) -> Response {
-    let rx = app.live.subscribe();
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        let event = match rx.recv().await {
-            Ok(LiveEvent::Tools) => Event::default().event("tools").data("{}"),
-            Ok(LiveEvent::Call(record)) => Event::default()
-                .event("call")
-                .data(serde_json::to_string(&record).unwrap_or_default()),
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                Event::default().event("lagged").data(n.to_string())
-            }
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-        };
-        Some((Ok::<Event, std::convert::Infallible>(event), rx))
-    })
-    .take_until(app.shutdown_signal());
-    Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response()
 }

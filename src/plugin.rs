@@ -33,9 +33,9 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::body::{Fields, read_object};
-use super::gate;
 use crate::error::{Error, Result};
+use crate::server::body::{Fields, read_object};
+use crate::server::gate;
 use crate::tools::{
     EXTERNAL_SOURCE, MAX_TIMEOUT, Reporter, ToolInfo, ToolRegistry, ToolSelection, Update,
 };
@@ -55,7 +55,7 @@ const MAX_CALLBACK_BODY: usize = 8 << 20;
 /// ```no_run
 /// # async fn example() -> toolwire::Result<()> {
 /// use serde_json::json;
-/// use toolwire::server::Plugin;
+/// use toolwire::plugin::Plugin;
 /// use toolwire::tools::ToolRegistry;
 ///
 /// let tools = ToolRegistry::new();
