@@ -152,7 +152,13 @@ impl Decoder {
 
     /// A step begins (or arrives whole, in a body): a call starts; text and summaries are
     /// applied; everything is kept for [`STEPS`].
-    fn start(&mut self, index: i64, step: Value, out: &mut Vec<StreamEvent>) -> Result<()> {
+    fn start(
+        &mut self,
+        index: i64,
+        step: Value,
+        whole: bool,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<()> {
         self.room(index)?;
         let Value::Object(mut m) = step else {
             return Err(Error::decode(
@@ -171,7 +177,10 @@ impl Decoder {
                     extra.insert(SIGNATURE.into(), Value::String(sig.to_owned()));
                 }
                 match m.get("arguments") {
-                    Some(Value::Object(args)) if !args.is_empty() => {
+                    // A step that arrived whole carries its arguments object (`{}` included,
+                    // the compact JSON is the call's text); a streamed step's start carries
+                    // `{}` as a placeholder before its `arguments_delta` fragments.
+                    Some(Value::Object(args)) if whole || !args.is_empty() => {
                         let text = Value::Object(args.clone()).to_string();
                         self.turn.append_arguments(slot, &text, out);
                     }
@@ -445,7 +454,7 @@ impl Decoder {
                 Ok(())
             }
             "step.start" => match ev.step {
-                Some(step) => self.start(index, step, out),
+                Some(step) => self.start(index, step, false, out),
                 None => Err(Error::decode(KIND, "step.start", "no `step`")),
             },
             "step.delta" => match ev.delta {
@@ -633,7 +642,7 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
         .unwrap_or_default();
     for (i, step) in steps.into_iter().enumerate() {
         let index = i64::try_from(i).unwrap_or(i64::MAX);
-        decoder.start(index, step, &mut sink)?;
+        decoder.start(index, step, true, &mut sink)?;
         decoder.stop(index, &mut sink);
     }
     decoder.terminal(interaction, &text, &mut sink)?;
