@@ -942,9 +942,9 @@ fn interactions_arguments_are_their_fragments_in_order() {
     let provider = toolwire::providers::gemini_interactions::GeminiInteractions::new();
     runner(128)
         .run(&strategy, |(calls, picks, cuts)| {
-            let pieces: Vec<Vec<String>> =
+            let parts: Vec<Vec<String>> =
                 calls.iter().map(|(t, cuts)| split_text(t, cuts)).collect();
-            let mut left: Vec<usize> = pieces.iter().map(Vec::len).collect();
+            let mut left: Vec<usize> = parts.iter().map(Vec::len).collect();
             let mut order = Vec::new();
             let mut pick = picks.iter().cycle();
             while left.iter().any(|&n| n > 0) {
@@ -953,7 +953,7 @@ fn interactions_arguments_are_their_fragments_in_order() {
                 left[c] -= 1;
                 order.push(c);
             }
-            let body = interactions_stream(&pieces, &order);
+            let body = interactions_stream(&parts, &order);
             let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (body.len() + 1)).collect();
             cuts.sort_unstable();
             cuts.dedup();
@@ -961,7 +961,7 @@ fn interactions_arguments_are_their_fragments_in_order() {
                 Outcome::Ok(r) => r,
                 Outcome::Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
             };
-            prop_assert_eq!(r.response.tool_calls.len(), pieces.len());
+            prop_assert_eq!(r.response.tool_calls.len(), parts.len());
             for (i, call) in r.response.tool_calls.iter().enumerate() {
                 let fragments: Vec<&str> = r
                     .events
@@ -973,7 +973,7 @@ fn interactions_arguments_are_their_fragments_in_order() {
                         _ => None,
                     })
                     .collect();
-                let sent: Vec<&str> = pieces[i]
+                let sent: Vec<&str> = parts[i]
                     .iter()
                     .map(String::as_str)
                     .filter(|p| !p.is_empty())
