@@ -518,6 +518,15 @@ mod tests {
     }
 
     #[test]
+    fn interactions_raw_usage_is_the_interaction_usage() {
+        assert_raw_usage_is_last_sent(
+            ProviderKind::GeminiInteractions,
+            "/usage",
+            "/interaction/usage",
+        );
+    }
+
+    #[test]
     fn responses_raw_usage_is_the_response_usage() {
         assert_raw_usage_is_last_sent(ProviderKind::OpenAiResponses, "/usage", "/response/usage");
     }
