@@ -401,6 +401,10 @@ pub(crate) fn encode(
             "tool_choice \"required\" needs at least one tool",
         ));
     }
+    // The sampling and reasoning settings of the request. More go in `generation_config`
+    // under these names as the canonical request gains them: `top_p`, `top_k`, `seed`,
+    // `stop_sequences`, and reasoning as `thinking_level` (the level the model takes) with
+    // `thinking_summaries` (vercel/ai `google-interactions-language-model.ts`).
     if let Some(t) = req.temperature {
         generation.insert("temperature".into(), json!(t));
     }

@@ -504,10 +504,10 @@ impl StreamWriter for EventWriter {
                         );
                     }
                 }
-                StreamEvent::ToolCallStarted { index, id, name } => {
-                    if !self.calls.contains_key(index) {
-                        self.open_call(*index, id.as_deref(), name, out);
-                    }
+                StreamEvent::ToolCallStarted { index, id, name }
+                    if !self.calls.contains_key(index) =>
+                {
+                    self.open_call(*index, id.as_deref(), name, out);
                 }
                 StreamEvent::ToolCallDelta { index, fragment } => {
                     if let Some(&i) = self.calls.get(index) {
