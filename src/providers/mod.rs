@@ -390,7 +390,8 @@ mod tests {
                 r#""ollama""#,
                 r#""mistral""#,
                 r#""cohere""#,
-                r#""bedrock""#
+                r#""bedrock""#,
+                r#""gemini-interactions""#
             ]
         );
         for (kind, text) in ProviderKind::ALL.iter().zip(&json) {
