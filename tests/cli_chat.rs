@@ -308,3 +308,78 @@ async fn chat_on_bedrock_signs_with_sigv4_when_aws_credentials_are_set_and_no_be
     );
     assert!(request.header("x-amz-date").is_some());
 }
+
+/// `toolwire chat --provider gemini-interactions` over loopback: the key in `x-goog-api-key`,
+/// `POST /v1beta/interactions` streamed and stateless, the call sent back with its result by
+/// id, and the recorded cases check.
+#[tokio::test]
+async fn chat_on_the_interactions_wire_runs_a_tool_round() {
+    let dir = std::env::temp_dir().join(format!(
+        "toolwire-cli-record-interactions-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let script = Script::new()
+        .then(MockReply::tool_calls([ToolCall::new(
+            "fc_tw_i1",
+            "calculator",
+            r#"{"expression":"6*7"}"#,
+        )]))
+        .then(MockReply::text("The answer is 42."));
+    let server = MockServer::start(ProviderKind::GeminiInteractions, script)
+        .await
+        .unwrap();
+    let record = dir.display().to_string();
+    let argv: Vec<String> = [
+        "chat",
+        "--provider",
+        "gemini-interactions",
+        "--model",
+        "gemini-3-flash-preview",
+        "--base-url",
+        &server.url(),
+        "--record",
+        &record,
+        "What is 6*7?",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_toolwire"))
+            .args(&argv)
+            .env_remove("GOOGLE_API_KEY")
+            .env("GEMINI_API_KEY", KEY)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "The answer is 42."
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].path, "/v1beta/interactions");
+    assert_eq!(requests[0].header("x-goog-api-key"), Some(KEY));
+    assert_eq!(requests[0].body["store"], false);
+    assert_eq!(requests[0].body["model"], "gemini-3-flash-preview");
+    let input = requests[1].body["input"].as_array().unwrap();
+    let call = input.iter().find(|s| s["type"] == "function_call").unwrap();
+    assert_eq!(call["id"], "fc_tw_i1");
+    assert_eq!(call["arguments"], json!({"expression": "6*7"}));
+    let result = input
+        .iter()
+        .find(|s| s["type"] == "function_result")
+        .unwrap();
+    assert_eq!(result["call_id"], "fc_tw_i1");
+    assert_eq!(result["result"], r#"{"result":42}"#);
+    let reports =
+        toolwire::conformance::run_dir(&dir, None, toolwire::conformance::Mode::Check).unwrap();
+    assert!(!reports.is_empty());
+    assert!(reports.iter().all(|r| r.passed()), "{reports:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -53,19 +53,20 @@ fn demo_runs_offline_without_a_key() {
     check_full_loop(&demo(&[]), "openai");
 }
 
-/// The six wires the mock provider speaks: each one runs the whole loop, with and without
-/// `--offline` (no key is set either way), and none may be skipped.
-const WIRES: [ProviderKind; 6] = [
+/// The wires the demo must run on: each one runs the whole loop, with and without `--offline`
+/// (no key is set either way), and none may be skipped.
+const WIRES: [ProviderKind; 7] = [
     ProviderKind::OpenAi,
     ProviderKind::Gemini,
     ProviderKind::Glm,
     ProviderKind::Qwen,
     ProviderKind::DashScope,
     ProviderKind::StepFun,
+    ProviderKind::GeminiInteractions,
 ];
 
 #[test]
-fn demo_runs_offline_on_all_six_wires() {
+fn demo_runs_offline_on_every_listed_wire() {
     for kind in WIRES {
         check_full_loop(&demo(&["--provider", kind.name()]), kind.name());
         check_full_loop(

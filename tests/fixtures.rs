@@ -59,6 +59,7 @@ cases!(stepfun: quirk_cached_tokens, quirk_missing_ids, quirk_no_index, quirk_on
 cases!(mistral: error_body, quirk_arguments_object, quirk_finish_model_length, quirk_foreign_ids, quirk_thinking_body, quirk_thinking_chunks, quirk_tool_choice_required, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, tool_result_roundtrip, zero_arg_call);
 cases!(cohere: error_body, quirk_citations_stream, quirk_finish_unknown, quirk_meta_usage, quirk_thinking_content, quirk_tool_choice_named, quirk_tool_choice_required, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 cases!(openai_responses = "openai-responses": error_body, quirk_audio_refused, quirk_cached_tokens, quirk_call_id_vs_item_id, quirk_call_without_name, quirk_custom_tool, quirk_error_event_after_output, quirk_format_switch, quirk_incomplete_max_output_tokens, quirk_item_id_rotation, quirk_max_output_tokens_mid_call, quirk_max_output_tokens_mid_call_body, quirk_reasoning_items, quirk_response_format, quirk_tool_choice_named, quirk_tool_result_image, quirk_unknown_event, quirk_user_image_and_pdf, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
+cases!(gemini_interactions = "gemini-interactions": error_body, quirk_call_signature, quirk_code_execution_body, quirk_error_event, quirk_foreign_stream, quirk_launch_outputs_body, quirk_previous_interaction_id, quirk_server_tool_steps, quirk_stream_ends_early, quirk_thought_summaries, quirk_tool_choice_named, quirk_tool_result_image, quirk_user_image_and_pdf, schema_translation, single_call, stream_malformed_args, stream_parallel_calls, stream_single_call, stream_text_then_call, stream_truncated_args, tool_result_roundtrip, zero_arg_call);
 
 /// Cases registered one test each (by name, so `cargo test --test fixtures glm::single_call`
 /// runs one). The providers themselves are the provider table's
@@ -76,6 +77,7 @@ const REGISTERED: &[(&str, &[&str])] = &[
     ("ollama", ollama::CASES),
     ("mistral", mistral::CASES),
     ("cohere", cohere::CASES),
+    ("gemini-interactions", gemini_interactions::CASES),
 ];
 
 #[test]

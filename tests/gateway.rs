@@ -347,8 +347,19 @@ async fn offline_role_answers_without_an_upstream() {
 fn stateful(kind: ProviderKind) -> (ChatResponse, &'static str) {
     let mut a = ToolCall::new("call_tw_1", "get_weather", r#"{"city":"Paris"}"#);
     let b = ToolCall::new("call_tw_2", "get_weather", r#"{"city":"Tokyo"}"#);
-    let response = ChatResponse::default().with_finish_reason(FinishReason::ToolCalls);
+    let mut response = ChatResponse::default().with_finish_reason(FinishReason::ToolCalls);
     let marker = match kind {
+        ProviderKind::GeminiInteractions => {
+            // The thought step before the calls, signed, and the first call's own signature.
+            response.extra.insert(
+                "steps".into(),
+                json!([{"type": "thought", "signature": "R0lOVC10aG91Z2h0"},
+                       {"type": "function_call", "id": "call_tw_1"},
+                       {"type": "function_call", "id": "call_tw_2"}]),
+            );
+            a.extra.insert("signature".into(), json!("R0lOVC1jYWxs"));
+            "R0lOVC10aG91Z2h0"
+        }
         ProviderKind::Gemini => {
             a.extra
                 .insert("thought_signature".into(), json!("R0VNLXNpZw"));
@@ -381,8 +392,15 @@ async fn provider_state_survives_every_client_wire_and_a_second_process() {
         ProviderKind::Gemini,
         ProviderKind::Anthropic,
         ProviderKind::OpenAiResponses,
+        ProviderKind::GeminiInteractions,
     ] {
         for client in ["chat", "messages", "responses"] {
+            // A streamed Interactions call opens before its state is known (its signature and
+            // the signed thought steps come apart from the call's start, and no reasoning text
+            // tells the gateway to hold it): only whole answers carry that state so far.
+            if kind == ProviderKind::GeminiInteractions && client != "responses" {
+                continue;
+            }
             let (answer, marker) = stateful(kind);
             let script = Script::new().then(answer).then(MockReply::text("Done."));
             let upstream = MockServer::start(kind, script).await.unwrap();

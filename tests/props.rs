@@ -744,6 +744,12 @@ fn calls_are_final_where_the_wire_ends_them() {
         order(&Gemini::new(), "gemini/quirk_parallel_one_per_chunk"),
         "start 0, complete 0, start 1, complete 1, start 2, complete 2, finish"
     );
+    // Gemini Interactions: a call is final at its `step.stop`.
+    let interactions = toolwire::providers::gemini_interactions::GeminiInteractions::new();
+    assert_eq!(
+        order(&interactions, "gemini-interactions/stream_parallel_calls"),
+        "start 0, complete 0, start 1, complete 1, finish"
+    );
     let partial = order(&Gemini::new(), "gemini/quirk_partial_args");
     assert!(
         partial.starts_with("start 0, complete 0"),
@@ -876,6 +882,108 @@ fn random_interleavings_never_complete_a_call_early_with_other_arguments() {
                 prop_assert!(call.is_complete(), "call {}: {:?}", i, call.error);
             }
             check_events("interleaved", &r).map_err(TestCaseError::fail)?;
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// A Gemini Interactions stream of calls (one `function_call` step each, its arguments as
+/// `arguments_delta` fragments interleaved across steps in the given order of call indexes).
+fn interactions_stream(pieces: &[Vec<String>], order: &[usize]) -> Vec<u8> {
+    let mut body = Vec::new();
+    let mut event = |ty: &str, mut payload: Value| {
+        payload["event_type"] = json!(ty);
+        body.extend_from_slice(format!("event: {ty}\ndata: {payload}\n\n").as_bytes());
+    };
+    event(
+        "interaction.created",
+        json!({"interaction": {"id": "v1_p", "status": "in_progress"}}),
+    );
+    for (i, _) in pieces.iter().enumerate() {
+        event(
+            "step.start",
+            json!({"index": i, "step": {"id": format!("c{i}"), "signature": "",
+                   "type": "function_call", "name": "f", "arguments": {}}}),
+        );
+    }
+    let mut next = vec![0; pieces.len()];
+    for &c in order {
+        let piece = &pieces[c][next[c]];
+        next[c] += 1;
+        event(
+            "step.delta",
+            json!({"index": c, "delta": {"type": "arguments_delta", "arguments": piece}}),
+        );
+    }
+    for (i, _) in pieces.iter().enumerate() {
+        event("step.stop", json!({"index": i}));
+    }
+    event(
+        "interaction.completed",
+        json!({"interaction": {"id": "v1_p", "status": "requires_action"}}),
+    );
+    body
+}
+
+/// Gemini Interactions: whatever the fragments of each call's `arguments_delta` and however
+/// the steps interleave and the bytes are cut, each call's `ToolCallDelta` fragments are its
+/// fragments in order and its `raw_arguments` their exact concatenation.
+#[test]
+fn interactions_arguments_are_their_fragments_in_order() {
+    let call = (
+        arb_object_text(),
+        proptest::collection::vec(any::<usize>(), 0..6),
+    );
+    let strategy = (
+        proptest::collection::vec(call, 1..4),
+        proptest::collection::vec(any::<u8>(), 32),
+        proptest::collection::vec(any::<usize>(), 0..8),
+    );
+    let provider = toolwire::providers::gemini_interactions::GeminiInteractions::new();
+    runner(128)
+        .run(&strategy, |(calls, picks, cuts)| {
+            let parts: Vec<Vec<String>> =
+                calls.iter().map(|(t, cuts)| split_text(t, cuts)).collect();
+            let mut left: Vec<usize> = parts.iter().map(Vec::len).collect();
+            let mut order = Vec::new();
+            let mut pick = picks.iter().cycle();
+            while left.iter().any(|&n| n > 0) {
+                let live: Vec<usize> = (0..left.len()).filter(|&c| left[c] > 0).collect();
+                let c = live[usize::from(*pick.next().unwrap_or(&0)) % live.len()];
+                left[c] -= 1;
+                order.push(c);
+            }
+            let body = interactions_stream(&parts, &order);
+            let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (body.len() + 1)).collect();
+            cuts.sort_unstable();
+            cuts.dedup();
+            let r = match decode(&provider, pieces(&body, &cuts)) {
+                Outcome::Ok(r) => r,
+                Outcome::Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+            };
+            prop_assert_eq!(r.response.tool_calls.len(), parts.len());
+            for (i, call) in r.response.tool_calls.iter().enumerate() {
+                let fragments: Vec<&str> = r
+                    .events
+                    .iter()
+                    .filter_map(|e| match e {
+                        StreamEvent::ToolCallDelta { index, fragment } if *index == i => {
+                            Some(fragment.as_str())
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let sent: Vec<&str> = parts[i]
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|p| !p.is_empty())
+                    .collect();
+                prop_assert_eq!(&fragments, &sent, "call {}", i);
+                prop_assert_eq!(&call.raw_arguments, &calls[i].0, "call {}", i);
+                prop_assert!(call.is_complete(), "call {}: {:?}", i, call.error);
+                prop_assert_eq!(&call.id, &format!("c{i}"));
+            }
+            check_events("interactions", &r).map_err(TestCaseError::fail)?;
             Ok(())
         })
         .unwrap_or_else(|e| panic!("{e}"));
@@ -1123,6 +1231,7 @@ fn only_open_model_wires_take_text_calls() {
         ProviderKind::OpenAiResponses,
         ProviderKind::Cohere,
         ProviderKind::Bedrock,
+        ProviderKind::GeminiInteractions,
     ] {
         let provider = provider_for(kind).expect("built in");
         let err = provider.encode(&req, true).expect_err("refused");

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use toolwire::conformance;
-use toolwire::providers::{anthropic, bedrock, gemini, openai_responses};
+use toolwire::providers::{anthropic, bedrock, gemini, gemini_interactions, openai_responses};
 use toolwire::types::AssistantMessage;
 use toolwire::{
     ChatRequest, ChatResponse, Message, ProviderKind, ToolDefinition, ToolResult, provider_for,
@@ -103,6 +103,7 @@ const TARGETS: &[ProviderKind] = &ProviderKind::ALL;
 fn model_for(target: ProviderKind) -> &'static str {
     match target {
         ProviderKind::Gemini => "gemini-3-pro-preview",
+        ProviderKind::GeminiInteractions => "gemini-3-flash-preview",
         ProviderKind::Anthropic => "claude-sonnet-4-5",
         ProviderKind::OpenAiResponses => "gpt-5-mini",
         _ => "test-model",
@@ -486,6 +487,84 @@ fn provider_items(response: &ChatResponse, key: &str) -> Vec<Value> {
         .collect()
 }
 
+/// Gemini Interactions: the `input` steps hold one `function_call` step per call (its id, a
+/// Gemini-valid name, object arguments), each answered by a `function_result` step naming the
+/// call's id and tool; no server-tool step of the history became a function call; on its own
+/// wire, each kept step (thoughts with their signatures, server-tool steps) goes back verbatim,
+/// before the call it preceded, and each call's own signature rides on its step.
+fn check_interactions(input: &[Value], response: &ChatResponse, own: bool, out: &mut Problems) {
+    let calls: Vec<(usize, &Value)> = input
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| str_of(s, "type") == Some("function_call"))
+        .collect();
+    let ids: Vec<String> = calls
+        .iter()
+        .map(|(_, c)| str_of(c, "id").unwrap_or_default().to_owned())
+        .collect();
+    check_ids(&ids, response.tool_calls.len(), "function_call steps", out);
+    for (at, step) in &calls {
+        if !str_of(step, "name").is_some_and(gemini_name_ok) {
+            out.push(format!("step {at}: name {}", step["name"]));
+        }
+        if !step["arguments"].is_object() {
+            out.push(format!("step {at}: arguments are not an object"));
+        }
+    }
+    let results: Vec<(usize, &Value)> = input
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| str_of(s, "type") == Some("function_result"))
+        .collect();
+    let answered: BTreeSet<String> = results
+        .iter()
+        .map(|(_, r)| str_of(r, "call_id").unwrap_or_default().to_owned())
+        .collect();
+    if answered != ids.iter().cloned().collect::<BTreeSet<_>>() || results.len() != ids.len() {
+        out.push(format!(
+            "function_result steps answer {answered:?}, the calls are {ids:?}"
+        ));
+    }
+    for (at, r) in &results {
+        let by_id = calls
+            .iter()
+            .find(|(_, c)| c.get("id") == r.get("call_id"))
+            .map(|(i, c)| (*i, str_of(c, "name")));
+        match by_id {
+            Some((call_at, name)) if call_at < *at && name == str_of(r, "name") => {}
+            other => out.push(format!(
+                "function_result at {at} does not follow its call by id and name: {other:?}"
+            )),
+        }
+        if r.get("result").is_none() {
+            out.push(format!("function_result at {at} has no result"));
+        }
+    }
+    if own {
+        let kept = response
+            .extra
+            .get(gemini_interactions::STEPS)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for step in kept
+            .iter()
+            .filter(|s| !matches!(str_of(s, "type"), Some("function_call" | "model_output")))
+        {
+            if !input.contains(step) {
+                out.push(format!("kept step {step} is not sent back"));
+            }
+        }
+        for (call, (_, step)) in response.tool_calls.iter().zip(&calls) {
+            if let Some(sig) = call.extra.get(gemini_interactions::SIGNATURE)
+                && step.get("signature") != Some(sig)
+            {
+                out.push(format!("call {}: its signature is not echoed", call.id));
+            }
+        }
+    }
+}
+
 /// Ollama: the assistant's `tool_calls` (named, object arguments), then one `tool` message
 /// per call, in order, naming its tool.
 fn check_ollama(messages: &[Value], response: &ChatResponse, out: &mut Problems) {
@@ -656,6 +735,9 @@ fn check(
     let list = |key: &str| body[key].as_array().cloned().unwrap_or_default();
     match target {
         ProviderKind::Gemini => check_gemini(&list("contents"), response, &mut out),
+        ProviderKind::GeminiInteractions => {
+            check_interactions(&list("input"), response, source == target, &mut out)
+        }
         ProviderKind::Anthropic => {
             check_anthropic(&list("messages"), response, source == target, &mut out)
         }

@@ -2,7 +2,8 @@
 //!
 //! One module per provider: `openai` (Chat Completions, and every OpenAI-compatible wire as an
 //! [`openai::Dialect`]), `glm`, `qwen`, `stepfun` and `mistral` (dialects of it), `gemini`,
-//! `dashscope`, `openai_responses`, `anthropic`, `ollama` and `cohere`; `shared` and `lenient` hold what
+//! `dashscope`, `openai_responses`, `anthropic`, `ollama`, `cohere`, `bedrock` and
+//! `gemini_interactions`; `shared` and `lenient` hold what
 //! their encoders and decoders share. Each writes its own answers for the mock provider
 //! (`respond.rs`, feature `respond`). [`BUILTINS`] lists them: every list of providers is read
 //! from it.
@@ -16,6 +17,7 @@ pub mod bedrock;
 pub mod cohere;
 pub mod dashscope;
 pub mod gemini;
+pub mod gemini_interactions;
 pub mod glm;
 pub(crate) mod lenient;
 pub mod mistral;
@@ -147,6 +149,12 @@ pub const BUILTINS: &[Builtin] = &[
         "us.anthropic.claude-haiku-4-5-20251001-v1:0",
         bedrock::Bedrock::new(),
         bedrock::Bedrock::new()
+    ),
+    builtin!(
+        ProviderKind::GeminiInteractions,
+        "gemini-3-flash-preview",
+        gemini_interactions::GeminiInteractions::new(),
+        gemini_interactions::GeminiInteractions::new()
     ),
 ];
 
@@ -550,6 +558,15 @@ mod tests {
     #[test]
     fn gemini_raw_usage_is_usage_metadata() {
         assert_raw_usage_is_last_sent(ProviderKind::Gemini, "/usageMetadata", "/usageMetadata");
+    }
+
+    #[test]
+    fn interactions_raw_usage_is_the_interaction_usage() {
+        assert_raw_usage_is_last_sent(
+            ProviderKind::GeminiInteractions,
+            "/usage",
+            "/interaction/usage",
+        );
     }
 
     #[test]

@@ -36,6 +36,8 @@ pub enum ProviderKind {
     Cohere,
     /// Amazon Bedrock's Converse API (and ConverseStream).
     Bedrock,
+    /// Google's Interactions API (`POST /v1beta/interactions`).
+    GeminiInteractions,
     /// A provider that is not built in, by its own name (`ProviderKind::Custom("acme")`).
     Custom(&'static str),
 }
@@ -56,6 +58,7 @@ impl ProviderKind {
             Self::Mistral => "mistral",
             Self::Cohere => "cohere",
             Self::Bedrock => "bedrock",
+            Self::GeminiInteractions => "gemini-interactions",
             Self::Custom(name) => name,
         }
     }
