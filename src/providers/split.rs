@@ -2,10 +2,12 @@
 //! streams (a few characters of text or arguments at a time), so a client tested against the
 //! mock meets streams the way the real services send them.
 //!
-//! [`pieces`] cuts one text; [`events`] cuts a whole [`ChatResponse`] into the canonical
-//! [`StreamEvent`]s a [`crate::provider::StreamWriter`] writes, in the order a service streams
-//! them: reasoning, text, then each call opened, its arguments in fragments, and completed.
+//! [`pieces`] cuts one text. `events` (test builds: the writers' round-trip tests drive the
+//! gateway's stream writers with it) cuts a whole answer into the canonical events a
+//! [`crate::provider::StreamWriter`] writes, in the order a service streams them: reasoning,
+//! text, then each call opened, its arguments in fragments, and completed.
 
+#[cfg(test)]
 use crate::types::{ChatResponse, StreamEvent};
 
 /// Splits `text` into pieces of at most `n` characters (at least one), never inside a
@@ -25,6 +27,7 @@ pub(crate) fn pieces(text: &str, n: usize) -> Vec<&str> {
 
 /// How finely [`events`] cuts: characters per text (and reasoning) fragment and per argument
 /// fragment.
+#[cfg(test)]
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Cut {
     /// Characters per text or reasoning fragment.
@@ -35,6 +38,7 @@ pub(crate) struct Cut {
 
 /// About one token of text, and argument fragments as recorded OpenAI streams split them
 /// (`{"`, `city`, `":"`, `New`, ` York`).
+#[cfg(test)]
 pub(crate) const FINE: Cut = Cut {
     text: 4,
     arguments: 5,
@@ -43,6 +47,7 @@ pub(crate) const FINE: Cut = Cut {
 /// The events of `response` as a service streams them, cut as `cut` says. A call's arguments
 /// go out as its raw text (malformed or truncated arguments stream as they are), each call
 /// completed right after its last fragment; the usage, when known, comes last.
+#[cfg(test)]
 pub(crate) fn events(response: &ChatResponse, cut: Cut) -> Vec<StreamEvent> {
     let mut out = Vec::new();
     if let Some(reasoning) = &response.reasoning {
