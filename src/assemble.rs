@@ -36,7 +36,7 @@ use crate::types::{ChatResponse, FinishReason, ProviderKind, StreamEvent, ToolCa
 
 /// One tool-call fragment as an OpenAI-style wire sends it. Empty strings mean absent.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Fragment<'a> {
+pub(crate) struct Fragment<'a> {
     /// The wire `index`, if present.
     pub index: Option<i64>,
     /// The call id, if present.
@@ -205,7 +205,7 @@ impl Keys {
 
 /// The state of one turn: text, reasoning, tool calls, usage and finish reason.
 #[derive(Debug)]
-pub struct Assembler {
+pub(crate) struct Assembler {
     provider: ProviderKind,
     text: String,
     reasoning: String,
@@ -239,7 +239,7 @@ pub struct Assembler {
 
 impl Assembler {
     /// A fresh turn for `provider`.
-    pub fn new(provider: ProviderKind) -> Self {
+    pub(crate) fn new(provider: ProviderKind) -> Self {
         Self {
             provider,
             text: String::new(),
@@ -268,7 +268,7 @@ impl Assembler {
     /// ([`crate::text_calls`]): text outside the markers stays text, each call becomes an
     /// ordinary call (completed at its closing marker, `truncated` if the text ends inside it).
     /// `None` leaves the text alone.
-    pub fn with_text_calls(mut self, config: Option<&TextCalls>) -> Self {
+    pub(crate) fn with_text_calls(mut self, config: Option<&TextCalls>) -> Self {
         self.recogniser = config.map(|c| Box::new(Recogniser::new(c)));
         self
     }
@@ -276,18 +276,18 @@ impl Assembler {
     /// A turn whose wire marks each call's end (realtime `.done`): only
     /// [`Assembler::complete_call`] completes a call, and calls still open when the turn ends are
     /// `truncated` even when their text parses.
-    pub fn with_explicit_call_ends(mut self) -> Self {
+    pub(crate) fn with_explicit_call_ends(mut self) -> Self {
         self.explicit_ends = true;
         self
     }
 
     /// Whether the turn has ended (a finish reason arrived).
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.finalized.is_some()
     }
 
     /// Appends visible text (read for calls first, with [`Assembler::with_text_calls`]).
-    pub fn text(&mut self, text: &str, out: &mut Vec<StreamEvent>) {
+    pub(crate) fn text(&mut self, text: &str, out: &mut Vec<StreamEvent>) {
         if self.finalized.is_none()
             && let Some(mut r) = self.recogniser.take()
         {
@@ -355,7 +355,7 @@ impl Assembler {
     }
 
     /// Appends reasoning text.
-    pub fn reasoning(&mut self, text: &str, out: &mut Vec<StreamEvent>) {
+    pub(crate) fn reasoning(&mut self, text: &str, out: &mut Vec<StreamEvent>) {
         if !text.is_empty() {
             self.reasoning.push_str(text);
             out.push(StreamEvent::ReasoningDelta { text: text.into() });
@@ -363,7 +363,7 @@ impl Assembler {
     }
 
     /// Records usage; the last report wins (several providers repeat running totals).
-    pub fn usage(&mut self, usage: Usage, out: &mut Vec<StreamEvent>) {
+    pub(crate) fn usage(&mut self, usage: Usage, out: &mut Vec<StreamEvent>) {
         if self.usage != Some(usage) {
             self.usage = Some(usage);
             out.push(StreamEvent::Usage { usage });
@@ -372,18 +372,18 @@ impl Assembler {
 
     /// Records the provider's own usage report, verbatim, beside the counts given to
     /// [`Assembler::usage`]; the last report wins, like the counts.
-    pub fn raw_usage(&mut self, raw: Value) {
+    pub(crate) fn raw_usage(&mut self, raw: Value) {
         self.raw_usage = Some(raw);
     }
 
     /// Sets a provider field on the response (e.g. a finish message).
-    pub fn set_extra(&mut self, key: &str, value: Value) {
+    pub(crate) fn set_extra(&mut self, key: &str, value: Value) {
         self.extra.insert(key.to_owned(), value);
     }
 
     /// Starts the next call (wires that number a call's block and send its id and name first:
     /// Anthropic, Bedrock, Cohere) and returns its slot for [`Assembler::append_arguments`].
-    pub fn start_call(
+    pub(crate) fn start_call(
         &mut self,
         id: Option<&str>,
         name: &str,
@@ -404,7 +404,7 @@ impl Assembler {
     }
 
     /// Argument text for the call [`Assembler::start_call`] gave `slot`.
-    pub fn append_arguments(&mut self, slot: usize, text: &str, out: &mut Vec<StreamEvent>) {
+    pub(crate) fn append_arguments(&mut self, slot: usize, text: &str, out: &mut Vec<StreamEvent>) {
         self.fragment(
             0,
             Fragment {
@@ -418,7 +418,12 @@ impl Assembler {
     }
 
     /// Applies one tool-call fragment; `position` is its place in the chunk's list.
-    pub fn fragment(&mut self, position: usize, f: Fragment<'_>, out: &mut Vec<StreamEvent>) {
+    pub(crate) fn fragment(
+        &mut self,
+        position: usize,
+        f: Fragment<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) {
         if self.finalized.is_some() {
             return;
         }
@@ -504,7 +509,7 @@ impl Assembler {
     }
 
     /// Adds a call that arrived whole (Gemini, a non-streamed body); returns its position.
-    pub fn whole_call(
+    pub(crate) fn whole_call(
         &mut self,
         id: Option<&str>,
         name: &str,
@@ -536,7 +541,7 @@ impl Assembler {
     }
 
     /// Provider data for the call at `position` (echoed back on later requests).
-    pub fn call_extra(&mut self, position: usize) -> Option<&mut Map<String, Value>> {
+    pub(crate) fn call_extra(&mut self, position: usize) -> Option<&mut Map<String, Value>> {
         self.slots.get_mut(position).map(|s| &mut s.extra)
     }
 
@@ -551,7 +556,7 @@ impl Assembler {
     /// among the ids seen so far; a call without a name is final too, but never complete
     /// (`malformed`: nothing can run it). Calls already final, and unknown positions, are left
     /// alone; the result says whether the call was completed now.
-    pub fn complete_call(&mut self, position: usize, out: &mut Vec<StreamEvent>) -> bool {
+    pub(crate) fn complete_call(&mut self, position: usize, out: &mut Vec<StreamEvent>) -> bool {
         if self.finalized.is_some() || self.early.contains_key(&position) {
             return false;
         }
@@ -599,13 +604,13 @@ impl Assembler {
     }
 
     /// The call at `position` as [`Assembler::complete_call`] made it final, if it did.
-    pub fn completed_call(&self, position: usize) -> Option<&ToolCall> {
+    pub(crate) fn completed_call(&self, position: usize) -> Option<&ToolCall> {
         self.early.get(&position)
     }
 
     /// The name and argument text the call at `position` has accumulated so far (empty
     /// arguments once it is complete).
-    pub fn call_so_far(&self, position: usize) -> Option<(&str, &str)> {
+    pub(crate) fn call_so_far(&self, position: usize) -> Option<(&str, &str)> {
         self.slots
             .get(position)
             .map(|s| (s.name.as_str(), s.args.as_str()))
@@ -619,7 +624,7 @@ impl Assembler {
     /// came, and otherwise finalized with the turn. Each position is settled once and each
     /// fragment makes its call wait once, and the text is scanned incrementally, so a turn
     /// costs time linear in its bytes.
-    pub fn complete_calls_before(&mut self, position: usize, out: &mut Vec<StreamEvent>) {
+    pub(crate) fn complete_calls_before(&mut self, position: usize, out: &mut Vec<StreamEvent>) {
         let end = position.min(self.slots.len());
         for i in self.settled..end {
             self.slots[i].waiting = true;
@@ -637,12 +642,12 @@ impl Assembler {
     }
 
     /// Number of calls so far.
-    pub fn call_count(&self) -> usize {
+    pub(crate) fn call_count(&self) -> usize {
         self.slots.len()
     }
 
     /// The argument text of the call at `position` so far (its final text once completed).
-    pub fn call_arguments(&self, position: usize) -> Option<&str> {
+    pub(crate) fn call_arguments(&self, position: usize) -> Option<&str> {
         match self.early.get(&position) {
             Some(call) => Some(&call.raw_arguments),
             None => self.slots.get(position).map(|s| s.args.as_str()),
@@ -653,7 +658,12 @@ impl Assembler {
     /// and emits their `ToolCallComplete` events and `Finish`. `raw` is the provider's own
     /// finish value, verbatim, kept as the response's `raw_finish_reason` (`None` when the wire
     /// sent none, e.g. a turn ended by `[DONE]`).
-    pub fn finish(&mut self, reason: FinishReason, raw: Option<&str>, out: &mut Vec<StreamEvent>) {
+    pub(crate) fn finish(
+        &mut self,
+        reason: FinishReason,
+        raw: Option<&str>,
+        out: &mut Vec<StreamEvent>,
+    ) {
         if self.finalized.is_some() {
             return;
         }
@@ -772,7 +782,7 @@ impl Assembler {
 
     /// The stream is over. A turn that never got its finish is a broken stream: its calls are
     /// finalized as cut short and the error carries the partial response.
-    pub fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse> {
+    pub(crate) fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse> {
         if self.finalized.is_some() {
             return Ok(self.response());
         }
@@ -791,7 +801,7 @@ impl Assembler {
     /// Ends the turn as if the stream was over (for providers whose end of stream is the
     /// terminal signal, e.g. Gemini): finishes with `reason` (and the wire's `raw` value) if no
     /// finish came, then ends.
-    pub fn end_with(
+    pub(crate) fn end_with(
         &mut self,
         reason: FinishReason,
         raw: Option<&str>,
@@ -803,7 +813,7 @@ impl Assembler {
 
     /// The partial response of an interrupted turn (an error event mid-stream): unfinished calls
     /// come out `truncated`.
-    pub fn interrupt(&mut self) -> ChatResponse {
+    pub(crate) fn interrupt(&mut self) -> ChatResponse {
         let mut sink = Vec::new();
         if self.finalized.is_none() {
             self.end_text_calls(&mut sink);

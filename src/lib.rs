@@ -62,11 +62,18 @@ pub mod tools;
 pub mod turn;
 pub mod types;
 
+// The types every user touches, at the root: `toolwire::Agent`, `toolwire::ToolRegistry`, …
+#[cfg(feature = "agent")]
+pub use agent::Agent;
 #[cfg(feature = "client")]
 pub use client::{ChatStream, Client};
 pub use error::{ApiError, Error, Result, TimeoutPhase};
+#[cfg(feature = "mock")]
+pub use mock::MockServer;
 pub use provider::{HttpRequest, NameMap, Provider, ProviderKind, StreamDecoder};
 pub use providers::provider_for;
+#[cfg(feature = "tools")]
+pub use tools::{Tool, ToolRegistry, TypedTool};
 /// Makes a typed tool of a function: `#[toolwire::tool]` on an `async fn` (or a plain `fn`)
 /// keeps the function and adds a unit struct named after it in CamelCase that implements
 /// [`TypedTool`](tools::TypedTool), so `Tool::typed(GetWeather)` is the tool.

@@ -13,7 +13,7 @@ use std::fmt;
 /// One SSE event, owned (tests collect them).
 #[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseEvent {
+pub(crate) struct SseEvent {
     /// The `event:` name, if one was given.
     pub event: Option<String>,
     /// The data lines joined with `\n`.
@@ -24,7 +24,7 @@ pub struct SseEvent {
 
 /// Why the byte stream is not valid SSE.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SseError {
+pub(crate) enum SseError {
     /// A line is not UTF-8.
     InvalidUtf8 {
         /// The 1-based line number.
@@ -58,7 +58,7 @@ const KEPT_CAPACITY: usize = 64 << 10;
 /// The incremental parser. Feed it bytes with [`SseParser::push_to`], then call
 /// [`SseParser::finish_to`] at end of stream.
 #[derive(Debug)]
-pub struct SseParser {
+pub(crate) struct SseParser {
     lines: Lines,
     line: usize,
     data: String,
@@ -83,10 +83,10 @@ impl Default for SseParser {
 
 impl SseParser {
     /// 64 MiB: larger than any sane single payload, small enough to bound memory.
-    pub const DEFAULT_MAX_EVENT_BYTES: usize = 64 << 20;
+    pub(crate) const DEFAULT_MAX_EVENT_BYTES: usize = 64 << 20;
 
     /// A parser that refuses events larger than `max_event_bytes`.
-    pub fn new(max_event_bytes: usize) -> Self {
+    pub(crate) fn new(max_event_bytes: usize) -> Self {
         Self {
             lines: Lines::default(),
             line: 0,
@@ -115,7 +115,7 @@ impl SseParser {
 
     /// Feeds bytes; complete events are appended to `out`.
     #[cfg(test)]
-    pub fn push(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    pub(crate) fn push(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
         self.push_to(bytes, out)
     }
 
@@ -142,7 +142,7 @@ impl SseParser {
     /// End of stream: delivers a last line without its line end and a last event without its
     /// blank line.
     #[cfg(test)]
-    pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    pub(crate) fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
         self.finish_to(out)
     }
 
@@ -346,7 +346,7 @@ fn scanned(n: usize) {
 
 #[cfg(test)]
 /// Parses a whole SSE body at once.
-pub fn parse_all(body: &[u8]) -> Result<Vec<SseEvent>, SseError> {
+pub(crate) fn parse_all(body: &[u8]) -> Result<Vec<SseEvent>, SseError> {
     let mut parser = SseParser::default();
     let mut out = Vec::new();
     parser.push(body, &mut out)?;

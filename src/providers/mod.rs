@@ -308,7 +308,7 @@ mod tests {
 
     /// (cached, cache creation) input counts the wire of each provider here has a field for.
     /// A provider not listed is held to what its own body carries.
-    #[cfg(feature = "mock")]
+    #[cfg(feature = "respond")]
     fn carries(kind: ProviderKind) -> Option<(bool, bool)> {
         use ProviderKind as K;
         match kind {

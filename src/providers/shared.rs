@@ -639,7 +639,7 @@ pub(crate) struct Fields {
 #[cfg(feature = "respond")]
 impl Fields {
     /// The fields of `value`, an object found at `at` (`""` for the body itself).
-    pub fn of(value: Value, at: &str) -> Result<Self> {
+    pub(crate) fn of(value: Value, at: &str) -> Result<Self> {
         match value {
             Value::Object(map) => Ok(Self {
                 map,
@@ -656,7 +656,7 @@ impl Fields {
     }
 
     /// The path of `key` inside this object.
-    pub fn path(&self, key: &str) -> String {
+    pub(crate) fn path(&self, key: &str) -> String {
         if self.at.is_empty() {
             key.to_owned()
         } else {
@@ -665,18 +665,18 @@ impl Fields {
     }
 
     /// Takes a field; `null` counts as absent.
-    pub fn take(&mut self, key: &str) -> Option<Value> {
+    pub(crate) fn take(&mut self, key: &str) -> Option<Value> {
         self.map.remove(key).filter(|v| !v.is_null())
     }
 
     /// Takes a field that must be there.
-    pub fn need(&mut self, key: &str) -> Result<Value> {
+    pub(crate) fn need(&mut self, key: &str) -> Result<Value> {
         self.take(key)
             .ok_or_else(|| Error::input(self.path(key), "field required"))
     }
 
     /// Takes a string field.
-    pub fn string(&mut self, key: &str) -> Result<Option<String>> {
+    pub(crate) fn string(&mut self, key: &str) -> Result<Option<String>> {
         match self.take(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
@@ -685,7 +685,7 @@ impl Fields {
     }
 
     /// Takes a boolean field.
-    pub fn boolean(&mut self, key: &str) -> Result<Option<bool>> {
+    pub(crate) fn boolean(&mut self, key: &str) -> Result<Option<bool>> {
         match self.take(key) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(b)),
@@ -694,7 +694,7 @@ impl Fields {
     }
 
     /// Takes a non-negative integer field that fits `u32`.
-    pub fn count(&mut self, key: &str) -> Result<Option<u32>> {
+    pub(crate) fn count(&mut self, key: &str) -> Result<Option<u32>> {
         match self.take(key) {
             None => Ok(None),
             Some(v) => v
@@ -706,7 +706,7 @@ impl Fields {
     }
 
     /// Takes a number field.
-    pub fn number(&mut self, key: &str) -> Result<Option<f64>> {
+    pub(crate) fn number(&mut self, key: &str) -> Result<Option<f64>> {
         match self.take(key) {
             None => Ok(None),
             Some(v) => v
@@ -717,7 +717,7 @@ impl Fields {
     }
 
     /// Takes an array field.
-    pub fn array(&mut self, key: &str) -> Result<Option<Vec<Value>>> {
+    pub(crate) fn array(&mut self, key: &str) -> Result<Option<Vec<Value>>> {
         match self.take(key) {
             None => Ok(None),
             Some(Value::Array(items)) => Ok(Some(items)),
@@ -727,7 +727,7 @@ impl Fields {
 
     /// Drops a field that changes nothing in the answer (a client's own label), whatever its
     /// value.
-    pub fn ignore(&mut self, key: &str) {
+    pub(crate) fn ignore(&mut self, key: &str) {
         self.map.remove(key);
     }
 
@@ -739,7 +739,7 @@ impl Fields {
     }
 
     /// Ends reading: a field left over is one the gateway does not translate, refused by name.
-    pub fn finish(self) -> Result<()> {
+    pub(crate) fn finish(self) -> Result<()> {
         match self.map.keys().next() {
             None => Ok(()),
             Some(key) => Err(Error::input(
@@ -962,12 +962,12 @@ pub(crate) struct CallGate {
 #[cfg(feature = "respond")]
 impl CallGate {
     /// Notes reasoning in the turn: calls after it are held until complete.
-    pub fn reasoning(&mut self) {
+    pub(crate) fn reasoning(&mut self) {
         self.reasoning = true;
     }
 
     /// Takes one call event (others are ignored).
-    pub fn event(&mut self, event: &StreamEvent, emit: &mut Vec<CallOut>) {
+    pub(crate) fn event(&mut self, event: &StreamEvent, emit: &mut Vec<CallOut>) {
         match event {
             StreamEvent::ToolCallStarted { index, id, name }
                 if !self.opened.contains_key(index) =>
@@ -1023,7 +1023,7 @@ impl CallGate {
     }
 
     /// The end of a batch: opens the calls that may go out.
-    pub fn flush(&mut self, emit: &mut Vec<CallOut>) {
+    pub(crate) fn flush(&mut self, emit: &mut Vec<CallOut>) {
         let ready: Vec<usize> = self
             .held
             .iter()
@@ -1042,7 +1042,7 @@ impl CallGate {
     /// thinking blocks, Responses' reasoning items before the text) rides in the first call's
     /// id under [`TURN_STATE`], when that call was still held: a wire with no other place the
     /// client echoes.
-    pub fn rest(&mut self, response: &ChatResponse, fold: bool, emit: &mut Vec<CallOut>) {
+    pub(crate) fn rest(&mut self, response: &ChatResponse, fold: bool, emit: &mut Vec<CallOut>) {
         let mut state = (fold && !response.extra.is_empty() && self.opened.is_empty())
             .then(|| Value::Object(response.extra.clone()));
         for (index, call) in response.tool_calls.iter().enumerate() {

@@ -264,6 +264,7 @@ mod tests {
     }
 
     /// A typed tool's parameters, as `schemars` writes them for Rust integer types.
+    #[cfg(feature = "tools")]
     #[derive(schemars::JsonSchema)]
     #[allow(dead_code)]
     struct Typed {
@@ -274,6 +275,7 @@ mod tests {
         when: Option<String>,
     }
 
+    #[cfg(feature = "tools")]
     #[test]
     fn typed_integer_formats_become_bounds() {
         let params = crate::tools::parameters_for::<Typed>().unwrap();

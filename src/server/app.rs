@@ -38,16 +38,16 @@ pub(crate) struct App {
 }
 
 impl App {
-    pub fn role(&self, name: &str) -> Option<&Role> {
+    pub(super) fn role(&self, name: &str) -> Option<&Role> {
         self.roles.iter().find(|r| r.config.name == name)
     }
 
-    pub fn has_role(&self, name: &str) -> bool {
+    pub(super) fn has_role(&self, name: &str) -> bool {
         self.role(name).is_some()
     }
 
     /// Resolves when the server begins shutting down (ends long-lived streams).
-    pub fn shutdown_signal(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub(super) fn shutdown_signal(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut rx = self.shutdown.clone();
         async move {
             let _ = rx.wait_for(|stop| *stop).await;
@@ -57,7 +57,7 @@ impl App {
     /// Applies a change: to the store (one transaction), and only when that is committed, to
     /// the ledger and the roles' registries, in place. A store that cannot be written leaves
     /// everything as it was (500).
-    pub async fn change(&self, op: Op) -> std::result::Result<Outcome, Reject> {
+    pub(super) async fn change(&self, op: Op) -> std::result::Result<Outcome, Reject> {
         let mut ledger = self.ledger.lock().await;
         if let Some(store) = &self.store {
             let targets: Vec<String> = self

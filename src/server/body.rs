@@ -41,7 +41,7 @@ pub(crate) struct Problem {
 
 impl Reject {
     /// Any status with a message.
-    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> Self {
         Self {
             status,
             message: message.into(),
@@ -50,7 +50,7 @@ impl Reject {
     }
 
     /// 422 listing every problem.
-    pub fn invalid(problems: Vec<Problem>) -> Self {
+    pub(crate) fn invalid(problems: Vec<Problem>) -> Self {
         let message = problems
             .iter()
             .map(|p| {
@@ -70,7 +70,7 @@ impl Reject {
     }
 
     /// 422 for one field.
-    pub fn field(field: &str, kind: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn field(field: &str, kind: &'static str, message: impl Into<String>) -> Self {
         Self::invalid(vec![Problem {
             field: field.to_owned(),
             message: message.into(),
@@ -244,7 +244,7 @@ pub(crate) struct Fields {
 }
 
 impl Fields {
-    pub fn new(map: Map<String, Value>) -> Self {
+    pub(crate) fn new(map: Map<String, Value>) -> Self {
         Self {
             map,
             problems: Vec::new(),
@@ -252,7 +252,7 @@ impl Fields {
     }
 
     /// Records a problem with a field.
-    pub fn problem(&mut self, field: &str, kind: &'static str, message: impl Into<String>) {
+    pub(crate) fn problem(&mut self, field: &str, kind: &'static str, message: impl Into<String>) {
         self.problems.push(Problem {
             field: field.to_owned(),
             message: message.into(),
@@ -261,17 +261,17 @@ impl Fields {
     }
 
     /// Whether a problem was recorded for `field`.
-    pub fn has_problem(&self, field: &str) -> bool {
+    pub(crate) fn has_problem(&self, field: &str) -> bool {
         self.problems.iter().any(|p| p.field == field)
     }
 
     /// The raw value of a field; `null` counts as absent.
-    pub fn take(&mut self, field: &str) -> Option<Value> {
+    pub(crate) fn take(&mut self, field: &str) -> Option<Value> {
         self.map.remove(field).filter(|v| !v.is_null())
     }
 
     /// A field that must be a string when present.
-    pub fn string(&mut self, field: &str) -> Option<String> {
+    pub(crate) fn string(&mut self, field: &str) -> Option<String> {
         match self.take(field)? {
             Value::String(s) => Some(s),
             other => {
@@ -286,7 +286,7 @@ impl Fields {
     }
 
     /// A string field that must be present.
-    pub fn required_string(&mut self, field: &str) -> Option<String> {
+    pub(crate) fn required_string(&mut self, field: &str) -> Option<String> {
         let present = self.map.get(field).is_some_and(|v| !v.is_null());
         if !present {
             self.map.remove(field);
@@ -297,7 +297,7 @@ impl Fields {
     }
 
     /// A field that must be a boolean when present.
-    pub fn boolean(&mut self, field: &str) -> Option<bool> {
+    pub(crate) fn boolean(&mut self, field: &str) -> Option<bool> {
         match self.take(field)? {
             Value::Bool(b) => Some(b),
             other => {
@@ -312,7 +312,7 @@ impl Fields {
     }
 
     /// A field that must be a number when present.
-    pub fn number(&mut self, field: &str) -> Option<f64> {
+    pub(crate) fn number(&mut self, field: &str) -> Option<f64> {
         match self.take(field)? {
             Value::Number(n) => match n.as_f64() {
                 Some(x) if x.is_finite() => Some(x),
@@ -333,7 +333,7 @@ impl Fields {
     }
 
     /// Ends the checks: unknown fields and every recorded problem become one 422.
-    pub fn finish(mut self) -> Result<(), Reject> {
+    pub(crate) fn finish(mut self) -> Result<(), Reject> {
         let unknown: Vec<String> = self.map.keys().cloned().collect();
         for field in unknown {
             self.problem(&field, "extra_forbidden", "unknown field");

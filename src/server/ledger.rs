@@ -63,7 +63,7 @@ impl PartialEq for Listed {
 
 impl Entry {
     /// The tool the role's registry runs: a loopback callback with the entry's timeout.
-    pub fn tool(&self) -> Result<Tool> {
+    pub(super) fn tool(&self) -> Result<Tool> {
         let definition = ToolDefinition::new(self.name.as_str(), self.description.as_str())?
             .with_parameters(self.parameters.clone())?;
         let callback = Callback::new(&self.callback_url)?;
@@ -79,7 +79,7 @@ impl Entry {
     }
 
     /// The entry's listing (see [`Listed`]), written on first use.
-    pub fn listed(&self) -> &str {
+    pub(super) fn listed(&self) -> &str {
         self.listed.0.get_or_init(|| {
             use serde::ser::{SerializeMap, Serializer};
             let mut out = Vec::with_capacity(256);
@@ -108,7 +108,7 @@ impl Entry {
     }
 
     /// Checks that the entry can be registered (name, schema, URL, timeout), naming the field.
-    pub fn check(&self) -> Result<()> {
+    pub(super) fn check(&self) -> Result<()> {
         ToolRegistry::new().register(self.tool()?)
     }
 }
@@ -144,7 +144,7 @@ pub(crate) enum Op {
 
 impl Op {
     /// The one role the change is for (`None`: every role).
-    pub fn role(&self) -> Option<&str> {
+    pub(super) fn role(&self) -> Option<&str> {
         match self {
             Self::Register(entry) => entry.scope.as_deref(),
             Self::Unregister { role, .. } | Self::Clear { role, .. } => role.as_deref(),
@@ -165,7 +165,7 @@ pub(crate) struct Outcome {
 
 impl Ledger {
     /// An empty ledger for these roles.
-    pub fn new(roles: &[String]) -> Self {
+    pub(super) fn new(roles: &[String]) -> Self {
         Self {
             roles: roles
                 .iter()
@@ -185,7 +185,7 @@ impl Ledger {
     }
 
     /// Applies a change. The caller has checked that a named role exists.
-    pub fn apply(&mut self, op: &Op) -> Outcome {
+    pub(super) fn apply(&mut self, op: &Op) -> Outcome {
         let mut outcome = Outcome::default();
         let targets =
             |role: &Option<String>, r: &RoleTools| role.as_ref().is_none_or(|x| *x == r.role);
@@ -254,7 +254,7 @@ impl Ledger {
 
     /// Reads a state file's JSON into a ledger for `roles`. Entries of other roles are kept as
     /// orphans; an entry that does not check out is an error naming its index and field.
-    pub fn from_json(roles: &[String], value: Value) -> std::result::Result<Self, String> {
+    pub(super) fn from_json(roles: &[String], value: Value) -> std::result::Result<Self, String> {
         let Value::Object(mut doc) = value else {
             return Err("the state is not a JSON object".to_owned());
         };

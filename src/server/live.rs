@@ -40,7 +40,7 @@ pub(crate) struct Stats {
 
 impl Stats {
     /// The fields `GET /api/tools` adds to each tool.
-    pub fn to_json(&self) -> Value {
+    pub(super) fn to_json(&self) -> Value {
         json!({
             "calls": self.calls,
             "errors": self.errors,
@@ -131,7 +131,7 @@ pub(crate) struct Live {
 }
 
 impl Live {
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self {
             inner: Mutex::new(Inner::default()),
             feed: broadcast::channel(256).0,
@@ -143,17 +143,17 @@ impl Live {
     }
 
     /// A receiver of every later event.
-    pub fn subscribe(&self) -> broadcast::Receiver<LiveEvent> {
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<LiveEvent> {
         self.feed.subscribe()
     }
 
     /// Tells the page the registrations changed.
-    pub fn tools_changed(&self) {
+    pub(super) fn tools_changed(&self) {
         let _ = self.feed.send(LiveEvent::Tools);
     }
 
     /// Records a call starting; returns its log id.
-    pub fn call_started(&self, role: &str, call: &ToolCall, source: Option<String>) -> u64 {
+    pub(super) fn call_started(&self, role: &str, call: &ToolCall, source: Option<String>) -> u64 {
         let now = now_ms();
         let (id, json) = {
             let mut inner = self.lock();
@@ -188,7 +188,7 @@ impl Live {
     /// Records a call's result; `registered` says whether the tool is still registered in the
     /// role (statistics are kept for registered tools only, so a model inventing names cannot
     /// grow them).
-    pub fn call_finished(&self, role: &str, id: u64, result: &ToolResult, registered: bool) {
+    pub(super) fn call_finished(&self, role: &str, id: u64, result: &ToolResult, registered: bool) {
         let now = now_ms();
         let json = {
             let mut inner = self.lock();
@@ -226,12 +226,12 @@ impl Live {
     }
 
     /// Records the latest progress of a running call.
-    pub fn call_progress(&self, id: u64, progress: Progress) {
+    pub(super) fn call_progress(&self, id: u64, progress: Progress) {
         self.update(id, |record| record.progress = Some(progress));
     }
 
     /// Records the summary of a running call.
-    pub fn call_summary(&self, id: u64, summary: &str) {
+    pub(super) fn call_summary(&self, id: u64, summary: &str) {
         self.update(id, |record| record.summary = Some(summary.to_owned()));
     }
 
@@ -257,7 +257,7 @@ impl Live {
 
     /// The statistics of the role's tools that have been called, by tool name (one lock for a
     /// whole listing; tools never called have none).
-    pub fn role_stats(&self, role: &str) -> HashMap<String, Stats> {
+    pub(super) fn role_stats(&self, role: &str) -> HashMap<String, Stats> {
         self.lock()
             .stats
             .iter()
@@ -267,12 +267,12 @@ impl Live {
     }
 
     /// Drops the statistics of tools no longer registered.
-    pub fn retain_stats(&self, keep: impl Fn(&str, &str) -> bool) {
+    pub(super) fn retain_stats(&self, keep: impl Fn(&str, &str) -> bool) {
         self.lock().stats.retain(|(role, name), _| keep(role, name));
     }
 
     /// The recent calls, newest first.
-    pub fn recent(&self) -> Vec<Value> {
+    pub(super) fn recent(&self) -> Vec<Value> {
         self.lock()
             .calls
             .iter()

@@ -23,7 +23,7 @@ use crate::types::ToolCall;
 pub const MAX_CALLS: usize = 8;
 
 /// The most characters of a message or a tool result the offline model quotes.
-pub const MAX_QUOTE: usize = 200;
+pub(super) const MAX_QUOTE: usize = 200;
 
 /// How much of the user's message is searched for tool names (names are short; a long
 /// message is not searched whole once per tool).

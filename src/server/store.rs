@@ -258,7 +258,7 @@ fn push(slot: &mut RoleTools, entry: Entry) {
 
 impl Store {
     /// Writes `op` for the roles `targets` in one transaction; nothing is changed on error.
-    pub fn apply(&self, op: &Op, targets: &[String]) -> Result<()> {
+    pub(super) fn apply(&self, op: &Op, targets: &[String]) -> Result<()> {
         let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
         let fail = |e: rusqlite::Error| {
             input(

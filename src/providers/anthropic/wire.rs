@@ -44,7 +44,7 @@ pub(crate) struct Usage {
 
 impl Usage {
     /// These counts with the fields `later` names replaced.
-    pub fn merged(self, later: &Usage) -> Usage {
+    pub(super) fn merged(self, later: &Usage) -> Usage {
         Usage {
             input_tokens: later.input_tokens.or(self.input_tokens),
             output_tokens: later.output_tokens.or(self.output_tokens),

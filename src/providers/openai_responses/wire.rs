@@ -121,7 +121,7 @@ pub(crate) struct Item {
 impl Item {
     /// The argument text: a JSON string's content, or the raw text of anything else (`None`
     /// for absent or `null`).
-    pub fn arguments_text(&self) -> Option<std::borrow::Cow<'_, str>> {
+    pub(super) fn arguments_text(&self) -> Option<std::borrow::Cow<'_, str>> {
         match self.arguments.as_deref().map(|r| r.get()) {
             None | Some("null") => None,
             Some(text) if text.starts_with('"') => serde_json::from_str(text).ok(),
@@ -130,7 +130,7 @@ impl Item {
     }
 
     /// The texts of the parts of `parts` whose `type` is `kind`, read from `field`.
-    pub fn part_texts<'a>(
+    pub(super) fn part_texts<'a>(
         parts: &'a [Value],
         kind: &'a str,
         field: &'a str,
