@@ -52,6 +52,14 @@ fn missing_steps(root: &Path, name: &str) -> Vec<String> {
                 format!("canonical case {case} neither in fixtures/{name}/ nor in its SKIP"),
             );
         }
+        // `tests/second_turn.rs` continues every built-in's history from a recorded answer
+        // with a call: at least one case's golden must have one.
+        if !has_a_call(&fixtures) {
+            miss(
+                "3",
+                format!("no case in fixtures/{name}/ whose expected.json has a tool call"),
+            );
+        }
     } else {
         miss("3", format!("no fixtures/{name}/ folder"));
     }
@@ -73,6 +81,20 @@ fn missing_steps(root: &Path, name: &str) -> Vec<String> {
         }
     }
     missing
+}
+
+/// Whether a case folder of `fixtures` has a golden response with at least one tool call.
+fn has_a_call(fixtures: &Path) -> bool {
+    let Ok(cases) = std::fs::read_dir(fixtures) else {
+        return false;
+    };
+    cases.filter_map(Result::ok).any(|case| {
+        std::fs::read(case.path().join("expected.json"))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+            .and_then(|golden| golden.get("tool_calls")?.as_array().map(|c| !c.is_empty()))
+            .unwrap_or(false)
+    })
 }
 
 #[test]
@@ -141,6 +163,12 @@ fn missed_cases_and_a_missing_include_are_named() {
     );
     assert!(
         !missing.iter().any(|m| m.contains("case single_call ")),
+        "{missing:#?}"
+    );
+    assert!(
+        missing
+            .iter()
+            .any(|m| m.ends_with("no case in fixtures/toy/ whose expected.json has a tool call")),
         "{missing:#?}"
     );
     assert!(
