@@ -23,6 +23,7 @@ pub mod ollama;
 pub mod openai;
 pub mod openai_responses;
 pub mod qwen;
+pub mod settings;
 pub(crate) mod shared;
 pub mod stepfun;
 

@@ -2,6 +2,9 @@
 //! [`Dialect`] value; a quirk is a documented field here before it is ever code.
 
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
+use crate::providers::settings::{
+    OPENAI_EFFORTS, OPENAI_REASONING, ReasoningForm, ReasoningRule, SamplingNames,
+};
 use crate::types::FinishReason;
 
 /// The settings that make one OpenAI-compatible wire differ from another.
@@ -117,6 +120,13 @@ pub struct Dialect {
     /// text chunks) are reasoning (Mistral's Magistral models, fixture
     /// `mistral/quirk_thinking_chunks`); otherwise every part's `text` is answer text.
     pub thinking_chunks: bool,
+    /// Where the sampling settings go (`top_p`, `stop`, `seed`, penalties; Mistral's
+    /// `random_seed`); a setting without a name here follows the drop policy.
+    pub sampling: SamplingNames,
+    /// The provider's reasoning table: the form each model family takes (first match wins).
+    pub reasoning: &'static [ReasoningRule],
+    /// The form for models the table does not cover.
+    pub reasoning_default: ReasoningForm,
 }
 
 impl Dialect {
@@ -278,6 +288,23 @@ impl Dialect {
         self.thinking_chunks = thinking_chunks;
         self
     }
+
+    /// Sets [`Dialect::sampling`].
+    pub const fn with_sampling(mut self, sampling: SamplingNames) -> Self {
+        self.sampling = sampling;
+        self
+    }
+
+    /// Sets [`Dialect::reasoning`] and [`Dialect::reasoning_default`].
+    pub const fn with_reasoning(
+        mut self,
+        reasoning: &'static [ReasoningRule],
+        default: ReasoningForm,
+    ) -> Self {
+        self.reasoning = reasoning;
+        self.reasoning_default = default;
+        self
+    }
 }
 
 /// The rule a wire puts on the tool-call ids of a history.
@@ -435,16 +462,25 @@ pub enum ParallelCalls {
     Undocumented,
 }
 
-/// How the request's `thinking` switch is spelled on the wire.
+/// How the request's reasoning (`thinking`, `reasoning`) is spelled on the wire; which values
+/// a model takes is its row of [`Dialect::reasoning`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ThinkingSwitch {
-    /// No switch: `thinking` is not sent.
+    /// No setting: only models that always reason (or never do) take a reasoning request.
     NotSent,
     /// `"<field>": true | false` (Qwen `enable_thinking`).
     Flag(&'static str),
+    /// `"<flag>": true | false` and a budget in `"<budget>"` (Qwen `enable_thinking` and
+    /// `thinking_budget`).
+    FlagBudget(&'static str, &'static str),
     /// `"<field>": {"type": "enabled" | "disabled"}` (GLM `thinking`).
     TypeObject(&'static str),
+    /// `"<field>": "<level>"` (OpenAI `reasoning_effort`).
+    Effort(&'static str),
+    /// `"<field>": {"effort": "<level>"}` or `{"max_tokens": <budget>}` (OpenRouter's
+    /// `reasoning` object).
+    ReasoningObject(&'static str),
 }
 
 /// `^[a-zA-Z0-9_-]{1,64}$`: OpenAI's function-name rule (no dots).
@@ -476,7 +512,8 @@ pub const OPENAI: Dialect = Dialect {
     tool_choice: ToolChoiceSupport::All,
     thinking_tool_choice: ToolChoiceSupport::All,
     parallel_tool_calls: ParallelCalls::AsAsked,
-    thinking: ThinkingSwitch::NotSent,
+    // https://platform.openai.com/docs/api-reference/chat/create#chat_create-reasoning_effort
+    thinking: ThinkingSwitch::Effort("reasoning_effort"),
     thinking_models: &[],
     tool_stream_models: &[],
     empty_content_as_string: false,
@@ -500,6 +537,9 @@ pub const OPENAI: Dialect = Dialect {
     call_ids: CallIds::AsGiven,
     required_tool_choice: "required",
     thinking_chunks: false,
+    sampling: SamplingNames::OPENAI,
+    reasoning: OPENAI_REASONING,
+    reasoning_default: ReasoningForm::Levels(OPENAI_EFFORTS),
 };
 
 /// Any other OpenAI-compatible server (vLLM, Ollama, DeepSeek, a gateway): the `openai` wire
@@ -509,6 +549,10 @@ pub const OPENAI_COMPATIBLE: Dialect = Dialect {
     max_tokens_field: "max_tokens",
     echo_reasoning: Some("reasoning_content"),
     calls_end_at_next_index: false,
+    // No documented limit on stop sequences beyond OpenAI's own endpoint.
+    sampling: SamplingNames::OPENAI.with_stop(Some("stop"), None),
+    // The server's models are unknown: an effort goes as `reasoning_effort`, as asked.
+    reasoning: &[],
     ..OPENAI
 };
 
