@@ -515,23 +515,18 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         inference.insert("temperature".into(), json!(t));
     }
     let mut additional = Map::new();
+    // Claude's own `top_k` rides in `additionalModelRequestFields`; other models have none.
+    let sampling_names = if claude {
+        BEDROCK_SAMPLING.with_top_k(Some("top_k"))
+    } else {
+        BEDROCK_SAMPLING
+    };
     let mut sampling = Map::new();
-    policy.sampling(&BEDROCK_SAMPLING, rule, &mut sampling)?;
-    inference.extend(sampling);
-    if let Some(k) = req.top_k
-        && policy.allowed(rule, "top_k")?
-    {
-        if claude {
-            // Claude's own field, passed through to the model.
-            additional.insert("top_k".into(), json!(k));
-        } else {
-            policy.cannot(
-                "top_k",
-                false,
-                "Converse has no top_k; toolwire passes it only to Claude models",
-            )?;
-        }
+    policy.sampling(&sampling_names, rule, &mut sampling)?;
+    if let Some(k) = sampling.remove("top_k") {
+        additional.insert("top_k".into(), k);
     }
+    inference.extend(sampling);
     if !inference.is_empty() {
         body.insert("inferenceConfig".into(), Value::Object(inference));
     }
