@@ -415,10 +415,13 @@ impl<'r> Policy<'r> {
     }
 
     /// `reasoning.summary` on a wire that has no summary setting.
+    /// `auto` (the fullest summary the model offers, what a wire without the setting gives
+    /// anyway) is neutral; `concise` and `detailed` follow the policy.
     pub fn no_summary(&mut self) -> Result<()> {
-        if self.req.reasoning.is_some_and(|r| r.summary.is_some()) {
+        if let Some(summary) = self.req.reasoning.and_then(|r| r.summary) {
             let why = format!("{} has no reasoning summary setting", self.kind);
-            self.cannot("reasoning.summary", false, &why)?;
+            let neutral = summary == crate::types::ReasoningSummary::Auto;
+            self.cannot("reasoning.summary", neutral, &why)?;
         }
         Ok(())
     }
