@@ -108,9 +108,8 @@ pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
     request.top_p = f.number("top_p")?;
     if let Some(reasoning) = f.take("reasoning") {
         let mut r = Fields::of(reasoning, "reasoning")?;
-        let mut settings = Reasoning::default();
-        settings.effort = r.effort("effort")?;
-        settings.summary = match r.string("summary")?.as_deref() {
+        let effort = r.effort("effort")?;
+        let summary = match r.string("summary")?.as_deref() {
             None => None,
             Some("auto") => Some(ReasoningSummary::Auto),
             Some("concise") => Some(ReasoningSummary::Concise),
@@ -124,6 +123,13 @@ pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
         };
         // The older spelling of `summary`.
         r.ignore("generate_summary");
+        let mut settings = Reasoning::default();
+        if let Some(effort) = effort {
+            settings = settings.with_effort(effort);
+        }
+        if let Some(summary) = summary {
+            settings = settings.with_summary(summary);
+        }
         if settings != Reasoning::default() {
             request.reasoning = Some(settings);
         }
