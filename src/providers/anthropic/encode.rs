@@ -496,7 +496,10 @@ pub(crate) fn claude_reasoning(
         ));
     }
     check_while_thinking(req, kind)?;
+    let asked_budget = req.reasoning.and_then(|r| r.budget_tokens).is_some();
     let budget = match thinking {
+        // A budget mapped from an effort stays below max_tokens, as the API requires.
+        Some(b) if !asked_budget && b >= max_tokens => (max_tokens / 2).max(MIN_THINKING_BUDGET),
         Some(b) if b >= max_tokens => {
             return Err(Error::input(
                 "reasoning.budget_tokens",
