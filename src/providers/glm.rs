@@ -32,6 +32,9 @@ pub const GLM: Dialect = Dialect {
     stream_usage: false,
     reasoning_fields: &[ReasoningField::ReasoningContent],
     echo_reasoning: Some("reasoning_content"),
+    reasoning_placeholder: None,
+    reasoning_details: None,
+    request_flags: &[],
     unfinished: &[""],
     finish_reasons: &[
         ("sensitive", FinishReason::ContentFilter),

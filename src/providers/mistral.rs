@@ -34,6 +34,9 @@ pub const MISTRAL: Dialect = Dialect {
     // Reasoning comes as `thinking` chunks in `content` (below), not in a field of its own.
     reasoning_fields: &[],
     echo_reasoning: None,
+    reasoning_placeholder: None,
+    reasoning_details: None,
+    request_flags: &[],
     unfinished: &[""],
     // `model_length`: the model's context length was reached (the reference's finish_reason
     // enum: stop, length, model_length, error, tool_calls).

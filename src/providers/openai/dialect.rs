@@ -50,6 +50,17 @@ pub struct Dialect {
     /// Field that carries the reasoning back on assistant turns with tool calls, when the
     /// provider needs it (DeepSeek-style thinking models answer 400 otherwise).
     pub echo_reasoning: Option<&'static str>,
+    /// What goes in [`Dialect::echo_reasoning`] on an assistant turn with tool calls that has
+    /// no reasoning (a turn made by another model), where the server requires the field on
+    /// every such turn and documents a stand-in; `None` sends nothing then.
+    pub reasoning_placeholder: Option<&'static str>,
+    /// A message field of structured reasoning entries (`reasoning_details`: OpenRouter,
+    /// MiniMax) kept verbatim on the response (in its provider data, under the same name; a
+    /// stream's entries appended in order) and sent back on the assistant turn as they came.
+    pub reasoning_details: Option<&'static str>,
+    /// Boolean request fields sent as `true` on every request (MiniMax `reasoning_split`, which
+    /// puts the reasoning in `reasoning_details` instead of `<think>` tags in the text).
+    pub request_flags: &'static [&'static str],
     /// `finish_reason` values that mean "not finished yet" besides null (`""` on StepFun,
     /// `"null"` on DashScope).
     pub unfinished: &'static [&'static str],
@@ -166,6 +177,18 @@ impl Dialect {
     /// Sets [`Dialect::echo_reasoning`].
     pub const fn with_echo_reasoning(mut self, echo_reasoning: Option<&'static str>) -> Self {
         self.echo_reasoning = echo_reasoning;
+        self
+    }
+
+    /// Sets [`Dialect::reasoning_placeholder`].
+    pub const fn with_reasoning_placeholder(mut self, placeholder: Option<&'static str>) -> Self {
+        self.reasoning_placeholder = placeholder;
+        self
+    }
+
+    /// Sets [`Dialect::reasoning_details`].
+    pub const fn with_reasoning_details(mut self, field: Option<&'static str>) -> Self {
+        self.reasoning_details = field;
         self
     }
 
@@ -481,6 +504,9 @@ pub enum ThinkingSwitch {
     /// `"<field>": {"effort": "<level>"}` or `{"max_tokens": <budget>}` (OpenRouter's
     /// `reasoning` object).
     ReasoningObject(&'static str),
+    /// `"<switch>": {"type": "enabled" | "disabled"}` and, with a level, `"<effort>": "<level>"`
+    /// (DeepSeek `thinking` and `reasoning_effort`).
+    TypeObjectEffort(&'static str, &'static str),
 }
 
 /// `^[a-zA-Z0-9_-]{1,64}$`: OpenAI's function-name rule (no dots).
@@ -506,6 +532,9 @@ pub const OPENAI: Dialect = Dialect {
     stream_usage: true,
     reasoning_fields: &[ReasoningField::ReasoningContent, ReasoningField::Reasoning],
     echo_reasoning: None,
+    reasoning_placeholder: None,
+    reasoning_details: None,
+    request_flags: &[],
     unfinished: &[""],
     finish_reasons: &[("function_call", FinishReason::ToolCalls)],
     valid_name: openai_name,

@@ -18,7 +18,7 @@ use crate::providers::shared::{
 use crate::schema;
 use crate::text_calls::TextCalls;
 use crate::types::{
-    ChatRequest, Content, Message, Part, ResponseFormat, Source, Thinking, ToolChoice,
+    ChatRequest, Content, Effort, Message, Part, ResponseFormat, Source, Thinking, ToolChoice,
     ToolDefinition,
 };
 
@@ -249,10 +249,25 @@ fn message_json(
                 other => json!(other),
             };
             msg.insert("content".into(), content);
-            if let (Some(field), Some(reasoning)) = (dialect.echo_reasoning, &a.reasoning)
+            if let Some(field) = dialect.echo_reasoning
                 && !a.tool_calls.is_empty()
             {
-                msg.insert(field.into(), json!(reasoning));
+                // A turn made by another model may have no reasoning: the dialect's
+                // placeholder then, where the server documents one.
+                match (&a.reasoning, dialect.reasoning_placeholder) {
+                    (Some(reasoning), _) => {
+                        msg.insert(field.into(), json!(reasoning));
+                    }
+                    (None, Some(placeholder)) => {
+                        msg.insert(field.into(), json!(placeholder));
+                    }
+                    (None, None) => {}
+                }
+            }
+            if let Some(field) = dialect.reasoning_details
+                && let Some(details) = a.extra.get(field)
+            {
+                msg.insert(field.into(), details.clone());
             }
             if !a.tool_calls.is_empty() {
                 let calls: Vec<Value> = a
@@ -299,7 +314,7 @@ pub(crate) fn thinking_on(dialect: &Dialect, req: &ChatRequest) -> bool {
         ThinkingSwitch::Flag(field) | ThinkingSwitch::FlagBudget(field, _) => {
             req.extra_body.get(field).and_then(Value::as_bool)
         }
-        ThinkingSwitch::TypeObject(field) => req
+        ThinkingSwitch::TypeObject(field) | ThinkingSwitch::TypeObjectEffort(field, _) => req
             .extra_body
             .get(field)
             .and_then(|v| v.get("type"))
@@ -473,6 +488,9 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
     let plan = policy.reasoning(form)?;
     reasoning_json(dialect, plan, &mut policy, &mut body)?;
     policy.no_summary()?;
+    for flag in dialect.request_flags {
+        body.insert((*flag).into(), json!(true));
+    }
     if stream {
         body.insert("stream".into(), json!(true));
         if dialect.stream_usage {
@@ -526,6 +544,14 @@ fn reasoning_json(
         (ThinkingSwitch::TypeObject(f), Plan::Off) => put(f, json!({"type": "disabled"})),
         (ThinkingSwitch::TypeObject(f), _) => put(f, json!({"type": "enabled"})),
         (ThinkingSwitch::Effort(f), Plan::Level(level)) => put(f, json!(level.as_str())),
+        (ThinkingSwitch::TypeObjectEffort(f, _), Plan::Off | Plan::Level(Effort::None)) => {
+            put(f, json!({"type": "disabled"}));
+        }
+        (ThinkingSwitch::TypeObjectEffort(f, e), Plan::Level(level)) => {
+            put(f, json!({"type": "enabled"}));
+            put(e, json!(level.as_str()));
+        }
+        (ThinkingSwitch::TypeObjectEffort(f, _), Plan::On) => put(f, json!({"type": "enabled"})),
         // On at the model's default level: nothing to say.
         (ThinkingSwitch::Effort(_), Plan::On) => {}
         (ThinkingSwitch::ReasoningObject(f), Plan::Any { effort, budget }) => {
