@@ -18,7 +18,7 @@ pub const KIMI_REASONING: &[ReasoningRule] = &[
     ReasoningRule::new(
         &["kimi-k2.5", "kimi-k2.6", "kimi-k3"],
         ReasoningForm::Switch,
-        "https://platform.moonshot.ai/docs/guide/kimi-k2-5-quickstart",
+        THINKING_PAGE,
     ),
 ];
 
