@@ -292,7 +292,9 @@ impl<'r> Policy<'r> {
             return Ok(());
         }
         if self.req.drop_unsupported {
-            self.dropped.push(Dropped::new(setting, why));
+            if !self.dropped.iter().any(|d| d.setting == setting) {
+                self.dropped.push(Dropped::new(setting, why));
+            }
             return Ok(());
         }
         Err(Error::unsupported(

@@ -457,6 +457,7 @@ pub(crate) fn claude_reasoning(
     max_tokens: u32,
     kind: ProviderKind,
     policy: &mut Policy<'_>,
+    strip: &mut Vec<&'static str>,
 ) -> Result<(Option<Value>, Option<&'static str>)> {
     let rule = rule_for(ANTHROPIC_REASONING, &req.model);
     let form = rule.map_or(
@@ -474,7 +475,7 @@ pub(crate) fn claude_reasoning(
         Plan::Off if matches!(form, ReasoningForm::Adaptive { .. }) => return Ok((None, None)),
         Plan::Off => return Ok((Some(json!({"type": "disabled"})), None)),
         Plan::Adaptive(level) => {
-            check_while_thinking(req, kind)?;
+            check_while_thinking(req, kind, policy, strip)?;
             return Ok((Some(json!({"type": "adaptive"})), level.map(|l| l.as_str())));
         }
         Plan::Budget(b) => Some(b),
@@ -495,7 +496,7 @@ pub(crate) fn claude_reasoning(
             ),
         ));
     }
-    check_while_thinking(req, kind)?;
+    check_while_thinking(req, kind, policy, strip)?;
     let asked_budget = req.reasoning.and_then(|r| r.budget_tokens).is_some();
     let budget = match thinking {
         // A budget mapped from an effort stays below max_tokens, as the API requires.
@@ -519,7 +520,12 @@ pub(crate) fn claude_reasoning(
 /// `top_p` below 0.95
 /// (<https://platform.claude.com/docs/en/build-with-claude/extended-thinking>, "Feature
 /// compatibility").
-fn check_while_thinking(req: &ChatRequest, kind: ProviderKind) -> Result<()> {
+fn check_while_thinking(
+    req: &ChatRequest,
+    kind: ProviderKind,
+    policy: &mut Policy<'_>,
+    strip: &mut Vec<&'static str>,
+) -> Result<()> {
     if matches!(
         req.tool_choice,
         Some(ToolChoice::Required | ToolChoice::Tool(_))
@@ -530,24 +536,30 @@ fn check_while_thinking(req: &ChatRequest, kind: ProviderKind) -> Result<()> {
              allows only auto or none while thinking",
         ));
     }
+    // Sampling settings Claude refuses while thinking follow the drop policy.
     if req.temperature.is_some() {
-        return Err(Error::unsupported(
-            kind,
-            "temperature with thinking: Anthropic does not allow changing the \
-             temperature while thinking",
-        ));
+        policy.cannot(
+            "temperature",
+            false,
+            "Anthropic does not allow changing the temperature while thinking",
+        )?;
+        strip.push("temperature");
     }
     if req.top_k.is_some() {
-        return Err(Error::unsupported(
-            kind,
-            "top_k with thinking: Anthropic does not allow top_k while thinking",
-        ));
+        policy.cannot(
+            "top_k",
+            false,
+            "Anthropic does not allow top_k while thinking",
+        )?;
+        strip.push("top_k");
     }
     if req.top_p.is_some_and(|p| p < 0.95) {
-        return Err(Error::unsupported(
-            kind,
-            "top_p below 0.95 with thinking: Anthropic takes top_p from 0.95 to 1 while thinking",
-        ));
+        policy.cannot(
+            "top_p",
+            false,
+            "Anthropic takes top_p from 0.95 to 1 while thinking",
+        )?;
+        strip.push("top_p");
     }
     Ok(())
 }
@@ -607,8 +619,17 @@ pub(crate) fn encode(
         body.insert("temperature".into(), json!(t));
     }
     policy.sampling(&ANTHROPIC_SAMPLING, rule, &mut body)?;
-    let (thinking, effort) =
-        claude_reasoning(req, max_tokens, ProviderKind::Anthropic, &mut policy)?;
+    let mut strip = Vec::new();
+    let (thinking, effort) = claude_reasoning(
+        req,
+        max_tokens,
+        ProviderKind::Anthropic,
+        &mut policy,
+        &mut strip,
+    )?;
+    for setting in strip {
+        body.remove(setting);
+    }
     policy.no_summary()?;
     if let Some(thinking) = thinking {
         body.insert("thinking".into(), thinking);

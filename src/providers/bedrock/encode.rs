@@ -527,17 +527,19 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         additional.insert("top_k".into(), k);
     }
     inference.extend(sampling);
-    if !inference.is_empty() {
-        body.insert("inferenceConfig".into(), Value::Object(inference));
-    }
-    if let Some(config) = tool_config(req, &names)? {
-        body.insert("toolConfig".into(), config);
-    }
     if claude {
         // Claude's thinking, passed through as Bedrock documents it
         // (https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-adaptive-thinking.html).
         let max = req.max_tokens.unwrap_or(0);
-        let (thinking, effort) = claude_reasoning(req, max, kind, &mut policy)?;
+        let mut strip = Vec::new();
+        let (thinking, effort) = claude_reasoning(req, max, kind, &mut policy, &mut strip)?;
+        for setting in strip {
+            match setting {
+                "top_k" => additional.remove("top_k"),
+                "top_p" => inference.remove("topP"),
+                other => inference.remove(other),
+            };
+        }
         if let Some(thinking) = thinking {
             additional.insert("thinking".into(), thinking);
         }
@@ -546,6 +548,12 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         }
     } else {
         policy.reasoning(ReasoningForm::None)?;
+    }
+    if !inference.is_empty() {
+        body.insert("inferenceConfig".into(), Value::Object(inference));
+    }
+    if let Some(config) = tool_config(req, &names)? {
+        body.insert("toolConfig".into(), config);
     }
     policy.no_summary()?;
     if !additional.is_empty() {
