@@ -381,6 +381,23 @@ impl Assembler {
         self.extra.insert(key.to_owned(), value);
     }
 
+    /// Appends the items of `items` (an array, or one value) to the turn's provider field
+    /// `key`, a list kept verbatim in arrival order (OpenRouter's `reasoning_details`, which
+    /// streams a few entries per chunk).
+    pub(crate) fn extend_extra(&mut self, key: &str, items: Value) {
+        let list = self
+            .extra
+            .entry(key.to_owned())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(list) = list {
+            match items {
+                Value::Array(more) => list.extend(more),
+                Value::Null => {}
+                one => list.push(one),
+            }
+        }
+    }
+
     /// Starts the next call (wires that number a call's block and send its id and name first:
     /// Anthropic, Bedrock, Cohere) and returns its slot for [`Assembler::append_arguments`].
     pub(crate) fn start_call(

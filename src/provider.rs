@@ -112,6 +112,9 @@ pub struct HttpRequest {
     /// Parts the wire could not carry where they stood, and where they went instead (empty
     /// when every part went where the request put it).
     pub downgrades: Vec<Downgrade>,
+    /// Settings the wire cannot carry, left out because the request set `drop_unsupported`
+    /// (empty when every setting went on the wire; neutral values are never listed).
+    pub dropped: Vec<Dropped>,
     /// How the answer's text is read for tool calls the model writes as text (the request's
     /// `text_calls`, with its tools' schemas under their wire names); `None` leaves it alone.
     pub text_calls: Option<TextCalls>,
@@ -142,6 +145,27 @@ impl Downgrade {
     }
 }
 
+/// A setting left out of a request because the wire cannot carry it and the request allowed
+/// drops (`drop_unsupported`). Never silent: the encoded request lists each one.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Dropped {
+    /// The setting, as the canonical request names it (`top_k`, `reasoning.effort`).
+    pub setting: String,
+    /// Why it was left out, for people.
+    pub note: String,
+}
+
+impl Dropped {
+    /// `setting` was left out, as `note` says.
+    pub fn new(setting: impl Into<String>, note: impl Into<String>) -> Self {
+        Self {
+            setting: setting.into(),
+            note: note.into(),
+        }
+    }
+}
+
 impl HttpRequest {
     /// A request for `path` with this body, no extra headers and no renamed tools.
     pub fn new(path: impl Into<String>, body: Value) -> Self {
@@ -151,6 +175,7 @@ impl HttpRequest {
             body,
             names: NameMap::default(),
             downgrades: Vec::new(),
+            dropped: Vec::new(),
             text_calls: None,
         }
     }
@@ -170,6 +195,12 @@ impl HttpRequest {
     /// Records a part sent elsewhere than where the request put it.
     pub fn with_downgrade(mut self, downgrade: Downgrade) -> Self {
         self.downgrades.push(downgrade);
+        self
+    }
+
+    /// Records a setting left out.
+    pub fn with_dropped(mut self, dropped: Dropped) -> Self {
+        self.dropped.push(dropped);
         self
     }
 

@@ -383,3 +383,27 @@ async fn chat_on_the_interactions_wire_runs_a_tool_round() {
     assert!(reports.iter().all(|r| r.passed()), "{reports:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+#[tokio::test]
+async fn chat_sends_the_effort_on_every_turn() {
+    let script = Script::new()
+        .then(MockReply::tool_calls([ToolCall::new(
+            "call_tw_1",
+            "calculator",
+            r#"{"expression":"6*7"}"#,
+        )]))
+        .then(MockReply::text("The answer is 42."));
+    let server = MockServer::start(ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let out = toolwire(args(&server.url(), &["--effort", "low", "6*7?"])).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert_eq!(r.body["reasoning_effort"], "low", "{}", r.body);
+    }
+}

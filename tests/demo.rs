@@ -112,3 +112,18 @@ fn demo_traces_show_token_usage_on_every_provider() {
         }
     }
 }
+
+#[test]
+fn demo_takes_an_effort() {
+    for kind in ["openai", "anthropic", "gemini"] {
+        let out = demo(&["--provider", kind, "--effort", "high"]);
+        check_full_loop(&out, kind);
+    }
+    let out = demo(&["--effort", "extreme"]);
+    assert_eq!(out.status.code(), Some(2), "a bad level is a usage error");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("extreme") && stderr.contains("xhigh"),
+        "{stderr}"
+    );
+}

@@ -283,13 +283,16 @@ async fn upstream_errors_answer_in_the_client_wire() {
         "{body}"
     );
     let mut bad = messages_body(false);
-    bad["top_k"] = json!(5);
+    bad["container"] = json!("c");
     let (status, _, bytes) = post(&format!("{}/v1/messages", server.url()), &bad).await;
     assert_eq!(status, 400);
     let body: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(body["error"]["type"], "invalid_request_error");
     assert!(
-        body["error"]["message"].as_str().unwrap().contains("top_k"),
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("container"),
         "{body}"
     );
     // An unknown model: 404.

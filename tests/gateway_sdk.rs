@@ -174,3 +174,141 @@ async fn an_upstream_429_reaches_each_sdk_with_its_retry_after() {
         assert_eq!(got[wire]["retry_after"], "3", "{wire}: {got}");
     }
 }
+
+/// One upstream of the settings test: its wire, its model, where the effort lands and its
+/// value, where `top_p` lands (`None`: the model refuses it).
+type Upstream = (
+    ProviderKind,
+    &'static str,
+    Option<(&'static str, Value)>,
+    Option<&'static str>,
+);
+
+/// The official SDKs send sampling and reasoning settings in their own names; each upstream
+/// wire receives the effort in the form its model takes, and `top_p` where the wire has it.
+/// The roles drop what a wire cannot carry and name it in `toolwire-dropped`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_sdks_settings_reach_every_upstream_translated() {
+    // (upstream, model, where the effort lands, where top_p lands)
+    let upstreams: [Upstream; 12] = [
+        (
+            ProviderKind::OpenAi,
+            "gpt-5.2",
+            Some(("/reasoning_effort", json!("high"))),
+            Some("/top_p"),
+        ),
+        (
+            ProviderKind::Gemini,
+            "gemini-3-pro-preview",
+            Some((
+                "/generationConfig/thinkingConfig/thinkingLevel",
+                json!("high"),
+            )),
+            Some("/generationConfig/topP"),
+        ),
+        (
+            ProviderKind::Glm,
+            "glm-4.6",
+            Some(("/thinking/type", json!("enabled"))),
+            Some("/top_p"),
+        ),
+        (
+            ProviderKind::Qwen,
+            "qwen-plus",
+            Some(("/thinking_budget", json!(16384))),
+            Some("/top_p"),
+        ),
+        (
+            ProviderKind::DashScope,
+            "qwen-plus",
+            Some(("/parameters/thinking_budget", json!(16384))),
+            Some("/parameters/top_p"),
+        ),
+        (ProviderKind::StepFun, "step-3", None, Some("/top_p")),
+        (
+            ProviderKind::OpenAiResponses,
+            "gpt-5.2",
+            Some(("/reasoning/effort", json!("high"))),
+            Some("/top_p"),
+        ),
+        (
+            ProviderKind::Anthropic,
+            "claude-opus-4-7",
+            Some(("/output_config/effort", json!("high"))),
+            None,
+        ),
+        (
+            ProviderKind::Ollama,
+            "gpt-oss:20b",
+            Some(("/think", json!("high"))),
+            Some("/options/top_p"),
+        ),
+        (
+            ProviderKind::Mistral,
+            "magistral-medium-latest",
+            None,
+            Some("/top_p"),
+        ),
+        (
+            ProviderKind::Cohere,
+            "command-a-reasoning-08-2025",
+            Some(("/thinking/token_budget", json!(16384))),
+            Some("/p"),
+        ),
+        (
+            ProviderKind::Bedrock,
+            "us.anthropic.claude-opus-4-7",
+            Some((
+                "/additionalModelRequestFields/output_config/effort",
+                json!("high"),
+            )),
+            None,
+        ),
+    ];
+    let mut mocks = Vec::new();
+    let mut roles = Vec::new();
+    for (kind, model, _, _) in &upstreams {
+        let script = Script::new().then(MockReply::text("Done.")).repeat_last();
+        let upstream = MockServer::start(*kind, script).await.unwrap();
+        roles.push(
+            RoleConfig::live(format!("up-{kind}"), *kind, *model)
+                .with_base_url(upstream.url())
+                .with_api_key_env(KEY_VAR)
+                .with_drop_unsupported(true),
+        );
+        mocks.push(upstream);
+    }
+    let server = toolwire::server::start(ServerConfig::new().with_port(0).with_roles(roles))
+        .await
+        .unwrap();
+    let names: Vec<String> = upstreams.iter().map(|(k, ..)| format!("up-{k}")).collect();
+    let got = run(vec![server.url(), names.join(","), "settings".into()]).await;
+    for ((kind, model, effort, top_p), mock) in upstreams.iter().zip(&mocks) {
+        // One request per SDK call (a client may repeat one under load: every one is checked).
+        let requests = mock.requests();
+        assert!(requests.len() >= 3, "{kind}: one request per SDK");
+        for r in &requests {
+            let at = format!("{kind} ({model})");
+            if let Some((pointer, want)) = effort {
+                assert_eq!(r.body.pointer(pointer), Some(want), "{at}: {}", r.body);
+            }
+            if let Some(pointer) = top_p {
+                assert_eq!(
+                    r.body.pointer(pointer),
+                    Some(&json!(0.5)),
+                    "{at}: {}",
+                    r.body
+                );
+            }
+            let text = r.body.to_string();
+            assert!(!text.contains("budget_tokens"), "{at}: {text}");
+        }
+        if top_p.is_none() {
+            // Claude Opus 4.7 refuses top_p: dropped, and named on every wire's answer.
+            for wire in ["chat", "responses", "messages"] {
+                let named = got[format!("up-{kind}")][wire].as_str().unwrap_or_default();
+                assert!(named.contains("top_p"), "{wire} → {kind}: {got}");
+            }
+        }
+    }
+}

@@ -39,7 +39,7 @@ struct Function<'a> {
 }
 
 /// Each call's argument text, by wire index.
-pub fn floor(body: &[u8]) -> Vec<String> {
+pub(crate) fn floor(body: &[u8]) -> Vec<String> {
     let mut calls: Vec<String> = Vec::new();
     let mut rest = body;
     while !rest.is_empty() {

@@ -41,6 +41,10 @@ pub(crate) struct ChatArgs {
     /// Most model turns before giving up (each tool round is one turn).
     #[arg(long, default_value_t = 6, value_name = "N")]
     max_turns: usize,
+    /// How hard the model reasons: none, minimal, low, medium, high, xhigh or max (sent in
+    /// the form the model takes; refused by name where it has no such setting).
+    #[arg(long, value_name = "LEVEL")]
+    effort: Option<toolwire::types::Effort>,
     /// What to ask.
     #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
     prompt: Vec<String>,
@@ -100,7 +104,13 @@ pub(crate) fn chat(args: ChatArgs) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::Provider(format!("cannot start the async runtime: {e}")))?;
     let prompt = args.prompt.join(" ");
-    let result = runtime.block_on(converse(&client, &model, &prompt, args.max_turns));
+    let result = runtime.block_on(converse(
+        &client,
+        &model,
+        &prompt,
+        args.max_turns,
+        args.effort,
+    ));
     for e in client.take_record_errors() {
         eprintln!("toolwire: warning: not recorded: {e}");
     }
@@ -120,6 +130,7 @@ async fn converse(
     model: &str,
     prompt: &str,
     max_turns: usize,
+    effort: Option<toolwire::types::Effort>,
 ) -> Result<(), CliError> {
     let mut messages = vec![Message::user(prompt)];
     // On a terminal: a live status line under the answer; otherwise plain progress lines.
@@ -130,7 +141,10 @@ async fn converse(
     };
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     for _ in 0..max_turns {
-        let req = ChatRequest::new(model, messages.clone()).with_tools(demo_tools());
+        let mut req = ChatRequest::new(model, messages.clone()).with_tools(demo_tools());
+        if let Some(effort) = effort {
+            req = req.with_effort(effort);
+        }
         let mut stream = client.stream(&req).await.map_err(|e| classify(&e))?;
         view.thinking = false;
         loop {

@@ -59,6 +59,10 @@ pub(crate) struct DemoArgs {
     /// Use the offline mock provider even when the provider's key is set.
     #[arg(long)]
     offline: bool,
+    /// How hard the model reasons: none, minimal, low, medium, high, xhigh or max (sent in
+    /// the form the model takes; refused by name where it has no such setting).
+    #[arg(long, value_name = "LEVEL")]
+    effort: Option<toolwire::types::Effort>,
 }
 
 const PROMPT: &str = "What is the weather in Paris and Tokyo, and how far apart are they?";
@@ -99,15 +103,19 @@ async fn run(args: &DemoArgs) -> Result<(), CliError> {
             "toolwire demo: the agent loop, live against {kind} ({}), model {model}",
             client.base_url()
         );
-        let (outcome, _) = drive(&client, registry, &model).await?;
+        let (outcome, _) = drive(&client, registry, &model, args.effort).await?;
         summary(&outcome);
         return Ok(());
     }
-    offline(kind, registry).await
+    offline(kind, registry, args.effort).await
 }
 
 #[cfg(feature = "mock")]
-async fn offline(kind: ProviderKind, registry: ToolRegistry) -> Result<(), CliError> {
+async fn offline(
+    kind: ProviderKind,
+    registry: ToolRegistry,
+    effort: Option<toolwire::types::Effort>,
+) -> Result<(), CliError> {
     use toolwire::mock::MockServer;
 
     // On a terminal the mock streams at a readable pace, so the arguments visibly fill in.
@@ -128,7 +136,7 @@ async fn offline(kind: ProviderKind, registry: ToolRegistry) -> Result<(), CliEr
          wire at {}",
         server.url()
     );
-    let (outcome, shown) = drive(&client, registry, "toolwire-mock-model").await?;
+    let (outcome, shown) = drive(&client, registry, "toolwire-mock-model", effort).await?;
     summary(&outcome);
     // Each follow-up request the mock received must carry exactly the results shown.
     let received: Vec<Value> = server
@@ -154,7 +162,11 @@ async fn offline(kind: ProviderKind, registry: ToolRegistry) -> Result<(), CliEr
 }
 
 #[cfg(not(feature = "mock"))]
-async fn offline(_: ProviderKind, _: ToolRegistry) -> Result<(), CliError> {
+async fn offline(
+    _: ProviderKind,
+    _: ToolRegistry,
+    _: Option<toolwire::types::Effort>,
+) -> Result<(), CliError> {
     Err(CliError::Input(
         "this build has no mock provider (feature \"mock\"); set a provider's key and pass \
          --provider to run the demo live"
@@ -167,6 +179,7 @@ async fn drive(
     client: &Client,
     registry: ToolRegistry,
     model: &str,
+    effort: Option<toolwire::types::Effort>,
 ) -> Result<(AgentOutcome, Vec<Value>), CliError> {
     let tools: Vec<String> = registry
         .definitions(&ToolSelection::default())
@@ -182,7 +195,15 @@ async fn drive(
     }
     outln!("\nuser> {PROMPT}");
     let agent = Agent::new(client.clone(), registry.clone()).with_max_turns(6);
-    let request = ChatRequest::new(model, vec![Message::user(PROMPT)]);
+    let mut request = ChatRequest::new(model, vec![Message::user(PROMPT)]);
+    if let Some(effort) = effort {
+        // Checked here, so a model without the setting is refused before the loop starts.
+        request = request.with_effort(effort);
+        client
+            .provider()
+            .encode(&request, true)
+            .map_err(|e| CliError::from_error("--effort", &e))?;
+    }
     let mut stream = agent.run(request);
     let mut printer = Printer::new(live);
     let mut shown = Vec::new();

@@ -243,6 +243,10 @@ pub(crate) fn encode(args: &EncodeArgs) -> Result<(), CliError> {
     for d in &http.downgrades {
         eprintln!("note: messages[{}] part {}: {}", d.message, d.part, d.note);
     }
+    // Settings left out (drop_unsupported): one line each, never unseen.
+    for d in &http.dropped {
+        eprintln!("note: {} left out: {}", d.setting, d.note);
+    }
     print_json(&http.body);
     Ok(())
 }

@@ -13,6 +13,7 @@ use super::openai::{
     StructuredOutput, ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
+use crate::providers::settings::{ReasoningForm, ReasoningRule, SamplingNames};
 use crate::types::FinishReason;
 
 /// GLM's dialect of the Chat Completions wire.
@@ -31,6 +32,9 @@ pub const GLM: Dialect = Dialect {
     stream_usage: false,
     reasoning_fields: &[ReasoningField::ReasoningContent],
     echo_reasoning: Some("reasoning_content"),
+    reasoning_placeholder: None,
+    reasoning_details: None,
+    request_flags: &[],
     unfinished: &[""],
     finish_reasons: &[
         ("sensitive", FinishReason::ContentFilter),
@@ -60,7 +64,22 @@ pub const GLM: Dialect = Dialect {
     call_ids: super::openai::CallIds::AsGiven,
     required_tool_choice: "required",
     thinking_chunks: false,
+    // `top_p` and one stop word (`stop`: "only a single stop word is supported"); no seed,
+    // top_k or penalties in the reference (https://docs.bigmodel.cn/api-reference).
+    sampling: SamplingNames::NONE
+        .with_top_p(Some("top_p"))
+        .with_stop(Some("stop"), Some(1)),
+    reasoning: GLM_REASONING,
+    reasoning_default: ReasoningForm::None,
 };
+
+/// GLM's reasoning table: the GLM-4.5 family and later switch thinking on and off with
+/// `thinking: {"type": "enabled" | "disabled"}` (no level, no budget).
+pub const GLM_REASONING: &[ReasoningRule] = &[ReasoningRule::new(
+    &["glm-4.5", "glm-4.6", "glm-4.7", "glm-5", "glm-z1"],
+    ReasoningForm::Switch,
+    "https://docs.bigmodel.cn/cn/guide/capabilities/thinking-mode",
+)];
 
 /// How GLM's server writes its answers, for the mock provider.
 #[cfg(feature = "respond")]

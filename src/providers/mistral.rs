@@ -13,6 +13,7 @@ use super::openai::{
     StreamUsage, StreamedCalls,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
+use crate::providers::settings::{ReasoningForm, ReasoningRule, SamplingNames};
 use crate::types::FinishReason;
 
 /// Mistral's dialect of the Chat Completions wire
@@ -33,6 +34,9 @@ pub const MISTRAL: Dialect = Dialect {
     // Reasoning comes as `thinking` chunks in `content` (below), not in a field of its own.
     reasoning_fields: &[],
     echo_reasoning: None,
+    reasoning_placeholder: None,
+    reasoning_details: None,
+    request_flags: &[],
     unfinished: &[""],
     // `model_length`: the model's context length was reached (the reference's finish_reason
     // enum: stop, length, model_length, error, tool_calls).
@@ -69,7 +73,22 @@ pub const MISTRAL: Dialect = Dialect {
     // Magistral: `content` as `[{"type": "thinking", "thinking": [...]}, {"type": "text", ...}]`
     // (spring-projects/spring-ai#5019, https://docs.mistral.ai/capabilities/reasoning/).
     thinking_chunks: true,
+    // The reference's request fields: `top_p`, `stop`, `random_seed`, `presence_penalty`,
+    // `frequency_penalty`; no `top_k`.
+    sampling: SamplingNames::OPENAI
+        .with_stop(Some("stop"), None)
+        .with_seed(Some("random_seed")),
+    reasoning: MISTRAL_REASONING,
+    reasoning_default: ReasoningForm::None,
 };
+
+/// Mistral's reasoning table: Magistral models always reason (thinking chunks), with no
+/// setting for it.
+pub const MISTRAL_REASONING: &[ReasoningRule] = &[ReasoningRule::new(
+    &["magistral"],
+    ReasoningForm::Always,
+    "https://docs.mistral.ai/capabilities/reasoning/",
+)];
 
 /// How Mistral's server writes its answers, for the mock provider: a role-only opening chunk,
 /// text fragments with `finish_reason: null` and `logprobs: null`, every call whole in one

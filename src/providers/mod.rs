@@ -16,17 +16,22 @@ pub mod anthropic;
 pub mod bedrock;
 pub mod cohere;
 pub mod dashscope;
+pub mod deepseek;
 pub mod gemini;
 pub mod gemini_interactions;
 pub mod glm;
+pub mod kimi;
 pub(crate) mod lenient;
+pub mod minimax;
 pub mod mistral;
 pub mod ollama;
 pub mod openai;
 pub mod openai_responses;
+pub mod openrouter;
 pub mod qwen;
 #[cfg(all(test, feature = "respond"))]
 mod round_trip;
+pub mod settings;
 pub(crate) mod shared;
 #[cfg(feature = "respond")]
 pub(crate) mod split;

@@ -13,6 +13,7 @@ use super::openai::{
     StructuredOutput, ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
+use crate::providers::settings::{ReasoningForm, ReasoningRule, SamplingNames};
 
 /// Qwen's (DashScope compatible mode) dialect of the Chat Completions wire.
 pub const QWEN: Dialect = Dialect {
@@ -29,13 +30,16 @@ pub const QWEN: Dialect = Dialect {
     stream_usage: true,
     reasoning_fields: &[ReasoningField::ReasoningContent],
     echo_reasoning: None,
+    reasoning_placeholder: None,
+    reasoning_details: None,
+    request_flags: &[],
     unfinished: &[""],
     finish_reasons: &[],
     valid_name: openai_name,
     tool_choice: ToolChoiceSupport::All,
     thinking_tool_choice: ToolChoiceSupport::AutoOrNone,
     parallel_tool_calls: ParallelCalls::DefaultTrue,
-    thinking: ThinkingSwitch::Flag("enable_thinking"),
+    thinking: ThinkingSwitch::FlagBudget("enable_thinking", "thinking_budget"),
     thinking_models: &["-thinking"],
     tool_stream_models: &[],
     empty_content_as_string: true,
@@ -53,7 +57,39 @@ pub const QWEN: Dialect = Dialect {
     call_ids: super::openai::CallIds::AsGiven,
     required_tool_choice: "required",
     thinking_chunks: false,
+    // https://www.alibabacloud.com/help/en/model-studio/use-qwen-by-calling-api: `top_p`,
+    // `top_k` (a top-level field beside OpenAI's), `stop`, `seed`, `presence_penalty`; no
+    // `frequency_penalty`.
+    sampling: SamplingNames::OPENAI
+        .with_top_k(Some("top_k"))
+        .with_stop(Some("stop"), None)
+        .with_frequency_penalty(None),
+    reasoning: QWEN_REASONING,
+    reasoning_default: ReasoningForm::None,
 };
+
+const QWEN_THINKING_PAGE: &str = "https://www.alibabacloud.com/help/en/model-studio/deep-thinking";
+
+/// Qwen's reasoning table: thinking-only models (`…-thinking…`, QwQ) cannot turn thinking
+/// off ("The value of the enable_thinking parameter is restricted to True"); hybrid models
+/// (Qwen3, qwen-plus, qwen-flash, qwen-turbo, qwen3.x) take `enable_thinking` and a
+/// `thinking_budget` (an effort maps to a budget; the server caps it at the model's limit).
+pub const QWEN_REASONING: &[ReasoningRule] = &[
+    ReasoningRule::new(
+        &["-thinking", "qwq"],
+        ReasoningForm::Always,
+        QWEN_THINKING_PAGE,
+    ),
+    ReasoningRule::new(
+        &["qwen3", "qwen-plus", "qwen-flash", "qwen-turbo"],
+        ReasoningForm::Budget {
+            min: 1,
+            max: u32::MAX,
+            off: true,
+        },
+        QWEN_THINKING_PAGE,
+    ),
+];
 
 /// How Qwen's server writes its answers, for the mock provider: as in the Alibaba doc example
 /// (pattern B) and a recorded qwen-max stream (pattern A); fixtures `qwen/stream_single_call`,

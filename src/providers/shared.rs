@@ -716,6 +716,63 @@ impl Fields {
         }
     }
 
+    /// Takes an integer field that fits `i64`.
+    pub(crate) fn integer(&mut self, key: &str) -> Result<Option<i64>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_i64()
+                .map(Some)
+                .ok_or_else(|| self.kind_error(key, "an integer", &v)),
+        }
+    }
+
+    /// Takes a field that is a string or an array of strings (`stop`), as a list.
+    pub(crate) fn strings(&mut self, key: &str) -> Result<Vec<String>> {
+        match self.take(key) {
+            None => Ok(Vec::new()),
+            Some(Value::String(s)) => Ok(vec![s]),
+            Some(Value::Array(items)) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::String(s) => Ok(s),
+                    other => Err(self.kind_error(&format!("{key}[{i}]"), "a string", &other)),
+                })
+                .collect(),
+            Some(other) => Err(self.kind_error(key, "a string or an array of strings", &other)),
+        }
+    }
+
+    /// Takes a reasoning effort (`reasoning_effort`, `output_config.effort`,
+    /// `reasoning.effort`): one of the canonical levels, named by the field on error.
+    pub(crate) fn effort(&mut self, key: &str) -> Result<Option<crate::types::Effort>> {
+        match self.string(key)? {
+            None => Ok(None),
+            Some(s) => s.parse().map(Some).map_err(|_| {
+                Error::input(
+                    self.path(key),
+                    format!("{s:?}: expected none, minimal, low, medium, high, xhigh or max"),
+                )
+            }),
+        }
+    }
+
+    /// Takes an output verbosity (`verbosity`, `text.verbosity`): only the default, `medium`,
+    /// is taken, since no other wire carries one; another value is refused by name.
+    pub(crate) fn verbosity(&mut self, key: &str) -> Result<()> {
+        match self.string(key)?.as_deref() {
+            None | Some("medium") => Ok(()),
+            Some(other) => Err(Error::input(
+                self.path(key),
+                format!(
+                    "{other:?}: the gateway carries only the default verbosity (medium) across \
+                     wires"
+                ),
+            )),
+        }
+    }
+
     /// Takes an array field.
     pub(crate) fn array(&mut self, key: &str) -> Result<Option<Vec<Value>>> {
         match self.take(key) {

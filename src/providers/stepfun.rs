@@ -13,6 +13,7 @@ use super::openai::{
     StructuredOutput, ThinkingSwitch, ToolChoiceSupport, openai_name,
 };
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
+use crate::providers::settings::{ReasoningForm, ReasoningRule, SamplingNames};
 
 /// StepFun's dialect of the Chat Completions wire.
 pub const STEPFUN: Dialect = Dialect {
@@ -30,6 +31,9 @@ pub const STEPFUN: Dialect = Dialect {
     stream_usage: false,
     reasoning_fields: &[ReasoningField::Reasoning, ReasoningField::ReasoningContent],
     echo_reasoning: None,
+    reasoning_placeholder: None,
+    reasoning_details: None,
+    request_flags: &[],
     unfinished: &[""],
     finish_reasons: &[],
     valid_name: openai_name,
@@ -55,7 +59,23 @@ pub const STEPFUN: Dialect = Dialect {
     call_ids: super::openai::CallIds::AsGiven,
     required_tool_choice: "required",
     thinking_chunks: false,
+    // https://platform.stepfun.ai/docs/en/api-reference/chat/chat-completion-create: `top_p`,
+    // `stop`, `frequency_penalty`; no seed, top_k or presence_penalty.
+    sampling: SamplingNames::NONE
+        .with_top_p(Some("top_p"))
+        .with_stop(Some("stop"), None)
+        .with_frequency_penalty(Some("frequency_penalty")),
+    reasoning: STEPFUN_REASONING,
+    reasoning_default: ReasoningForm::None,
 };
+
+/// StepFun's reasoning table: the reasoning models (step-r1, step-3 and later) always reason
+/// and have no setting for it.
+pub const STEPFUN_REASONING: &[ReasoningRule] = &[ReasoningRule::new(
+    &["step-r1", "step-3", "step-5"],
+    ReasoningForm::Always,
+    "https://platform.stepfun.ai/docs/en/guide/reasoning",
+)];
 
 /// How StepFun's server writes its answers, for the mock provider: as in the chat/streaming
 /// doc example (platform.stepfun.ai, api-reference/chat/streaming), `role: ""`, `content: ""`

@@ -80,13 +80,13 @@ impl Reject {
 
     /// The status.
     #[cfg(test)]
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         self.status
     }
 
     /// The one-line message.
     #[cfg(test)]
-    pub fn message(&self) -> &str {
+    pub(crate) fn message(&self) -> &str {
         &self.message
     }
 }

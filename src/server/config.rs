@@ -42,6 +42,9 @@ pub struct RoleConfig {
     pub api_key_env: Option<String>,
     /// The most model turns one chat may take.
     pub max_turns: usize,
+    /// Through the gateway, a setting the role's wire cannot carry is left out (and named in
+    /// the `toolwire-dropped` response header) instead of refused.
+    pub drop_unsupported: bool,
 }
 
 impl RoleConfig {
@@ -55,6 +58,7 @@ impl RoleConfig {
             system: None,
             api_key_env: None,
             max_turns: DEFAULT_MAX_TURNS,
+            drop_unsupported: false,
         }
     }
 
@@ -82,6 +86,12 @@ impl RoleConfig {
     /// Sets the variable the API key is read from.
     pub fn with_api_key_env(mut self, var: impl Into<String>) -> Self {
         self.api_key_env = Some(var.into());
+        self
+    }
+
+    /// Leaves out (and names) settings the role's wire cannot carry instead of refusing them.
+    pub fn with_drop_unsupported(mut self, drop: bool) -> Self {
+        self.drop_unsupported = drop;
         self
     }
 
@@ -375,6 +385,8 @@ struct RoleEntry {
     api_key_env: Option<String>,
     #[serde(default)]
     max_turns: Option<usize>,
+    #[serde(default)]
+    drop_unsupported: Option<bool>,
 }
 
 /// The roles of a config file, or the 1-based line (when known) and the reason.
@@ -433,6 +445,7 @@ fn parse_roles(text: &str) -> std::result::Result<Vec<RoleConfig>, (Option<usize
             system: entry.system,
             api_key_env: entry.api_key_env,
             max_turns: entry.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+            drop_unsupported: entry.drop_unsupported.unwrap_or(false),
         };
         roles.push(role);
     }

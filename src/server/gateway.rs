@@ -448,19 +448,22 @@ async fn serve_in(
         Err(e) => return refused(e),
     };
     asked.request.model = upstream_model;
+    let dropped = dropped_settings(&app, &model, &client, &mut asked);
     if !asked.stream {
         return match client.chat(&asked.request).await {
             Ok(response) => {
                 let id = answer_id(wire.get().id_prefix);
                 let answer = Answer::new(&id, &model, now());
-                (
+                let mut response = (
                     [(
                         header::CONTENT_TYPE,
                         HeaderValue::from_static("application/json"),
                     )],
                     (wire.get().body)(&response, &answer),
                 )
-                    .into_response()
+                    .into_response();
+                name_dropped(&mut response, dropped.as_ref());
+                response
             }
             Err(e) => {
                 counters.upstream_errors.fetch_add(1, Ordering::Relaxed);
@@ -551,7 +554,36 @@ async fn serve_in(
         HeaderValue::from_static("text/event-stream"),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    name_dropped(&mut response, dropped.as_ref());
     response
+}
+
+/// With the role's `drop_unsupported`, the settings the upstream wire cannot carry are left
+/// out; this names them (`None` when nothing was left out). An encoding error is left for the
+/// upstream call to report.
+fn dropped_settings(
+    app: &App,
+    model: &str,
+    client: &Client,
+    asked: &mut ClientRequest,
+) -> Option<String> {
+    asked.request.drop_unsupported = app.role(model).is_some_and(|r| r.config.drop_unsupported);
+    if !asked.request.drop_unsupported {
+        return None;
+    }
+    let http = client
+        .provider()
+        .encode(&asked.request, asked.stream)
+        .ok()?;
+    let names: Vec<&str> = http.dropped.iter().map(|d| d.setting.as_str()).collect();
+    (!names.is_empty()).then(|| names.join(", "))
+}
+
+/// The `toolwire-dropped: a, b` header naming settings left out.
+fn name_dropped(response: &mut Response, dropped: Option<&String>) {
+    if let Some(v) = dropped.and_then(|d| HeaderValue::from_str(d).ok()) {
+        response.headers_mut().insert("toolwire-dropped", v);
+    }
 }
 
 /// `GET /v1/models`: the roles of the config, in OpenAI's list shape (Anthropic's SDK reads

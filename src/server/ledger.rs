@@ -180,7 +180,7 @@ impl Ledger {
 
     /// The role's tools.
     #[cfg(test)]
-    pub fn role(&self, role: &str) -> Option<&RoleTools> {
+    pub(super) fn role(&self, role: &str) -> Option<&RoleTools> {
         self.roles.iter().find(|r| r.role == role)
     }
 
@@ -236,7 +236,7 @@ impl Ledger {
 
     /// The JSON state file of earlier versions.
     #[cfg(test)]
-    pub fn to_json(&self) -> Value {
+    pub(super) fn to_json(&self) -> Value {
         let mut tools: Vec<Value> = Vec::new();
         for r in &self.roles {
             for e in &r.entries {

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Message, ToolChoice, ToolDefinition};
+use super::{Effort, Message, Reasoning, ToolChoice, ToolDefinition};
 
 /// How tool parameter schemas go on the wire, for providers that offer a choice (Gemini).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -170,6 +170,35 @@ pub struct ChatRequest {
     /// provider's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<bool>,
+    /// How the model reasons: effort, token budget, summary (each wire gets it in the form
+    /// the target model takes). `thinking` is the short form; both may be given when they
+    /// agree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
+    /// Nucleus sampling: the probability mass the next token is drawn from, in `[0, 1]`
+    /// (`1` is every wire's default, so a wire without it leaves `1` out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// Draw the next token from the `top_k` most likely ones (at least 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    /// Texts that end the answer when the model writes them (each non-empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
+    /// A seed for sampling, for repeatable answers where the provider offers them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    /// Penalty on tokens that already appeared, in `[-2, 2]` (`0` is neutral).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
+    /// Penalty on tokens by how often they appeared, in `[-2, 2]` (`0` is neutral).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f64>,
+    /// A setting the target wire cannot carry is left out (and listed on the encoded request,
+    /// [`crate::provider::HttpRequest::dropped`]) instead of failing with
+    /// `Error::Unsupported`. Neutral values (`top_p: 1`, a penalty of 0) are always left out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drop_unsupported: bool,
     /// How schemas go on the wire where a provider offers a choice; `None` is its default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema_mode: Option<SchemaMode>,
@@ -238,6 +267,144 @@ impl ChatRequest {
         self
     }
 
+    /// Sets the reasoning settings.
+    pub fn with_reasoning(mut self, reasoning: Reasoning) -> Self {
+        self.reasoning = Some(reasoning);
+        self
+    }
+
+    /// Sets the reasoning effort (keeping any budget or summary already set).
+    pub fn with_effort(mut self, effort: Effort) -> Self {
+        self.reasoning = Some(self.reasoning.unwrap_or_default().with_effort(effort));
+        self
+    }
+
+    /// Sets nucleus sampling's `top_p`.
+    pub fn with_top_p(mut self, top_p: f64) -> Self {
+        self.top_p = Some(top_p);
+        self
+    }
+
+    /// Sets `top_k`.
+    pub fn with_top_k(mut self, top_k: u32) -> Self {
+        self.top_k = Some(top_k);
+        self
+    }
+
+    /// Adds stop sequences.
+    pub fn with_stop(mut self, stop: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.stop.extend(stop.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets the sampling seed.
+    pub fn with_seed(mut self, seed: i64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Sets the presence penalty.
+    pub fn with_presence_penalty(mut self, penalty: f64) -> Self {
+        self.presence_penalty = Some(penalty);
+        self
+    }
+
+    /// Sets the frequency penalty.
+    pub fn with_frequency_penalty(mut self, penalty: f64) -> Self {
+        self.frequency_penalty = Some(penalty);
+        self
+    }
+
+    /// Leaves out (and lists) settings the wire cannot carry instead of failing.
+    pub fn with_drop_unsupported(mut self, drop: bool) -> Self {
+        self.drop_unsupported = drop;
+        self
+    }
+
+    /// Checks the sampling and reasoning settings: each value in its range, `thinking` and
+    /// `reasoning` in agreement. A bad value is `Error::Input` naming the field. Every
+    /// provider's `encode` runs it first.
+    pub fn check_settings(&self) -> crate::Result<()> {
+        use crate::Error;
+        let range = |field: &str, v: Option<f64>, lo: f64, hi: f64| match v {
+            Some(x) if !(x.is_finite() && (lo..=hi).contains(&x)) => Err(Error::input(
+                field,
+                format!("{x} is out of range: {field} takes {lo} to {hi}"),
+            )),
+            _ => Ok(()),
+        };
+        range("temperature", self.temperature, 0.0, 2.0)?;
+        range("top_p", self.top_p, 0.0, 1.0)?;
+        range("presence_penalty", self.presence_penalty, -2.0, 2.0)?;
+        range("frequency_penalty", self.frequency_penalty, -2.0, 2.0)?;
+        if self.top_k == Some(0) {
+            return Err(Error::input(
+                "top_k",
+                "0 is out of range: top_k is at least 1",
+            ));
+        }
+        if let Some(i) = self.stop.iter().position(String::is_empty) {
+            return Err(Error::input(
+                format!("stop[{i}]"),
+                "an empty stop sequence would end every answer at once",
+            ));
+        }
+        if let Some(r) = &self.reasoning {
+            if r.budget_tokens == Some(0) {
+                return Err(Error::input(
+                    "reasoning.budget_tokens",
+                    "0 is out of range: a budget is at least 1 (use effort \"none\" to turn \
+                     reasoning off)",
+                ));
+            }
+            if r.effort == Some(Effort::None) && r.budget_tokens.is_some() {
+                return Err(Error::input(
+                    "reasoning.budget_tokens",
+                    "a budget with effort \"none\": reasoning cannot be off and budgeted",
+                ));
+            }
+            let on = r.effort.is_some_and(|e| e != Effort::None) || r.budget_tokens.is_some();
+            let off = r.effort == Some(Effort::None);
+            match self.thinking {
+                Some(false) if on => {
+                    return Err(Error::input(
+                        "thinking",
+                        "thinking: false with a reasoning effort or budget; give one of them",
+                    ));
+                }
+                Some(true) if off => {
+                    return Err(Error::input(
+                        "thinking",
+                        "thinking: true with reasoning effort \"none\"; give one of them",
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// What the request asks of the model's reasoning, `reasoning` and `thinking` together.
+    pub(crate) fn thinking_wanted(&self) -> Thinking {
+        let r = self.reasoning.unwrap_or_default();
+        match (r.effort, r.budget_tokens, self.thinking) {
+            (Some(Effort::None), _, _) | (None, None, Some(false)) => Thinking::Off,
+            (Some(effort), budget, _) => Thinking::On {
+                effort: Some(effort),
+                budget,
+            },
+            (None, Some(budget), _) => Thinking::On {
+                effort: None,
+                budget: Some(budget),
+            },
+            (None, None, Some(true)) => Thinking::On {
+                effort: None,
+                budget: None,
+            },
+            (None, None, None) => Thinking::Unset,
+        }
+    }
+
     /// Sets how schemas go on the wire.
     pub fn with_schema_mode(mut self, mode: SchemaMode) -> Self {
         self.schema_mode = Some(mode);
@@ -257,4 +424,18 @@ impl ChatRequest {
         self.extra_body.insert(key.into(), value);
         self
     }
+}
+
+/// What a request asks of the model's reasoning (`reasoning` and `thinking` together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Thinking {
+    /// Nothing asked: the model's default.
+    Unset,
+    /// Reasoning off (`effort: "none"` or `thinking: false`).
+    Off,
+    /// Reasoning on, at this effort and/or budget (both `None`: on, at the default).
+    On {
+        effort: Option<Effort>,
+        budget: Option<u32>,
+    },
 }

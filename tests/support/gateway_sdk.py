@@ -105,7 +105,39 @@ def messages(stream, MODEL):
 
 CASES = {"chat": chat, "responses": responses, "messages": messages}
 
-if MODE == "429":
+
+def settings(model):
+    """Each SDK sends sampling and reasoning settings in its own names; the header the gateway
+    answers with (toolwire-dropped) is returned per wire."""
+    hi = [{"role": "user", "content": "hi"}]
+    seen = {}
+    r = oa.chat.completions.with_raw_response.create(
+        model=model, messages=hi, top_p=0.5, stop=["END"], seed=7, presence_penalty=0,
+        frequency_penalty=0, n=1, reasoning_effort="high", max_completion_tokens=64000,
+    )
+    r.parse()
+    seen["chat"] = r.headers.get("toolwire-dropped")
+    r = oa.responses.with_raw_response.create(
+        model=model, input="hi", top_p=0.5, max_output_tokens=64000,
+        reasoning={"effort": "high", "summary": "auto"},
+    )
+    r.parse()
+    seen["responses"] = r.headers.get("toolwire-dropped")
+    r = an.messages.with_raw_response.create(
+        model=model, max_tokens=20000, messages=hi, stop_sequences=["END"],
+        # Fields this SDK version has no keyword for go as extra body fields, as its users
+        # send them.
+        extra_body={"top_p": 0.5, "top_k": 40, "thinking": {"type": "adaptive"},
+                    "output_config": {"effort": "high"}},
+    )
+    r.parse()
+    seen["messages"] = r.headers.get("toolwire-dropped")
+    return seen
+
+
+if MODE == "settings":
+    print(json.dumps({model: settings(model) for model in MODELS}))
+elif MODE == "429":
     seen = {}
     for name, client_call in [
         ("chat", lambda: oa.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}])),

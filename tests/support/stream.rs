@@ -6,7 +6,7 @@ use std::fmt::Write;
 const ENVELOPE: &str = r#""id":"chatcmpl-bench","object":"chat.completion.chunk","created":1763700000,"model":"gpt-4o""#;
 
 /// The argument text of call `call`: a JSON object `arg_len` bytes long (at least 16).
-pub fn argument(call: usize, arg_len: usize) -> String {
+pub(crate) fn argument(call: usize, arg_len: usize) -> String {
     let head = format!("{{\"call\":{call},\"text\":\"");
     let tail = "\"}";
     let filler = "lorem ipsum dolor sit amet, consectetur \\\"quoted\\\" adipiscing elit; ";
@@ -29,7 +29,7 @@ pub fn argument(call: usize, arg_len: usize) -> String {
 /// `calls` parallel calls, each with an `arg_len`-byte argument sent in `fragment`-byte pieces;
 /// the pieces of all calls are interleaved (call 0, 1, …, 0, 1, …). Ends with finish_reason
 /// tool_calls, a usage chunk and `[DONE]`.
-pub fn interleaved_calls(calls: usize, arg_len: usize, fragment: usize) -> Vec<u8> {
+pub(crate) fn interleaved_calls(calls: usize, arg_len: usize, fragment: usize) -> Vec<u8> {
     let args: Vec<String> = (0..calls).map(|c| argument(c, arg_len)).collect();
     let mut body = String::with_capacity(calls * (arg_len / fragment.max(1) + 1) * 170);
     for c in 0..calls {

@@ -5,6 +5,9 @@ use serde_json::{Map, Value, json};
 use super::{API_VERSION, THINKING_BLOCKS, anthropic_name};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
+use crate::providers::settings::{
+    ANTHROPIC_REASONING, Plan, Policy, ReasoningForm, SamplingNames, rule_for,
+};
 use crate::providers::shared::{
     Answer, Pairing, ToolResultRun, check_tools, encode_parts, replay_arguments, request_names,
     tool_result_run,
@@ -444,42 +447,129 @@ fn output_config(format: &ResponseFormat) -> Value {
     json!({"format": {"type": "json_schema", "schema": schema}})
 }
 
-fn thinking(req: &ChatRequest, max_tokens: u32) -> Result<Option<Value>> {
-    match req.thinking {
-        None => Ok(None),
-        Some(false) => Ok(Some(json!({"type": "disabled"}))),
-        Some(true) => {
-            if max_tokens <= MIN_THINKING_BUDGET {
-                return Err(Error::input(
-                    "max_tokens",
-                    format!(
-                        "thinking needs max_tokens above {MIN_THINKING_BUDGET} (the smallest \
-                         thinking budget), got {max_tokens}"
-                    ),
-                ));
-            }
-            if matches!(
-                req.tool_choice,
-                Some(ToolChoice::Required | ToolChoice::Tool(_))
-            ) {
-                return Err(Error::unsupported(
-                    ProviderKind::Anthropic,
-                    "a forced tool_choice (\"required\" or a named tool) with thinking: Anthropic \
-                     allows only auto or none while thinking",
-                ));
-            }
-            if req.temperature.is_some() {
-                return Err(Error::unsupported(
-                    ProviderKind::Anthropic,
-                    "temperature with thinking: Anthropic does not allow changing the \
-                     temperature while thinking",
-                ));
-            }
-            let budget = (max_tokens / 2).max(MIN_THINKING_BUDGET);
-            Ok(Some(json!({"type": "enabled", "budget_tokens": budget})))
+/// What a Claude model is sent for the request's reasoning: the `thinking` object and the
+/// `output_config.effort` level, each when there is one. The form is the model's row of
+/// [`ANTHROPIC_REASONING`] (an unknown model takes a budget, as Claude models before 4.6 do):
+/// a model that takes only adaptive thinking never gets `budget_tokens` or `"enabled"`. Shared
+/// with Bedrock, which carries both in `additionalModelRequestFields`.
+pub(crate) fn claude_reasoning(
+    req: &ChatRequest,
+    max_tokens: u32,
+    kind: ProviderKind,
+    policy: &mut Policy<'_>,
+    strip: &mut Vec<&'static str>,
+) -> Result<(Option<Value>, Option<&'static str>)> {
+    let rule = rule_for(ANTHROPIC_REASONING, &req.model);
+    let form = rule.map_or(
+        ReasoningForm::Budget {
+            min: MIN_THINKING_BUDGET,
+            max: u32::MAX,
+            off: true,
+        },
+        |r| r.form,
+    );
+    let plan = policy.reasoning(form)?;
+    let thinking = match plan {
+        Plan::Default => return Ok((None, None)),
+        // Adaptive models think only when asked: off is no `thinking` at all.
+        Plan::Off if matches!(form, ReasoningForm::Adaptive { .. }) => return Ok((None, None)),
+        Plan::Off => return Ok((Some(json!({"type": "disabled"})), None)),
+        Plan::Adaptive(level) => {
+            check_while_thinking(req, kind, policy, strip)?;
+            return Ok((Some(json!({"type": "adaptive"})), level.map(|l| l.as_str())));
         }
+        Plan::Budget(b) => Some(b),
+        Plan::On => None,
+        other => {
+            return Err(Error::unsupported(
+                kind,
+                format!("reasoning: {other:?} has no Claude form"),
+            ));
+        }
+    };
+    if max_tokens <= MIN_THINKING_BUDGET {
+        return Err(Error::input(
+            "max_tokens",
+            format!(
+                "thinking needs max_tokens above {MIN_THINKING_BUDGET} (the smallest \
+                 thinking budget), got {max_tokens}"
+            ),
+        ));
     }
+    check_while_thinking(req, kind, policy, strip)?;
+    let asked_budget = req.reasoning.and_then(|r| r.budget_tokens).is_some();
+    let budget = match thinking {
+        // A budget mapped from an effort stays below max_tokens, as the API requires.
+        Some(b) if !asked_budget && b >= max_tokens => (max_tokens / 2).max(MIN_THINKING_BUDGET),
+        Some(b) if b >= max_tokens => {
+            return Err(Error::input(
+                "reasoning.budget_tokens",
+                format!("the thinking budget ({b}) must be below max_tokens ({max_tokens})"),
+            ));
+        }
+        Some(b) => b,
+        None => (max_tokens / 2).max(MIN_THINKING_BUDGET),
+    };
+    Ok((
+        Some(json!({"type": "enabled", "budget_tokens": budget})),
+        None,
+    ))
 }
+
+/// What Claude refuses while thinking: a forced tool choice, a changed temperature, `top_k`,
+/// `top_p` below 0.95
+/// (<https://platform.claude.com/docs/en/build-with-claude/extended-thinking>, "Feature
+/// compatibility").
+fn check_while_thinking(
+    req: &ChatRequest,
+    kind: ProviderKind,
+    policy: &mut Policy<'_>,
+    strip: &mut Vec<&'static str>,
+) -> Result<()> {
+    if matches!(
+        req.tool_choice,
+        Some(ToolChoice::Required | ToolChoice::Tool(_))
+    ) {
+        return Err(Error::unsupported(
+            kind,
+            "a forced tool_choice (\"required\" or a named tool) with thinking: Anthropic \
+             allows only auto or none while thinking",
+        ));
+    }
+    // Sampling settings Claude refuses while thinking follow the drop policy.
+    if req.temperature.is_some() {
+        policy.cannot(
+            "temperature",
+            false,
+            "Anthropic does not allow changing the temperature while thinking",
+        )?;
+        strip.push("temperature");
+    }
+    if req.top_k.is_some() {
+        policy.cannot(
+            "top_k",
+            false,
+            "Anthropic does not allow top_k while thinking",
+        )?;
+        strip.push("top_k");
+    }
+    if req.top_p.is_some_and(|p| p < 0.95) {
+        policy.cannot(
+            "top_p",
+            false,
+            "Anthropic takes top_p from 0.95 to 1 while thinking",
+        )?;
+        strip.push("top_p");
+    }
+    Ok(())
+}
+
+/// Where the sampling settings go on the Messages wire: `top_p`, `top_k`, `stop_sequences`;
+/// no seed and no penalties (<https://platform.claude.com/docs/en/api/messages/create>).
+pub(crate) const ANTHROPIC_SAMPLING: SamplingNames = SamplingNames::NONE
+    .with_top_p(Some("top_p"))
+    .with_top_k(Some("top_k"))
+    .with_stop(Some("stop_sequences"), None);
 
 /// The whole request.
 pub(crate) fn encode(
@@ -521,14 +611,38 @@ pub(crate) fn encode(
     if let Some(choice) = tool_choice(req, &names)? {
         body.insert("tool_choice".into(), choice);
     }
-    if let Some(t) = req.temperature {
+    let mut policy = Policy::new(ProviderKind::Anthropic, req)?;
+    let rule = rule_for(ANTHROPIC_REASONING, &req.model);
+    if let Some(t) = req.temperature
+        && policy.allowed(rule, "temperature")?
+    {
         body.insert("temperature".into(), json!(t));
     }
-    if let Some(thinking) = thinking(req, max_tokens)? {
+    policy.sampling(&ANTHROPIC_SAMPLING, rule, &mut body)?;
+    let mut strip = Vec::new();
+    let (thinking, effort) = claude_reasoning(
+        req,
+        max_tokens,
+        ProviderKind::Anthropic,
+        &mut policy,
+        &mut strip,
+    )?;
+    for setting in strip {
+        body.remove(setting);
+    }
+    policy.no_summary()?;
+    if let Some(thinking) = thinking {
         body.insert("thinking".into(), thinking);
     }
-    if let Some(format) = &req.response_format {
-        body.insert("output_config".into(), output_config(format));
+    let mut config = match &req.response_format {
+        Some(format) => output_config(format),
+        None => json!({}),
+    };
+    if let Some(effort) = effort {
+        config["effort"] = json!(effort);
+    }
+    if config.as_object().is_some_and(|c| !c.is_empty()) {
+        body.insert("output_config".into(), config);
     }
     if stream {
         body.insert("stream".into(), Value::Bool(true));
@@ -540,6 +654,7 @@ pub(crate) fn encode(
         body: Value::Object(body),
         names,
         downgrades: Vec::new(),
+        dropped: policy.dropped,
         text_calls: None,
     })
 }

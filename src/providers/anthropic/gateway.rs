@@ -59,6 +59,9 @@ pub fn decode_request(body: &[u8]) -> Result<MessagesRequest> {
             .ok_or_else(|| Error::input("max_tokens", "field required"))?,
     );
     request.temperature = f.number("temperature")?;
+    request.top_p = f.number("top_p")?;
+    request.top_k = f.count("top_k")?;
+    request.stop = f.strings("stop_sequences")?;
     if let Some(tools) = f.array("tools")? {
         for (i, t) in tools.into_iter().enumerate() {
             request.tools.push(tool(t, &format!("tools[{i}]"))?);
@@ -92,17 +95,43 @@ pub fn decode_request(body: &[u8]) -> Result<MessagesRequest> {
         match t.string("type")?.as_deref() {
             Some("enabled") => {
                 request.thinking = Some(true);
-                t.ignore("budget_tokens");
+                if let Some(budget) = t.count("budget_tokens")? {
+                    request.reasoning = Some(
+                        request
+                            .reasoning
+                            .unwrap_or_default()
+                            .with_budget_tokens(budget),
+                    );
+                }
             }
+            Some("adaptive") => request.thinking = Some(true),
             Some("disabled") => request.thinking = Some(false),
             other => {
                 return Err(Error::input(
                     "thinking.type",
-                    format!("{other:?}: expected enabled or disabled"),
+                    format!("{other:?}: expected enabled, adaptive or disabled"),
+                ));
+            }
+        }
+        // Whether thinking text comes back summarized or omitted: what the client shows, not
+        // what the model does.
+        match t.string("display")?.as_deref() {
+            None | Some("summarized") | Some("omitted") => {}
+            Some(other) => {
+                return Err(Error::input(
+                    "thinking.display",
+                    format!("{other:?}: expected summarized or omitted"),
                 ));
             }
         }
         t.finish()?;
+    }
+    if let Some(config) = f.take("output_config") {
+        let mut c = Fields::of(config, "output_config")?;
+        if let Some(effort) = c.effort("effort")? {
+            request = request.with_effort(effort);
+        }
+        c.finish()?;
     }
     // A label for the client's own records; it changes nothing in the answer.
     f.ignore("metadata");
@@ -838,7 +867,7 @@ mod tests {
     fn unknown_fields_are_refused_by_name() {
         let base =
             json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]});
-        for field in ["top_k", "stop_sequences", "service_tier"] {
+        for field in ["container", "mcp_servers", "service_tier"] {
             let mut body = base.clone();
             body[field] = json!(1);
             let err = req(body).unwrap_err();

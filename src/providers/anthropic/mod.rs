@@ -8,7 +8,7 @@
 #![doc = include_str!("../../../providers/anthropic.md")]
 
 mod decode;
-mod encode;
+pub(crate) mod encode;
 #[cfg(feature = "respond")]
 pub mod gateway;
 #[cfg(feature = "respond")]

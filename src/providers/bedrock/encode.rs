@@ -7,6 +7,10 @@ use serde_json::{Map, Value, json};
 use super::{REASONING_BLOCKS, bedrock_name};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
+use crate::providers::anthropic::encode::claude_reasoning;
+use crate::providers::settings::{
+    ANTHROPIC_REASONING, Policy, ReasoningForm, SamplingNames, rule_for,
+};
 use crate::providers::shared::{
     Answer, Pairing, ToolResultRun, check_tools, encode_parts, replay_arguments, request_names,
     tool_result_run,
@@ -464,8 +468,12 @@ fn path(model: &str, stream: bool) -> String {
     format!("/model/{segment}/{op}")
 }
 
-/// The smallest thinking budget Claude models on Bedrock accept.
-const MIN_THINKING_BUDGET: u32 = 1024;
+/// Where the sampling settings go on Converse: `inferenceConfig.topP` and `stopSequences`;
+/// `top_k` goes in `additionalModelRequestFields` for Claude models; no seed or penalties
+/// (<https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InferenceConfiguration.html>).
+const BEDROCK_SAMPLING: SamplingNames = SamplingNames::NONE
+    .with_top_p(Some("topP"))
+    .with_stop(Some("stopSequences"), Some(2500));
 
 /// The whole request.
 pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
@@ -493,8 +501,53 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     if let Some(n) = req.max_tokens {
         inference.insert("maxTokens".into(), json!(n));
     }
-    if let Some(t) = req.temperature {
+    let kind = crate::provider::ProviderKind::Bedrock;
+    let mut policy = Policy::new(kind, req)?;
+    let claude = req.model.contains("claude");
+    let rule = if claude {
+        rule_for(ANTHROPIC_REASONING, &req.model)
+    } else {
+        None
+    };
+    if let Some(t) = req.temperature
+        && policy.allowed(rule, "temperature")?
+    {
         inference.insert("temperature".into(), json!(t));
+    }
+    let mut additional = Map::new();
+    // Claude's own `top_k` rides in `additionalModelRequestFields`; other models have none.
+    let sampling_names = if claude {
+        BEDROCK_SAMPLING.with_top_k(Some("top_k"))
+    } else {
+        BEDROCK_SAMPLING
+    };
+    let mut sampling = Map::new();
+    policy.sampling(&sampling_names, rule, &mut sampling)?;
+    if let Some(k) = sampling.remove("top_k") {
+        additional.insert("top_k".into(), k);
+    }
+    inference.extend(sampling);
+    if claude {
+        // Claude's thinking, passed through as Bedrock documents it
+        // (https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-adaptive-thinking.html).
+        let max = req.max_tokens.unwrap_or(0);
+        let mut strip = Vec::new();
+        let (thinking, effort) = claude_reasoning(req, max, kind, &mut policy, &mut strip)?;
+        for setting in strip {
+            match setting {
+                "top_k" => additional.remove("top_k"),
+                "top_p" => inference.remove("topP"),
+                other => inference.remove(other),
+            };
+        }
+        if let Some(thinking) = thinking {
+            additional.insert("thinking".into(), thinking);
+        }
+        if let Some(effort) = effort {
+            additional.insert("output_config".into(), json!({"effort": effort}));
+        }
+    } else {
+        policy.reasoning(ReasoningForm::None)?;
     }
     if !inference.is_empty() {
         body.insert("inferenceConfig".into(), Value::Object(inference));
@@ -502,27 +555,17 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     if let Some(config) = tool_config(req, &names)? {
         body.insert("toolConfig".into(), config);
     }
-    if req.thinking == Some(true) {
-        // Claude's extended thinking, passed through to the model as Bedrock documents it.
-        let max = req.max_tokens.unwrap_or(0);
-        if max <= MIN_THINKING_BUDGET {
-            return Err(Error::input(
-                "max_tokens",
-                format!(
-                    "thinking needs max_tokens above {MIN_THINKING_BUDGET} (the smallest \
-                     thinking budget), got {max}"
-                ),
-            ));
-        }
-        let budget = (max / 2).max(MIN_THINKING_BUDGET);
+    policy.no_summary()?;
+    if !additional.is_empty() {
         body.insert(
             "additionalModelRequestFields".into(),
-            json!({"thinking": {"type": "enabled", "budget_tokens": budget}}),
+            Value::Object(additional),
         );
     }
     crate::providers::shared::merge_extra_body(&mut body, &req.extra_body);
     let mut http =
         HttpRequest::new(path(&req.model, stream), Value::Object(body)).with_names(names);
+    http.dropped = policy.dropped;
     if stream {
         http = http.with_header("accept", "application/vnd.amazon.eventstream");
     }

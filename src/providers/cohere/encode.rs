@@ -5,6 +5,9 @@ use serde_json::{Map, Value, json};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::openai::openai_name;
+use crate::providers::settings::{
+    Plan, Policy, ReasoningForm, ReasoningRule, SamplingNames, rule_for,
+};
 use crate::providers::shared::{
     check_tools, encode_parts, history_call, merge_extra_body, request_names, tool_media_after_runs,
 };
@@ -182,10 +185,25 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     if let Some(t) = req.temperature {
         body.insert("temperature".into(), json!(t));
     }
-    if let Some(on) = req.thinking {
-        let state = if on { "enabled" } else { "disabled" };
-        body.insert("thinking".into(), json!({"type": state}));
+    let mut policy = Policy::new(ProviderKind::Cohere, req)?;
+    let rule = rule_for(COHERE_REASONING, &req.model);
+    policy.sampling(&COHERE_SAMPLING, rule, &mut body)?;
+    match policy.reasoning(rule.map_or(ReasoningForm::Switch, |r| r.form))? {
+        Plan::Default => {}
+        Plan::Off => {
+            body.insert("thinking".into(), json!({"type": "disabled"}));
+        }
+        Plan::Budget(b) => {
+            body.insert(
+                "thinking".into(),
+                json!({"type": "enabled", "token_budget": b}),
+            );
+        }
+        _ => {
+            body.insert("thinking".into(), json!({"type": "enabled"}));
+        }
     }
+    policy.no_summary()?;
     if stream {
         body.insert("stream".into(), json!(true));
     }
@@ -196,6 +214,30 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body: Value::Object(body),
         names,
         downgrades,
+        dropped: policy.dropped,
         text_calls: None,
     })
 }
+
+/// Where the sampling settings go on Cohere's v2 chat: `p`, `k`, `stop_sequences` (up to 5),
+/// `seed`, `presence_penalty`, `frequency_penalty` (<https://docs.cohere.com/reference/chat>).
+const COHERE_SAMPLING: SamplingNames = SamplingNames::NONE
+    .with_top_p(Some("p"))
+    .with_top_k(Some("k"))
+    .with_stop(Some("stop_sequences"), Some(5))
+    .with_seed(Some("seed"))
+    .with_presence_penalty(Some("presence_penalty"))
+    .with_frequency_penalty(Some("frequency_penalty"));
+
+/// Cohere's reasoning table: the reasoning models take `thinking: {"type": "enabled",
+/// "token_budget": N}` or `{"type": "disabled"}`; other models take the switch as sent
+/// (<https://docs.cohere.com/docs/reasoning>).
+pub(super) const COHERE_REASONING: &[ReasoningRule] = &[ReasoningRule::new(
+    &["reasoning"],
+    ReasoningForm::Budget {
+        min: 1,
+        max: u32::MAX,
+        off: true,
+    },
+    "https://docs.cohere.com/docs/reasoning",
+)];

@@ -7,6 +7,8 @@ use super::Endpoint;
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::openai::openai_name;
+use crate::providers::qwen::QWEN_REASONING;
+use crate::providers::settings::{Plan, Policy, ReasoningForm, SamplingNames, rule_for};
 use crate::providers::shared::{
     check_tools, history_call, json_schema_format, request_names, tool_media_after_runs,
 };
@@ -230,9 +232,23 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Res
     if let Some(t) = req.temperature {
         parameters.insert("temperature".into(), json!(t));
     }
-    if let Some(thinking) = req.thinking {
-        parameters.insert("enable_thinking".into(), json!(thinking));
+    let mut policy = Policy::new(ProviderKind::DashScope, req)?;
+    let rule = rule_for(QWEN_REASONING, &req.model);
+    policy.sampling(&DASHSCOPE_SAMPLING, rule, &mut parameters)?;
+    match policy.reasoning(rule.map_or(ReasoningForm::Switch, |r| r.form))? {
+        Plan::Default => {}
+        Plan::Off => {
+            parameters.insert("enable_thinking".into(), json!(false));
+        }
+        Plan::Budget(b) => {
+            parameters.insert("enable_thinking".into(), json!(true));
+            parameters.insert("thinking_budget".into(), json!(b));
+        }
+        _ => {
+            parameters.insert("enable_thinking".into(), json!(true));
+        }
     }
+    policy.no_summary()?;
     if let Some(format) = response_format_json(req)? {
         parameters.insert("response_format".into(), format);
     }
@@ -260,6 +276,17 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Res
         body: Value::Object(body),
         names,
         downgrades,
+        dropped: policy.dropped,
         text_calls: None,
     })
 }
+
+/// Where the sampling settings go: `parameters.top_p`, `top_k`, `stop`, `seed`,
+/// `presence_penalty`; no `frequency_penalty` (its `repetition_penalty` is another scale)
+/// (<https://www.alibabacloud.com/help/en/model-studio/qwen-api-reference>).
+const DASHSCOPE_SAMPLING: SamplingNames = SamplingNames::NONE
+    .with_top_p(Some("top_p"))
+    .with_top_k(Some("top_k"))
+    .with_stop(Some("stop"), None)
+    .with_seed(Some("seed"))
+    .with_presence_penalty(Some("presence_penalty"));

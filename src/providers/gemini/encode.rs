@@ -5,14 +5,17 @@ use serde_json::{Map, Value, json};
 use super::{REASONING_SIGNATURE, SKIP_SIGNATURE, THOUGHT_SIGNATURE, gemini_name};
 use crate::error::{Error, Result};
 use crate::provider::{Downgrade, HttpRequest, NameMap, ProviderKind};
+use crate::providers::settings::{
+    GEMINI_REASONING, Plan, Policy, ReasoningForm, SamplingNames, rule_for,
+};
 use crate::providers::shared::{
     Answer, Pairing, ToolResultRun, check_tools, encode_parts, request_names,
     tool_media_after_runs, tool_result_run,
 };
 use crate::schema;
 use crate::types::{
-    AssistantMessage, ChatRequest, Content, Message, Part, ResponseFormat, SchemaMode, Source,
-    ToolCall, ToolChoice, ToolDefinition, ToolResult, parse_arguments,
+    AssistantMessage, ChatRequest, Content, Effort, Message, Part, ResponseFormat, SchemaMode,
+    Source, ToolCall, ToolChoice, ToolDefinition, ToolResult, parse_arguments,
 };
 
 /// Media types a function response may carry in its `parts` (multimodal function responses).
@@ -531,24 +534,38 @@ pub(crate) fn encode(
     if let Some(t) = req.temperature {
         generation.insert("temperature".into(), json!(t));
     }
-    match req.thinking {
-        None => {}
-        Some(true) => {
-            generation.insert("thinkingConfig".into(), json!({"includeThoughts": true}));
+    let mut policy = Policy::new(ProviderKind::Gemini, req)?;
+    let rule = rule_for(GEMINI_REASONING, &req.model);
+    policy.sampling(&GEMINI_SAMPLING, rule, &mut generation)?;
+    // Names the table does not know: Gemini 2.x takes a budget, later ones a level.
+    let fallback = if traits.legacy {
+        ReasoningForm::Budget {
+            min: 1,
+            max: 24576,
+            off: true,
         }
-        Some(false) if traits.legacy => {
-            generation.insert("thinkingConfig".into(), json!({"thinkingBudget": 0}));
+    } else {
+        ReasoningForm::Levels(&[Effort::Low, Effort::High])
+    };
+    let plan = policy.reasoning(rule.map_or(fallback, |r| r.form))?;
+    policy.no_summary()?;
+    let config = match plan {
+        Plan::Default => None,
+        Plan::Off => Some(json!({"thinkingBudget": 0})),
+        Plan::On => Some(json!({"includeThoughts": true})),
+        Plan::Budget(b) => Some(json!({"includeThoughts": true, "thinkingBudget": b})),
+        Plan::Level(level) => {
+            Some(json!({"includeThoughts": true, "thinkingLevel": level.as_str()}))
         }
-        Some(false) => {
+        other => {
             return Err(Error::unsupported(
                 ProviderKind::Gemini,
-                format!(
-                    "thinking: false on {:?}: Gemini 3 models cannot turn thinking off (set \
-                     generationConfig.thinkingConfig.thinkingLevel through extra_body instead)",
-                    req.model
-                ),
+                format!("reasoning: {other:?} has no Gemini form"),
             ));
         }
+    };
+    if let Some(config) = config {
+        generation.insert("thinkingConfig".into(), config);
     }
     if let Some(format) = &req.response_format {
         response_format(req, format, traits, default_mode, &mut generation)?;
@@ -563,9 +580,21 @@ pub(crate) fn encode(
         body: Value::Object(body),
         names,
         downgrades,
+        dropped: policy.dropped,
         text_calls: None,
     })
 }
+
+/// Where the sampling settings go: `generationConfig.topP`, `topK`, `stopSequences` (up to 5),
+/// `seed`, `presencePenalty`, `frequencyPenalty`
+/// (<https://ai.google.dev/api/generate-content#generationconfig>).
+const GEMINI_SAMPLING: SamplingNames = SamplingNames::NONE
+    .with_top_p(Some("topP"))
+    .with_top_k(Some("topK"))
+    .with_stop(Some("stopSequences"), Some(5))
+    .with_seed(Some("seed"))
+    .with_presence_penalty(Some("presencePenalty"))
+    .with_frequency_penalty(Some("frequencyPenalty"));
 
 #[cfg(test)]
 mod tests {

@@ -6,6 +6,9 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
+use crate::providers::settings::{
+    Plan, Policy, ReasoningForm, ReasoningRule, SamplingNames, rule_for,
+};
 use crate::providers::shared::{
     check_tools, replay_arguments, request_names, tool_media_after_runs,
 };
@@ -179,9 +182,21 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     }
     // The server streams unless told otherwise, so the flag always goes out.
     body.insert("stream".into(), Value::Bool(stream));
-    if let Some(think) = req.thinking {
-        body.insert("think".into(), Value::Bool(think));
+    let mut policy = Policy::new(ProviderKind::Ollama, req)?;
+    let rule = rule_for(OLLAMA_REASONING, &req.model);
+    match policy.reasoning(rule.map_or(ReasoningForm::Switch, |r| r.form))? {
+        Plan::Default => {}
+        Plan::Off => {
+            body.insert("think".into(), Value::Bool(false));
+        }
+        Plan::Level(level) => {
+            body.insert("think".into(), json!(level.as_str()));
+        }
+        _ => {
+            body.insert("think".into(), Value::Bool(true));
+        }
     }
+    policy.no_summary()?;
     // Structured output: the schema itself is `format` (https://ollama.com/blog/structured-outputs).
     if let Some(format) = &req.response_format {
         body.insert("format".into(), format.schema.clone());
@@ -193,6 +208,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     if let Some(n) = req.max_tokens {
         options.insert("num_predict".into(), json!(n));
     }
+    policy.sampling(&OLLAMA_SAMPLING, rule, &mut options)?;
     if !options.is_empty() {
         body.insert("options".into(), Value::Object(options));
     }
@@ -210,6 +226,33 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body: Value::Object(body),
         names,
         downgrades,
+        dropped: policy.dropped,
         text_calls,
     })
 }
+
+/// Where the sampling settings go: `options.top_p`, `top_k`, `stop`, `seed`,
+/// `presence_penalty`, `frequency_penalty`
+/// (<https://github.com/ollama/ollama/blob/main/docs/modelfile.md#valid-parameters-and-values>,
+/// <https://github.com/ollama/ollama/blob/main/docs/api.md#generate-a-chat-completion>).
+const OLLAMA_SAMPLING: SamplingNames = SamplingNames::NONE
+    .with_top_p(Some("top_p"))
+    .with_top_k(Some("top_k"))
+    .with_stop(Some("stop"), None)
+    .with_seed(Some("seed"))
+    .with_presence_penalty(Some("presence_penalty"))
+    .with_frequency_penalty(Some("frequency_penalty"));
+
+/// Ollama's reasoning table: `think` is `true`/`false` for thinking models, and a level
+/// (`"low"`, `"medium"`, `"high"`) for GPT-OSS, which cannot turn thinking off
+/// (<https://docs.ollama.com/capabilities/thinking>). Other models take the switch; one
+/// without thinking is refused by the server.
+pub(super) const OLLAMA_REASONING: &[ReasoningRule] = &[ReasoningRule::new(
+    &["gpt-oss"],
+    ReasoningForm::Levels(&[
+        crate::types::Effort::Low,
+        crate::types::Effort::Medium,
+        crate::types::Effort::High,
+    ]),
+    "https://docs.ollama.com/capabilities/thinking",
+)];

@@ -123,6 +123,9 @@ fn apply_delta(
             break;
         }
     }
+    if let (Some(field), Some(raw)) = (dialect.reasoning_details, delta.reasoning_details) {
+        turn.extend_extra(field, serde_json::from_str(raw.get())?);
+    }
     if let Some(content) = delta.content {
         if dialect.thinking_chunks && content.get().starts_with('[') {
             typed_chunks(turn, content, out)?;

@@ -2,6 +2,9 @@
 //! [`Dialect`] value; a quirk is a documented field here before it is ever code.
 
 use crate::provider::{Auth, ProviderInfo, ProviderKind};
+use crate::providers::settings::{
+    OPENAI_EFFORTS, OPENAI_REASONING, ReasoningForm, ReasoningRule, SamplingNames,
+};
 use crate::types::FinishReason;
 
 /// The settings that make one OpenAI-compatible wire differ from another.
@@ -47,6 +50,17 @@ pub struct Dialect {
     /// Field that carries the reasoning back on assistant turns with tool calls, when the
     /// provider needs it (DeepSeek-style thinking models answer 400 otherwise).
     pub echo_reasoning: Option<&'static str>,
+    /// What goes in [`Dialect::echo_reasoning`] on an assistant turn with tool calls that has
+    /// no reasoning (a turn made by another model), where the server requires the field on
+    /// every such turn and documents a stand-in; `None` sends nothing then.
+    pub reasoning_placeholder: Option<&'static str>,
+    /// A message field of structured reasoning entries (`reasoning_details`: OpenRouter,
+    /// MiniMax) kept verbatim on the response (in its provider data, under the same name; a
+    /// stream's entries appended in order) and sent back on the assistant turn as they came.
+    pub reasoning_details: Option<&'static str>,
+    /// Boolean request fields sent as `true` on every request (MiniMax `reasoning_split`, which
+    /// puts the reasoning in `reasoning_details` instead of `<think>` tags in the text).
+    pub request_flags: &'static [&'static str],
     /// `finish_reason` values that mean "not finished yet" besides null (`""` on StepFun,
     /// `"null"` on DashScope).
     pub unfinished: &'static [&'static str],
@@ -117,6 +131,13 @@ pub struct Dialect {
     /// text chunks) are reasoning (Mistral's Magistral models, fixture
     /// `mistral/quirk_thinking_chunks`); otherwise every part's `text` is answer text.
     pub thinking_chunks: bool,
+    /// Where the sampling settings go (`top_p`, `stop`, `seed`, penalties; Mistral's
+    /// `random_seed`); a setting without a name here follows the drop policy.
+    pub sampling: SamplingNames,
+    /// The provider's reasoning table: the form each model family takes (first match wins).
+    pub reasoning: &'static [ReasoningRule],
+    /// The form for models the table does not cover.
+    pub reasoning_default: ReasoningForm,
 }
 
 impl Dialect {
@@ -156,6 +177,18 @@ impl Dialect {
     /// Sets [`Dialect::echo_reasoning`].
     pub const fn with_echo_reasoning(mut self, echo_reasoning: Option<&'static str>) -> Self {
         self.echo_reasoning = echo_reasoning;
+        self
+    }
+
+    /// Sets [`Dialect::reasoning_placeholder`].
+    pub const fn with_reasoning_placeholder(mut self, placeholder: Option<&'static str>) -> Self {
+        self.reasoning_placeholder = placeholder;
+        self
+    }
+
+    /// Sets [`Dialect::reasoning_details`].
+    pub const fn with_reasoning_details(mut self, field: Option<&'static str>) -> Self {
+        self.reasoning_details = field;
         self
     }
 
@@ -276,6 +309,23 @@ impl Dialect {
     /// Sets [`Dialect::thinking_chunks`].
     pub const fn with_thinking_chunks(mut self, thinking_chunks: bool) -> Self {
         self.thinking_chunks = thinking_chunks;
+        self
+    }
+
+    /// Sets [`Dialect::sampling`].
+    pub const fn with_sampling(mut self, sampling: SamplingNames) -> Self {
+        self.sampling = sampling;
+        self
+    }
+
+    /// Sets [`Dialect::reasoning`] and [`Dialect::reasoning_default`].
+    pub const fn with_reasoning(
+        mut self,
+        reasoning: &'static [ReasoningRule],
+        default: ReasoningForm,
+    ) -> Self {
+        self.reasoning = reasoning;
+        self.reasoning_default = default;
         self
     }
 }
@@ -435,16 +485,28 @@ pub enum ParallelCalls {
     Undocumented,
 }
 
-/// How the request's `thinking` switch is spelled on the wire.
+/// How the request's reasoning (`thinking`, `reasoning`) is spelled on the wire; which values
+/// a model takes is its row of [`Dialect::reasoning`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ThinkingSwitch {
-    /// No switch: `thinking` is not sent.
+    /// No setting: only models that always reason (or never do) take a reasoning request.
     NotSent,
     /// `"<field>": true | false` (Qwen `enable_thinking`).
     Flag(&'static str),
+    /// `"<flag>": true | false` and a budget in `"<budget>"` (Qwen `enable_thinking` and
+    /// `thinking_budget`).
+    FlagBudget(&'static str, &'static str),
     /// `"<field>": {"type": "enabled" | "disabled"}` (GLM `thinking`).
     TypeObject(&'static str),
+    /// `"<field>": "<level>"` (OpenAI `reasoning_effort`).
+    Effort(&'static str),
+    /// `"<field>": {"effort": "<level>"}` or `{"max_tokens": <budget>}` (OpenRouter's
+    /// `reasoning` object).
+    ReasoningObject(&'static str),
+    /// `"<switch>": {"type": "enabled" | "disabled"}` and, with a level, `"<effort>": "<level>"`
+    /// (DeepSeek `thinking` and `reasoning_effort`).
+    TypeObjectEffort(&'static str, &'static str),
 }
 
 /// `^[a-zA-Z0-9_-]{1,64}$`: OpenAI's function-name rule (no dots).
@@ -470,13 +532,17 @@ pub const OPENAI: Dialect = Dialect {
     stream_usage: true,
     reasoning_fields: &[ReasoningField::ReasoningContent, ReasoningField::Reasoning],
     echo_reasoning: None,
+    reasoning_placeholder: None,
+    reasoning_details: None,
+    request_flags: &[],
     unfinished: &[""],
     finish_reasons: &[("function_call", FinishReason::ToolCalls)],
     valid_name: openai_name,
     tool_choice: ToolChoiceSupport::All,
     thinking_tool_choice: ToolChoiceSupport::All,
     parallel_tool_calls: ParallelCalls::AsAsked,
-    thinking: ThinkingSwitch::NotSent,
+    // https://platform.openai.com/docs/api-reference/chat/create#chat_create-reasoning_effort
+    thinking: ThinkingSwitch::Effort("reasoning_effort"),
     thinking_models: &[],
     tool_stream_models: &[],
     empty_content_as_string: false,
@@ -500,6 +566,9 @@ pub const OPENAI: Dialect = Dialect {
     call_ids: CallIds::AsGiven,
     required_tool_choice: "required",
     thinking_chunks: false,
+    sampling: SamplingNames::OPENAI,
+    reasoning: OPENAI_REASONING,
+    reasoning_default: ReasoningForm::Levels(OPENAI_EFFORTS),
 };
 
 /// Any other OpenAI-compatible server (vLLM, Ollama, DeepSeek, a gateway): the `openai` wire
@@ -509,6 +578,10 @@ pub const OPENAI_COMPATIBLE: Dialect = Dialect {
     max_tokens_field: "max_tokens",
     echo_reasoning: Some("reasoning_content"),
     calls_end_at_next_index: false,
+    // No documented limit on stop sequences beyond OpenAI's own endpoint.
+    sampling: SamplingNames::OPENAI.with_stop(Some("stop"), None),
+    // The server's models are unknown: an effort goes as `reasoning_effort`, as asked.
+    reasoning: &[],
     ..OPENAI
 };
 

@@ -10,6 +10,7 @@ use super::dialect::{
 };
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap};
+use crate::providers::settings::{Plan, Policy, rule_for};
 use crate::providers::shared::{
     check_tools, history_call, invalid_property_key, json_schema_format, request_names,
     tool_media_after_runs,
@@ -17,7 +18,8 @@ use crate::providers::shared::{
 use crate::schema;
 use crate::text_calls::TextCalls;
 use crate::types::{
-    ChatRequest, Content, Message, Part, ResponseFormat, Source, ToolChoice, ToolDefinition,
+    ChatRequest, Content, Effort, Message, Part, ResponseFormat, Source, Thinking, ToolChoice,
+    ToolDefinition,
 };
 
 pub(crate) fn tool_json(dialect: &Dialect, tool: &ToolDefinition, names: &NameMap) -> Value {
@@ -247,10 +249,25 @@ fn message_json(
                 other => json!(other),
             };
             msg.insert("content".into(), content);
-            if let (Some(field), Some(reasoning)) = (dialect.echo_reasoning, &a.reasoning)
+            if let Some(field) = dialect.echo_reasoning
                 && !a.tool_calls.is_empty()
             {
-                msg.insert(field.into(), json!(reasoning));
+                // A turn made by another model may have no reasoning: the dialect's
+                // placeholder then, where the server documents one.
+                match (&a.reasoning, dialect.reasoning_placeholder) {
+                    (Some(reasoning), _) => {
+                        msg.insert(field.into(), json!(reasoning));
+                    }
+                    (None, Some(placeholder)) => {
+                        msg.insert(field.into(), json!(placeholder));
+                    }
+                    (None, None) => {}
+                }
+            }
+            if let Some(field) = dialect.reasoning_details
+                && let Some(details) = a.extra.get(field)
+            {
+                msg.insert(field.into(), details.clone());
             }
             if !a.tool_calls.is_empty() {
                 let calls: Vec<Value> = a
@@ -291,16 +308,25 @@ fn tool_choice_json(required: &str, choice: &ToolChoice, names: &NameMap) -> Val
 /// set there, else [`ChatRequest::thinking`], else whether the model always thinks.
 pub(crate) fn thinking_on(dialect: &Dialect, req: &ChatRequest) -> bool {
     let from_extra = match dialect.thinking {
-        ThinkingSwitch::NotSent => None,
-        ThinkingSwitch::Flag(field) => req.extra_body.get(field).and_then(Value::as_bool),
-        ThinkingSwitch::TypeObject(field) => req
+        ThinkingSwitch::NotSent
+        | ThinkingSwitch::Effort(_)
+        | ThinkingSwitch::ReasoningObject(_) => None,
+        ThinkingSwitch::Flag(field) | ThinkingSwitch::FlagBudget(field, _) => {
+            req.extra_body.get(field).and_then(Value::as_bool)
+        }
+        ThinkingSwitch::TypeObject(field) | ThinkingSwitch::TypeObjectEffort(field, _) => req
             .extra_body
             .get(field)
             .and_then(|v| v.get("type"))
             .and_then(Value::as_str)
             .map(|t| t == "enabled"),
     };
-    from_extra.or(req.thinking).unwrap_or(false)
+    let asked = match req.thinking_wanted() {
+        Thinking::Unset => None,
+        Thinking::Off => Some(false),
+        Thinking::On { .. } => Some(true),
+    };
+    from_extra.or(asked).unwrap_or(false)
         || dialect
             .thinking_models
             .iter()
@@ -450,20 +476,20 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
     if let Some(max) = req.max_tokens {
         body.insert(dialect.max_tokens_field.into(), json!(max));
     }
-    if let Some(t) = req.temperature {
+    let mut policy = Policy::new(dialect.info.kind, req)?;
+    let rule = rule_for(dialect.reasoning, &req.model);
+    if let Some(t) = req.temperature
+        && policy.allowed(rule, "temperature")?
+    {
         body.insert("temperature".into(), json!(t));
     }
-    if let Some(on) = req.thinking {
-        match dialect.thinking {
-            ThinkingSwitch::NotSent => {}
-            ThinkingSwitch::Flag(field) => {
-                body.insert(field.into(), json!(on));
-            }
-            ThinkingSwitch::TypeObject(field) => {
-                let state = if on { "enabled" } else { "disabled" };
-                body.insert(field.into(), json!({"type": state}));
-            }
-        }
+    policy.sampling(&dialect.sampling, rule, &mut body)?;
+    let form = rule.map_or(dialect.reasoning_default, |r| r.form);
+    let plan = policy.reasoning(form)?;
+    reasoning_json(dialect, plan, &mut policy, &mut body)?;
+    policy.no_summary()?;
+    for flag in dialect.request_flags {
+        body.insert((*flag).into(), json!(true));
     }
     if stream {
         body.insert("stream".into(), json!(true));
@@ -490,6 +516,65 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
         body: Value::Object(body),
         names,
         downgrades,
+        dropped: policy.dropped,
         text_calls,
     })
+}
+
+/// The reasoning plan in the dialect's spelling ([`Dialect::thinking`]).
+fn reasoning_json(
+    dialect: &Dialect,
+    plan: Plan,
+    policy: &mut Policy<'_>,
+    body: &mut Map<String, Value>,
+) -> Result<()> {
+    let mut put = |k: &str, v: Value| {
+        body.insert(k.into(), v);
+    };
+    match (dialect.thinking, plan) {
+        (_, Plan::Default) => {}
+        (ThinkingSwitch::Flag(f) | ThinkingSwitch::FlagBudget(f, _), Plan::Off) => {
+            put(f, json!(false));
+        }
+        (ThinkingSwitch::FlagBudget(f, b), Plan::Budget(n)) => {
+            put(f, json!(true));
+            put(b, json!(n));
+        }
+        (ThinkingSwitch::Flag(f) | ThinkingSwitch::FlagBudget(f, _), _) => put(f, json!(true)),
+        (ThinkingSwitch::TypeObject(f), Plan::Off) => put(f, json!({"type": "disabled"})),
+        (ThinkingSwitch::TypeObject(f), _) => put(f, json!({"type": "enabled"})),
+        (ThinkingSwitch::Effort(f), Plan::Level(level)) => put(f, json!(level.as_str())),
+        (ThinkingSwitch::TypeObjectEffort(f, _), Plan::Off | Plan::Level(Effort::None)) => {
+            put(f, json!({"type": "disabled"}));
+        }
+        (ThinkingSwitch::TypeObjectEffort(f, e), Plan::Level(level)) => {
+            put(f, json!({"type": "enabled"}));
+            put(e, json!(level.as_str()));
+        }
+        (ThinkingSwitch::TypeObjectEffort(f, _), Plan::On) => put(f, json!({"type": "enabled"})),
+        // On at the model's default level: nothing to say.
+        (ThinkingSwitch::Effort(_), Plan::On) => {}
+        (ThinkingSwitch::ReasoningObject(f), Plan::Any { effort, budget }) => {
+            let mut o = Map::new();
+            if let Some(e) = effort {
+                o.insert("effort".into(), json!(e.as_str()));
+            }
+            if let Some(b) = budget {
+                o.insert("max_tokens".into(), json!(b));
+            }
+            if o.is_empty() {
+                o.insert("enabled".into(), json!(true));
+            }
+            put(f, Value::Object(o));
+        }
+        (_, plan) => {
+            let why = format!(
+                "{} cannot send {plan:?} for {}",
+                dialect.info.kind,
+                policy.model()
+            );
+            policy.cannot("reasoning", false, &why)?;
+        }
+    }
+    Ok(())
 }

@@ -71,9 +71,15 @@ pub fn decode_request(body: &[u8]) -> Result<ChatCompletionsRequest> {
     let max_tokens = f.count("max_tokens")?;
     request.max_tokens = f.count("max_completion_tokens")?.or(max_tokens);
     request.temperature = f.number("temperature")?;
-    if let Some(effort) = f.string("reasoning_effort")? {
-        request.thinking = Some(effort != "none");
+    request.top_p = f.number("top_p")?;
+    request.stop = f.strings("stop")?;
+    request.seed = f.integer("seed")?;
+    request.presence_penalty = f.number("presence_penalty")?;
+    request.frequency_penalty = f.number("frequency_penalty")?;
+    if let Some(effort) = f.effort("reasoning_effort")? {
+        request = request.with_effort(effort);
     }
+    f.verbosity("verbosity")?;
     if let Some(n) = f.count("n")?
         && n != 1
     {
@@ -793,7 +799,7 @@ mod tests {
         let base = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
         for (field, value, path) in [
             ("top_logprobs", json!(3), "top_logprobs"),
-            ("frequency_penalty", json!(0.5), "frequency_penalty"),
+            ("logit_bias", json!({"50256": -100}), "logit_bias"),
             ("n", json!(2), "n"),
         ] {
             let mut body = base.clone();

@@ -66,6 +66,10 @@ pub(crate) struct Delta<'a> {
     pub reasoning_content: Option<&'a RawValue>,
     #[serde(borrow, default)]
     pub reasoning: Option<&'a RawValue>,
+    /// Structured reasoning entries kept verbatim (OpenRouter, MiniMax), read only when the
+    /// dialect keeps them.
+    #[serde(borrow, default)]
+    pub reasoning_details: Option<&'a RawValue>,
     /// A list; one call object is read as a list of one (iFlytek Spark).
     #[serde(borrow, default, deserialize_with = "lenient::one_or_many")]
     pub tool_calls: Vec<ToolCallDelta<'a>>,

@@ -8,13 +8,16 @@ use super::{CUSTOM_FORMAT, CUSTOM_TOOL, ITEM_ID, REASONING_ITEMS};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::openai::openai_name;
+use crate::providers::settings::{
+    OPENAI_EFFORTS, OPENAI_REASONING, Plan, Policy, ReasoningForm, SamplingNames, rule_for,
+};
 use crate::providers::shared::{
     check_tools, encode_parts, json_schema_format, replay_arguments, request_names,
 };
 use crate::schema;
 use crate::types::{
-    AssistantMessage, ChatRequest, Content, Message, Part, ResponseFormat, Source, ToolCall,
-    ToolChoice, ToolDefinition, ToolResult,
+    AssistantMessage, ChatRequest, Content, Effort, Message, Part, ResponseFormat, Source,
+    ToolCall, ToolChoice, ToolDefinition, ToolResult,
 };
 
 /// Image media types the API takes inline (images and vision guide).
@@ -284,18 +287,42 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     if let Some(max) = req.max_tokens {
         body.insert("max_output_tokens".into(), json!(max));
     }
-    if let Some(t) = req.temperature {
+    let mut policy = Policy::new(ProviderKind::OpenAiResponses, req)?;
+    let rule = rule_for(OPENAI_REASONING, &req.model);
+    if let Some(t) = req.temperature
+        && policy.allowed(rule, "temperature")?
+    {
         body.insert("temperature".into(), json!(t));
     }
-    match req.thinking {
+    policy.sampling(&RESPONSES_SAMPLING, rule, &mut body)?;
+    let form = rule.map_or(ReasoningForm::Levels(OPENAI_EFFORTS), |r| r.form);
+    let plan = policy.reasoning(form)?;
+    let mut reasoning = Map::new();
+    match plan {
+        Plan::Default => {}
         // Summaries are what the API shows of the reasoning; without them it stays hidden.
-        Some(true) => {
-            body.insert("reasoning".into(), json!({"summary": "auto"}));
+        Plan::On => {
+            reasoning.insert("summary".into(), json!("auto"));
         }
-        Some(false) => {
-            body.insert("reasoning".into(), json!({"effort": "none"}));
+        Plan::Level(Effort::None) => {
+            reasoning.insert("effort".into(), json!("none"));
         }
-        None => {}
+        Plan::Level(level) => {
+            reasoning.insert("effort".into(), json!(level.as_str()));
+            reasoning.insert("summary".into(), json!("auto"));
+        }
+        other => {
+            return Err(Error::unsupported(
+                ProviderKind::OpenAiResponses,
+                format!("reasoning: {other:?} has no Responses form"),
+            ));
+        }
+    }
+    if let Some(summary) = policy.summary() {
+        reasoning.insert("summary".into(), json!(summary.as_str()));
+    }
+    if !reasoning.is_empty() {
+        body.insert("reasoning".into(), Value::Object(reasoning));
     }
     if let Some(format) = &req.response_format {
         body.insert("text".into(), text_format(format)?);
@@ -316,9 +343,14 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body: Value::Object(body),
         names,
         downgrades: Vec::new(),
+        dropped: policy.dropped,
         text_calls: None,
     })
 }
+
+/// Where the sampling settings go on the Responses wire: `top_p` only; it has no `stop`,
+/// `seed`, `top_k` or penalties (<https://platform.openai.com/docs/api-reference/responses/create>).
+const RESPONSES_SAMPLING: SamplingNames = SamplingNames::NONE.with_top_p(Some("top_p"));
 
 #[cfg(test)]
 mod tests {

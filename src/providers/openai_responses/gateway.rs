@@ -23,8 +23,9 @@ use crate::providers::shared::{
     CallGate, CallOut, Fields, base64url, carry_id, unbase64url, uncarry_id,
 };
 use crate::types::{
-    AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part,
-    ResponseFormat, Source, StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part, Reasoning,
+    ReasoningSummary, ResponseFormat, Source, StreamEvent, ToolCall, ToolChoice, ToolDefinition,
+    ToolResult, Usage,
 };
 
 /// Prefix of the `encrypted_content` of a reasoning item that carries the gateway's state.
@@ -105,16 +106,39 @@ pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
     request.parallel_tool_calls = f.boolean("parallel_tool_calls")?;
     request.max_tokens = f.count("max_output_tokens")?;
     request.temperature = f.number("temperature")?;
+    request.top_p = f.number("top_p")?;
     if let Some(reasoning) = f.take("reasoning") {
         let mut r = Fields::of(reasoning, "reasoning")?;
-        if let Some(effort) = r.string("effort")? {
-            request.thinking = Some(effort != "none");
+        let effort = r.effort("effort")?;
+        let summary = match r.string("summary")?.as_deref() {
+            None => None,
+            Some("auto") => Some(ReasoningSummary::Auto),
+            Some("concise") => Some(ReasoningSummary::Concise),
+            Some("detailed") => Some(ReasoningSummary::Detailed),
+            Some(other) => {
+                return Err(Error::input(
+                    "reasoning.summary",
+                    format!("{other:?}: expected auto, concise or detailed"),
+                ));
+            }
+        };
+        // The older spelling of `summary`.
+        r.ignore("generate_summary");
+        let mut settings = Reasoning::default();
+        if let Some(effort) = effort {
+            settings = settings.with_effort(effort);
         }
-        r.ignore("summary");
+        if let Some(summary) = summary {
+            settings = settings.with_summary(summary);
+        }
+        if settings != Reasoning::default() {
+            request.reasoning = Some(settings);
+        }
         r.finish()?;
     }
     if let Some(text) = f.take("text") {
         let mut t = Fields::of(text, "text")?;
+        t.verbosity("verbosity")?;
         if let Some(format) = t.take("format") {
             let mut s = Fields::of(format, "text.format")?;
             match s.string("type")?.as_deref() {
@@ -942,7 +966,10 @@ mod tests {
         let q = r.request;
         assert_eq!(q.messages[0], Message::system("Be brief."));
         assert_eq!(q.max_tokens, Some(300));
-        assert_eq!(q.thinking, Some(true));
+        assert_eq!(
+            q.reasoning.and_then(|r| r.effort),
+            Some(crate::types::Effort::Low)
+        );
         let Message::Assistant(a) = &q.messages[2] else {
             panic!("{:?}", q.messages)
         };
