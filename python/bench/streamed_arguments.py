@@ -18,6 +18,7 @@ the same argument text. Run: ``python python/bench/streamed_arguments.py`` in a 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Any, Callable, Dict, List
@@ -118,6 +119,8 @@ def main() -> None:
     results["openai-python ChatCompletionStreamState (from bytes)"] = best_of(openai_from_bytes, 3)
     results["openai-python ChatCompletionStreamState (assembler only)"] = best_of(openai_assembler_only, 3)
 
+    # LiteLLM fetches a model price list at import unless told to use its local copy.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
     def litellm_builder() -> str:
