@@ -946,7 +946,10 @@ fn mcp_tool(tool: rmcp::model::Tool) -> McpTool {
     McpTool {
         name: tool.name.into_owned(),
         description: tool.description.map(|d| d.into_owned()).unwrap_or_default(),
-        input_schema: Value::Object((*tool.input_schema).clone()),
+        // The SDK's schema is not shared elsewhere: taken, not copied.
+        input_schema: Value::Object(
+            Arc::try_unwrap(tool.input_schema).unwrap_or_else(|a| (*a).clone()),
+        ),
         annotations,
     }
 }
