@@ -822,3 +822,333 @@ fn serve_is_an_mcp_server_for_plugin_tools() {
         server.shutdown().await;
     });
 }
+
+fn hostile_server() -> Vec<String> {
+    vec![python().to_owned(), here("hostile.py")]
+}
+
+/// A tool listed without `inputSchema` is left out with a reason; the server's other tools
+/// stay (through the CLI, which reports it as `excluded`, and through a registry).
+#[test]
+fn a_tool_without_input_schema_leaves_out_only_itself() {
+    let mut args = vec!["mcp", "tools", "--"];
+    let server = hostile_server();
+    args.extend(server.iter().map(String::as_str));
+    let out = toolwire(&args);
+    let tools = json_out(&out);
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["good", "big", "big_id_last", "noschema"], "{tools}");
+    let bad = &tools[3];
+    assert!(
+        bad["excluded"].as_str().unwrap().contains("inputSchema"),
+        "{bad}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("\"noschema\" left out"), "{stderr}");
+    runtime().block_on(async {
+        let connection = Connection::connect(&Endpoint::command(hostile_server()).unwrap())
+            .await
+            .unwrap();
+        let registry = ToolRegistry::new();
+        let names = connection
+            .register(&registry, &Mount::new("h"))
+            .await
+            .unwrap();
+        assert_eq!(names, ["h_good", "h_big", "h_big_id_last"]);
+        let good = connection.call("good", json!({})).await.unwrap();
+        assert_eq!(good.content, vec![Part::text("good")]);
+    });
+}
+
+/// A 50 MiB result fails with a size error as it arrives (not a timeout), whether its id
+/// comes before or after the result, and the connection still answers afterwards.
+#[test]
+fn an_oversized_result_is_a_size_error_not_a_timeout() {
+    runtime().block_on(async {
+        let connection = Connection::connect(&Endpoint::command(hostile_server()).unwrap())
+            .await
+            .unwrap();
+        for name in ["big", "big_id_last"] {
+            let started = Instant::now();
+            let answer =
+                tokio::time::timeout(Duration::from_secs(25), connection.call(name, json!({})))
+                    .await
+                    .expect("a size error, not a wait");
+            let message = answer.unwrap_err().to_string();
+            assert!(message.contains("larger than"), "{name}: {message}");
+            assert!(
+                message.contains(&toolwire::mcp::MAX_MESSAGE_BYTES.to_string()),
+                "{message}"
+            );
+            assert!(started.elapsed() < Duration::from_secs(25));
+        }
+        let good = connection.call("good", json!({})).await.unwrap();
+        assert_eq!(good.content, vec![Part::text("good")]);
+    });
+}
+
+/// `/mcp` answers a JSON-RPC batch and deeply nested arguments with 400 and a JSON-RPC error
+/// body (not 415).
+#[test]
+fn serve_mcp_answers_batches_and_deep_json_with_400() {
+    use toolwire::server::ServerConfig;
+    runtime().block_on(async {
+        let server = toolwire::server::start(ServerConfig::new().with_port(0))
+            .await
+            .unwrap();
+        let url = format!("{}/mcp", server.url());
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let batch = Value::Array(vec![call; 10_000]).to_string();
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","arguments":{{"a":{}1{}}}}}}}"#,
+            "[".repeat(50_000),
+            "]".repeat(50_000)
+        );
+        for (what, body, code) in [("batch", batch, -32600), ("deep", deep, -32700)] {
+            let response = http()
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 400, "{what}");
+            let body: Value = response.json().await.unwrap();
+            assert_eq!(body["jsonrpc"], "2.0", "{what}: {body}");
+            assert_eq!(body["error"]["code"], json!(code), "{what}: {body}");
+        }
+        server.shutdown().await;
+    });
+}
+
+/// `tests/mcp/authed.py`: the test server behind a header check (`bearer TOKEN` or `header
+/// NAME VALUE`), on a free port, killed when dropped.
+fn authed_server(check: &[&str]) -> HttpServer {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut args = vec![here("authed.py"), port.to_string()];
+    args.extend(check.iter().map(|s| (*s).to_owned()));
+    let child = Command::new(python())
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the Python server starts");
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the authed server did not listen on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    HttpServer {
+        child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+    }
+}
+
+const BEARER: &str = "tw-bearer-s3cret-7781";
+const KEY: &str = "tw-key-s3cret-4402";
+
+fn toolwire_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolwire"));
+    command.args(args);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().expect("toolwire runs")
+}
+
+fn no_secret(out: &Output) {
+    for secret in [BEARER, KEY] {
+        for stream in [&out.stdout, &out.stderr] {
+            let text = String::from_utf8_lossy(stream);
+            assert!(!text.contains(secret), "a secret was printed: {text}");
+        }
+    }
+}
+
+/// A server that requires a bearer token: listed and called with `--bearer-env`; without it
+/// (or with a wrong one) one line that says what to pass; the token never printed.
+#[test]
+fn bearer_and_header_servers_are_listed_and_called() {
+    let bearer = authed_server(&["bearer", BEARER]);
+    let env = [("TW_TEST_TOKEN", BEARER), ("TW_WRONG", "nope")];
+    let out = toolwire_env(
+        &[
+            "mcp",
+            "tools",
+            "--url",
+            &bearer.url,
+            "--bearer-env",
+            "TW_TEST_TOKEN",
+        ],
+        &env,
+    );
+    no_secret(&out);
+    let tools = json_out(&out);
+    assert!(tools.as_array().unwrap().iter().any(|t| t["name"] == "add"));
+    let out = toolwire_env(
+        &[
+            "mcp",
+            "call",
+            "add",
+            r#"{"a":4,"b":5}"#,
+            "--url",
+            &bearer.url,
+            "--bearer-env",
+            "TW_TEST_TOKEN",
+        ],
+        &env,
+    );
+    no_secret(&out);
+    assert_eq!(json_out(&out)["output"], json!({"sum": 9}));
+    for extra in [&[][..], &["--bearer-env", "TW_WRONG"][..]] {
+        let mut args = vec!["mcp", "tools", "--timeout", "10", "--url", &bearer.url];
+        args.extend(extra);
+        let out = toolwire_env(&args, &env);
+        no_secret(&out);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("401"), "{stderr}");
+        assert!(stderr.contains("--bearer-env"), "{stderr}");
+        assert!(stderr.contains("--header"), "{stderr}");
+    }
+    // A variable that is not set is named.
+    let out = toolwire_env(
+        &[
+            "mcp",
+            "tools",
+            "--url",
+            &bearer.url,
+            "--bearer-env",
+            "TW_UNSET_VAR",
+        ],
+        &env,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TW_UNSET_VAR"));
+
+    let keyed = authed_server(&["header", "X-Api-Key", KEY]);
+    let header = format!("X-Api-Key: {KEY}");
+    let out = toolwire_env(
+        &[
+            "mcp",
+            "call",
+            "echo",
+            r#"{"text":"hi"}"#,
+            "--url",
+            &keyed.url,
+            "--header",
+            &header,
+        ],
+        &[],
+    );
+    // The header's value is on our own command line, not in what toolwire prints.
+    no_secret(&out);
+    assert_eq!(json_out(&out)["content"][0]["text"], "hi");
+    let out = toolwire_env(
+        &["mcp", "tools", "--timeout", "10", "--url", &keyed.url],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--header"));
+}
+
+/// `toolwire serve` mounts both servers through `[[mcp]]` (`bearer_env`, and `headers` with a
+/// value read from the environment): their tools are listed and called; no secret in the log.
+#[test]
+fn serve_mounts_servers_with_static_auth() {
+    let bearer = authed_server(&["bearer", BEARER]);
+    let keyed = authed_server(&["header", "X-Api-Key", KEY]);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-auth-serve");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[mcp]]\nname = \"b\"\nurl = \"{}\"\nbearer_env = \"TW_TEST_TOKEN\"\n\n\
+             [[mcp]]\nname = \"k\"\nurl = \"{}\"\nheaders = {{ \"X-Api-Key\" = \"${{TW_TEST_KEY}}\" }}\n",
+            bearer.url, keyed.url
+        ),
+    )
+    .unwrap();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log = dir.join("serve.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolwire"))
+        .args(["serve", "--port", &port.to_string(), "--config"])
+        .arg(&config)
+        .env("TW_TEST_TOKEN", BEARER)
+        .env("TW_TEST_KEY", KEY)
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    runtime().block_on(async {
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                let log = std::fs::read_to_string(&log).unwrap_or_default();
+                panic!("toolwire serve exited ({status}): {log}");
+            }
+            let listed = match http().get(format!("{base}/api/tools")).send().await {
+                Ok(r) => r.json::<Value>().await.unwrap_or_default(),
+                Err(_) => Value::Null,
+            };
+            let names: Vec<String> = listed["tools_by_role"]["default"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect();
+            if names.contains(&"b_add".to_owned()) && names.contains(&"k_echo".to_owned()) {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "{names:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        for tool in ["b_echo", "k_echo"] {
+            let answer = chat(&base, &format!("please run {tool}")).await;
+            let results: Vec<&Value> = answer["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .collect();
+            assert_eq!(results.len(), 1, "{answer}");
+            assert_eq!(results[0]["is_error"], json!(false), "{answer}");
+        }
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !text.contains(BEARER) && !text.contains(KEY),
+        "a secret in the log"
+    );
+
+    // A variable that is not set is a config error naming it.
+    let out = toolwire_env(
+        &["serve", "--port", "0", "--config", config.to_str().unwrap()],
+        &[],
+    );
+    assert_ne!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("TW_TEST"), "{stderr}");
+}

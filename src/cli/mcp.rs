@@ -34,6 +34,14 @@ struct ServerArgs {
     /// A streamable HTTP MCP server.
     #[arg(long, conflicts_with = "command")]
     url: Option<String>,
+    /// A header sent with every request to the --url server, `Name: value` (repeatable; for
+    /// API keys). Its value is never printed.
+    #[arg(long = "header", value_name = "NAME: VALUE", requires = "url")]
+    headers: Vec<String>,
+    /// Send `Authorization: Bearer <token>` to the --url server, the token read from this
+    /// environment variable.
+    #[arg(long, value_name = "VAR", requires = "url")]
+    bearer_env: Option<String>,
     /// Seconds the server may take to start and answer (each of: connecting, the request).
     #[arg(long, default_value_t = 30)]
     timeout: u64,
@@ -87,7 +95,24 @@ fn endpoint(args: &ServerArgs) -> Result<Endpoint, CliError> {
             ));
         }
     };
-    endpoint.map_err(|e| CliError::Input(e.to_string()))
+    let mut endpoint = endpoint.map_err(|e| CliError::Input(e.to_string()))?;
+    for header in &args.headers {
+        let Some((name, value)) = header.split_once(':') else {
+            return Err(CliError::Input(format!(
+                "--header takes 'Name: value'; got a header without ':' (named {:?})",
+                header.trim()
+            )));
+        };
+        endpoint = endpoint
+            .with_header(name, value)
+            .map_err(|e| CliError::Input(e.to_string()))?;
+    }
+    if let Some(var) = &args.bearer_env {
+        endpoint = endpoint
+            .with_bearer_env(var)
+            .map_err(|e| CliError::Input(format!("--bearer-env: {e}")))?;
+    }
+    Ok(endpoint)
 }
 
 fn timeout(args: &ServerArgs) -> Result<Duration, CliError> {
@@ -137,7 +162,8 @@ async fn tools(args: ToolsArgs) -> Result<(), CliError> {
         None => None,
     };
     let connection = connect(&args.server).await?;
-    let tools = within(&args.server, "tools/list", connection.tools()).await?;
+    let listing = within(&args.server, "tools/list", connection.listing()).await?;
+    let tools = listing.tools;
     let mut out = Vec::with_capacity(tools.len());
     for tool in &tools {
         let mut entry = Map::new();
@@ -170,6 +196,14 @@ async fn tools(args: ToolsArgs) -> Result<(), CliError> {
             };
         }
         out.push(Value::Object(entry));
+    }
+    for bad in &listing.left_out {
+        eprintln!(
+            "toolwire: {:?} left out: {}",
+            bad.name,
+            one_line(&bad.reason)
+        );
+        out.push(json!({"name": bad.name, "excluded": bad.reason}));
     }
     connection.close().await;
     print(&Value::Array(out));

@@ -41,6 +41,8 @@
 //! # Ok(()) }
 //! ```
 
+mod bounded;
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -65,6 +67,11 @@ use crate::types::{Part, ToolDefinition};
 /// unless set otherwise: a server that hangs is an error, not a wait without end.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// The largest message toolwire reads from an MCP server (16 MiB): a tool result, a tool list.
+/// A longer one is cut off as it arrives and the request it answers fails with a size error
+/// (over stdio, and over streamable HTTP through the SDK's response and event size limits).
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
 /// How much of a child's standard error is kept to explain a failure.
 const STDERR_TAIL_BYTES: usize = 4096;
 
@@ -80,8 +87,38 @@ pub enum Endpoint {
         /// Its arguments.
         args: Vec<String>,
     },
-    /// A streamable HTTP endpoint (`http://127.0.0.1:9000/mcp`).
-    Url(String),
+    /// A streamable HTTP endpoint (`http://127.0.0.1:9000/mcp`), with the headers sent on
+    /// every request (static auth: [`Endpoint::with_header`], [`Endpoint::with_bearer`]).
+    Url {
+        /// The URL.
+        url: String,
+        /// Headers sent with every request; their values are secret (never logged or shown).
+        headers: Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
+        /// The bearer token sent as `Authorization: Bearer ...` (secret).
+        bearer: Option<Secret>,
+    },
+}
+
+/// A secret string (a token): its `Debug` shows no part of it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
 }
 
 impl Endpoint {
@@ -108,7 +145,60 @@ impl Endpoint {
                 format!("MCP server URL {url:?} is not an http:// or https:// URL"),
             ));
         }
-        Ok(Self::Url(url))
+        Ok(Self::Url {
+            url,
+            headers: Vec::new(),
+            bearer: None,
+        })
+    }
+
+    /// Adds a header sent with every request to an HTTP server (an API key header); errors
+    /// for a command endpoint, or a name or value HTTP does not allow. The value is marked
+    /// sensitive and never shown.
+    pub fn with_header(mut self, name: &str, value: &str) -> Result<Self> {
+        use reqwest::header::{HeaderName, HeaderValue};
+        let Self::Url { headers, .. } = &mut self else {
+            return Err(Error::input(
+                "header",
+                "headers are for MCP servers reached by URL",
+            ));
+        };
+        let header = HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| Error::input("header", format!("{name:?} is not an HTTP header name")))?;
+        let mut value = HeaderValue::from_str(value.trim()).map_err(|_| {
+            Error::input(
+                "header",
+                format!("the value of header {name:?} is not a valid HTTP header value"),
+            )
+        })?;
+        value.set_sensitive(true);
+        headers.push((header, value));
+        Ok(self)
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request to an HTTP server; errors for
+    /// a command endpoint.
+    pub fn with_bearer(mut self, token: impl Into<String>) -> Result<Self> {
+        let Self::Url { bearer, .. } = &mut self else {
+            return Err(Error::input(
+                "bearer",
+                "a bearer token is for MCP servers reached by URL",
+            ));
+        };
+        *bearer = Some(Secret::new(token));
+        Ok(self)
+    }
+
+    /// [`Endpoint::with_bearer`] with the token read from the environment variable `var`;
+    /// a variable that is unset or empty is an error naming it.
+    pub fn with_bearer_env(self, var: &str) -> Result<Self> {
+        match std::env::var(var) {
+            Ok(token) if !token.trim().is_empty() => self.with_bearer(token.trim()),
+            _ => Err(Error::input(
+                "bearer_env",
+                format!("environment variable {var} (the bearer token) is not set"),
+            )),
+        }
     }
 
     /// How errors name the server: its command line or its URL.
@@ -122,7 +212,7 @@ impl Endpoint {
                 }
                 line
             }
-            Self::Url(url) => url.clone(),
+            Self::Url { url, .. } => url.clone(),
         }
     }
 }
@@ -158,6 +248,29 @@ impl McpTool {
             .map_err(|e| e.to_string())
     }
 }
+
+/// A server's tool list: the tools toolwire can use and the ones it left out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ToolListing {
+    /// The tools, in the server's order.
+    pub tools: Vec<McpTool>,
+    /// The entries that are not a readable tool (no `inputSchema`, a wrong type), with why.
+    pub left_out: Vec<LeftOut>,
+}
+
+/// One entry of a server's tool list that was left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct LeftOut {
+    /// Its `name`, or `#N` (its place in the list) when it has none.
+    pub name: String,
+    /// Why it was left out.
+    pub reason: String,
+}
+
+/// The most `tools/list` pages read before giving up on a server whose cursor never ends.
+const MAX_TOOL_PAGES: usize = 1000;
 
 /// A call's answer in toolwire's result shape: the output (MCP `structuredContent`), the parts
 /// the model sees (MCP `content`), and whether the tool reported an error (`isError`, with its
@@ -431,10 +544,69 @@ impl Shared {
     }
 
     async fn tools(&self) -> Result<Vec<McpTool>> {
-        match self.peer.list_all_tools().await {
-            Ok(tools) => Ok(tools.into_iter().map(mcp_tool).collect()),
-            Err(e) => Err(with_stderr(self.error(tidy(&e)), &self.stderr).await),
+        let listing = self.listing().await?;
+        for bad in &listing.left_out {
+            tracing::warn!(
+                server = self.label.as_str(),
+                tool = bad.name.as_str(),
+                reason = bad.reason.as_str(),
+                "MCP tool left out"
+            );
         }
+        Ok(listing.tools)
+    }
+
+    /// Every page of `tools/list`, each tool read on its own: one the SDK cannot read (no
+    /// `inputSchema`, a wrong type) is left out with the reason, and the others are kept.
+    async fn listing(&self) -> Result<ToolListing> {
+        use rmcp::model::{ListToolsRequest, PaginatedRequestParams};
+        let mut listing = ToolListing::default();
+        let mut cursor: Option<String> = None;
+        for _page in 0..MAX_TOOL_PAGES {
+            let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+            let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
+            let answer = match self.peer.send_request(request).await {
+                Ok(answer) => answer,
+                Err(e) => return Err(with_stderr(self.error(tidy(&e)), &self.stderr).await),
+            };
+            let page = match answer {
+                ServerResult::ListToolsResult(result) => {
+                    listing.tools.extend(result.tools.into_iter().map(mcp_tool));
+                    result.next_cursor
+                }
+                // A list the SDK could not read as a whole: read each tool.
+                other => {
+                    let mut value = serde_json::to_value(other).unwrap_or(Value::Null);
+                    let Some(Value::Array(tools)) = value.get_mut("tools").map(Value::take) else {
+                        return Err(self.error("the answer to tools/list has no tools array"));
+                    };
+                    for (i, raw) in tools.into_iter().enumerate() {
+                        let name = raw
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .map_or_else(|| format!("#{}", i + 1), str::to_owned);
+                        match serde_json::from_value::<rmcp::model::Tool>(raw) {
+                            Ok(tool) => listing.tools.push(mcp_tool(tool)),
+                            Err(e) => listing.left_out.push(LeftOut {
+                                name,
+                                reason: format!("the server lists it wrongly: {e}"),
+                            }),
+                        }
+                    }
+                    value
+                        .get("nextCursor")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                }
+            };
+            match page {
+                Some(next) if !next.is_empty() => cursor = Some(next),
+                _ => return Ok(listing),
+            }
+        }
+        Err(self.error(format!(
+            "tools/list did not end after {MAX_TOOL_PAGES} pages"
+        )))
     }
 
     async fn register(&self, registry: &ToolRegistry, mount: &Mount) -> Result<Vec<String>> {
@@ -507,6 +679,8 @@ pub struct Connection {
     // The `tools/list_changed` subscription of protocol versions that route notifications
     // through one (2026-07-28 on): it ends with the connection.
     subscription: Option<tokio::task::JoinHandle<()>>,
+    // The child process of a stdio server, killed when the connection is dropped.
+    _child: Option<tokio::process::Child>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -542,6 +716,7 @@ impl Connection {
             watched: Arc::default(),
         };
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let child: Mutex<Option<tokio::process::Child>> = Mutex::new(None);
         let fail = |message: String| Error::Mcp {
             server: label.clone(),
             message,
@@ -550,32 +725,50 @@ impl Connection {
             match endpoint {
                 Endpoint::Command { program, args } => {
                     let mut command = tokio::process::Command::new(program);
-                    command.args(args).kill_on_drop(true);
-                    let (transport, child_stderr) =
-                        rmcp::transport::TokioChildProcess::builder(command)
-                            .stderr(std::process::Stdio::piped())
-                            .spawn()
-                            .map_err(|e| fail(format!("cannot start {program:?}: {e}")))?;
-                    if let Some(child_stderr) = child_stderr {
+                    command
+                        .args(args)
+                        .kill_on_drop(true)
+                        .stdin(std::process::Stdio::piped())
+                        .stdout(std::process::Stdio::piped())
+                        .stderr(std::process::Stdio::piped());
+                    let mut spawned = command
+                        .spawn()
+                        .map_err(|e| fail(format!("cannot start {program:?}: {e}")))?;
+                    if let Some(child_stderr) = spawned.stderr.take() {
                         tokio::spawn(keep_tail(child_stderr, Arc::clone(&stderr)));
                     }
+                    let (Some(stdout), Some(stdin)) = (spawned.stdout.take(), spawned.stdin.take())
+                    else {
+                        return Err(fail(format!("cannot reach the stdio of {program:?}")));
+                    };
+                    *child.lock().unwrap_or_else(|e| e.into_inner()) = Some(spawned);
+                    let stdout = bounded::Bounded::new(stdout, MAX_MESSAGE_BYTES);
                     listener
                         .clone()
-                        .serve(transport)
+                        .serve((stdout, stdin))
                         .await
                         .map_err(|e| fail(tidy(&e)))
                 }
-                Endpoint::Url(url) => {
+                Endpoint::Url {
+                    url,
+                    headers,
+                    bearer,
+                } => {
                     use rmcp::transport::StreamableHttpClientTransport;
                     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
                     let http = http_client().map_err(|e| fail(tidy(&e)))?;
-                    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    config.max_json_response_size = MAX_MESSAGE_BYTES;
+                    config.max_sse_event_size = MAX_MESSAGE_BYTES;
+                    config.custom_headers = headers.iter().cloned().collect();
+                    config.auth_header = bearer.as_ref().map(|b| b.expose().to_owned());
+                    let authenticated = !headers.is_empty() || bearer.is_some();
                     let transport = StreamableHttpClientTransport::with_client(http, config);
                     listener
                         .clone()
                         .serve(transport)
                         .await
-                        .map_err(|e| fail(tidy(&e)))
+                        .map_err(|e| fail(unauthorized(tidy(&e), authenticated)))
                 }
             }
         };
@@ -598,6 +791,7 @@ impl Connection {
             service,
             changed,
             subscription,
+            _child: child.into_inner().unwrap_or_else(|e| e.into_inner()),
         })
     }
 
@@ -609,6 +803,12 @@ impl Connection {
     /// Every tool the server lists (all pages), in its order.
     pub async fn tools(&self) -> Result<Vec<McpTool>> {
         self.shared.tools().await
+    }
+
+    /// Every entry of the server's tool list: the tools, and the entries left out with why
+    /// (an entry without `inputSchema` does not cost the server its other tools).
+    pub async fn listing(&self) -> Result<ToolListing> {
+        self.shared.listing().await
     }
 
     /// Calls the server's tool `name` with an arguments object. A tool that reports an error
@@ -746,7 +946,10 @@ fn mcp_tool(tool: rmcp::model::Tool) -> McpTool {
     McpTool {
         name: tool.name.into_owned(),
         description: tool.description.map(|d| d.into_owned()).unwrap_or_default(),
-        input_schema: Value::Object((*tool.input_schema).clone()),
+        // The SDK's schema is not shared elsewhere: taken, not copied.
+        input_schema: Value::Object(
+            Arc::try_unwrap(tool.input_schema).unwrap_or_else(|a| (*a).clone()),
+        ),
         annotations,
     }
 }
@@ -803,6 +1006,26 @@ fn tidy(e: &impl std::fmt::Display) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// A failure to reach an HTTP server, with what to do when the server asked for credentials
+/// (401): toolwire sends static headers and bearer tokens; OAuth is not supported yet.
+fn unauthorized(message: String, authenticated: bool) -> String {
+    let lower = message.to_ascii_lowercase();
+    if !(lower.contains("auth required") || lower.contains("401") || lower.contains("unauthorized"))
+    {
+        return message;
+    }
+    let what = if authenticated {
+        "the server refused the credentials sent"
+    } else {
+        "the server requires authentication"
+    };
+    format!(
+        "{message}: {what} (HTTP 401); pass a token with --bearer-env VAR (config: \
+         bearer_env = \"VAR\") or a header with --header 'Name: value' (config: headers = \
+         {{...}}); OAuth is not supported yet"
+    )
 }
 
 /// Keeps the last bytes a child wrote on standard error.

@@ -315,6 +315,10 @@ pub(crate) async fn endpoint(
             .into_response();
         }
     };
+    let request = match checked(request).await {
+        Ok(request) => request,
+        Err(response) => return response,
+    };
     let exposed = Exposed { app, role };
     let mut config = StreamableHttpServerConfig::default();
     config.legacy_session_mode = false;
@@ -325,4 +329,78 @@ pub(crate) async fn endpoint(
         config,
     );
     service.handle(request).await.into_response()
+}
+
+/// The largest JSON-RPC message `/mcp` reads (the SDK's own limit for a request body).
+const MAX_MCP_BODY: usize = 4 * 1024 * 1024;
+
+/// A POST's body read (at most [`MAX_MCP_BODY`]) and checked to be one JSON-RPC message
+/// before the SDK sees it: a batch, JSON nested too deeply or anything that is not a message
+/// is a 400 with a JSON-RPC error body (the SDK would answer 415, as if the content type
+/// were wrong). Other methods pass through untouched.
+async fn checked(
+    request: axum::extract::Request,
+) -> Result<axum::extract::Request, axum::response::Response> {
+    use axum::http::{Method, StatusCode};
+    if request.method() != Method::POST {
+        return Ok(request);
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_MCP_BODY).await else {
+        return Err(rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            -32600,
+            format!("the request body is larger than {MAX_MCP_BODY} bytes"),
+        ));
+    };
+    if let Err(reason) = one_message(&bytes) {
+        let (code, message) = reason;
+        return Err(rpc_error(StatusCode::BAD_REQUEST, code, message));
+    }
+    Ok(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
+}
+
+/// Whether `bytes` is one JSON-RPC message the SDK can take; otherwise the JSON-RPC error
+/// code (-32700 parse error, -32600 invalid request) and what is wrong.
+fn one_message(bytes: &[u8]) -> Result<(), (i64, String)> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'[') {
+        return Err((
+            -32600,
+            "JSON-RPC batches are not supported (MCP removed them in protocol version \
+             2025-06-18): send one message per request"
+                .to_owned(),
+        ));
+    }
+    match serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(bytes) {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_syntax() || e.is_eof() => {
+            let what = if e.to_string().contains("recursion limit") {
+                "the JSON is nested too deeply"
+            } else {
+                "the body is not JSON"
+            };
+            Err((-32700, format!("parse error: {what} ({e})")))
+        }
+        Err(e) => Err((-32600, format!("not a JSON-RPC message MCP knows: {e}"))),
+    }
+}
+
+/// A JSON-RPC error answer (`id` null: the request's id is unknown).
+fn rpc_error(
+    status: axum::http::StatusCode,
+    code: i64,
+    message: String,
+) -> axum::response::Response {
+    super::body::json_response(
+        status,
+        &serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {"code": code, "message": message},
+        }),
+    )
 }

@@ -6,7 +6,13 @@
 //! name = "files"                         # tools are named files_<tool>, source "mcp:files"
 //! command = ["python3", "files_server.py"]  # or: url = "http://127.0.0.1:9000/mcp"
 //! role = "Lanlan"                        # optional: only this role gets the tools
+//! # with url only, static auth:
+//! bearer_env = "FILES_TOKEN"             # Authorization: Bearer $FILES_TOKEN
+//! headers = { "X-Api-Key" = "${FILES_KEY}" }  # a value "${VAR}" is read from VAR
 //! ```
+//!
+//! Environment variables are read when the config is loaded; one that is not set is a config
+//! error naming it. Header values and tokens are never logged.
 //!
 //! Each server is connected when the server starts and kept connected by a task of its own: its
 //! tools are registered into the roles' registries (listed by `GET /api/tools`, called by
@@ -57,6 +63,10 @@ struct Entry {
     url: Option<String>,
     #[serde(default)]
     role: Option<String>,
+    #[serde(default)]
+    headers: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default)]
+    bearer_env: Option<String>,
 }
 
 /// The `[[mcp]]` entries of a config file, or the reason (no line: the roles' parse has
@@ -88,6 +98,39 @@ pub(crate) fn parse(text: &str) -> std::result::Result<Vec<McpMount>, (Option<us
             }
         }
         .map_err(|e| (None, format!("{}: {}", at("command"), plain(&e))))?;
+        let mut endpoint = endpoint;
+        let is_url = matches!(endpoint, Endpoint::Url { .. });
+        if !is_url && (entry.headers.is_some() || entry.bearer_env.is_some()) {
+            return Err((
+                None,
+                format!(
+                    "{}: headers and bearer_env are for url = \"...\" servers",
+                    at("headers")
+                ),
+            ));
+        }
+        for (name, value) in entry.headers.unwrap_or_default() {
+            let value = match value.strip_prefix("${").and_then(|v| v.strip_suffix('}')) {
+                Some(var) => std::env::var(var).map_err(|_| {
+                    (
+                        None,
+                        format!(
+                            "{}: header {name:?} names environment variable {var}, which is not set",
+                            at("headers")
+                        ),
+                    )
+                })?,
+                None => value,
+            };
+            endpoint = endpoint
+                .with_header(&name, &value)
+                .map_err(|e| (None, format!("{}: {}", at("headers"), plain(&e))))?;
+        }
+        if let Some(var) = &entry.bearer_env {
+            endpoint = endpoint
+                .with_bearer_env(var)
+                .map_err(|e| (None, format!("{}: {}", at("bearer_env"), plain(&e))))?;
+        }
         mounts.push(McpMount {
             name: entry.name,
             endpoint,
