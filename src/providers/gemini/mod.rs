@@ -10,6 +10,8 @@ pub(crate) mod encode;
 mod partial;
 #[cfg(feature = "respond")]
 mod respond;
+#[cfg(feature = "respond")]
+pub(crate) use respond::rpc_status;
 mod wire;
 
 use serde_json::Value;

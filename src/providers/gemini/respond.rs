@@ -225,8 +225,9 @@ pub(crate) fn encode_response(r: &ChatResponse, stream: bool) -> Result<Vec<u8>>
     Ok(out.into_bytes())
 }
 
-/// The google.rpc status name for an HTTP status (Google API design guide's mapping).
-fn rpc_status(http: u16) -> &'static str {
+/// The google.rpc status name for an HTTP status (Google API design guide's mapping); the
+/// Interactions API's error bodies use the same names.
+pub(crate) fn rpc_status(http: u16) -> &'static str {
     match http {
         400 => "INVALID_ARGUMENT",
         401 => "UNAUTHENTICATED",

@@ -15,6 +15,7 @@ use super::encode::model_steps;
 use super::{INTERACTION_ID, SIGNATURE, STEPS};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{NameMap, ProviderKind, StreamWriter};
+use crate::providers::gemini::rpc_status;
 use crate::providers::split::pieces;
 use crate::types::{AssistantMessage, ChatResponse, FinishReason, StreamEvent, ToolCall, Usage};
 
@@ -551,23 +552,6 @@ impl StreamWriter for EventWriter {
             json!({"error": {"code": code, "message": error.message}}),
             out,
         );
-    }
-}
-
-/// Google's status name for an HTTP status.
-fn rpc_status(http: u16) -> &'static str {
-    match http {
-        400 => "INVALID_ARGUMENT",
-        401 => "UNAUTHENTICATED",
-        403 => "PERMISSION_DENIED",
-        404 => "NOT_FOUND",
-        409 => "ABORTED",
-        429 => "RESOURCE_EXHAUSTED",
-        499 => "CANCELLED",
-        501 => "UNIMPLEMENTED",
-        503 => "UNAVAILABLE",
-        504 => "DEADLINE_EXCEEDED",
-        _ => "INTERNAL",
     }
 }
 
