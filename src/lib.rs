@@ -76,10 +76,10 @@ pub use providers::provider_for;
 pub use tools::{Tool, ToolRegistry, TypedTool};
 /// Makes a typed tool of a function: `#[toolwire::tool]` on an `async fn` (or a plain `fn`)
 /// keeps the function and adds a unit struct named after it in CamelCase that implements
-/// [`TypedTool`](tools::TypedTool), so `Tool::typed(GetWeather)` is the tool.
+/// [`TypedTool`], so `Tool::typed(GetWeather)` is the tool.
 ///
 /// The tool's name is the function's, its description the function's doc comment, its
-/// parameters schema is derived from the argument types exactly as a [`TypedTool`](tools::TypedTool)'s
+/// parameters schema is derived from the argument types exactly as a [`TypedTool`]'s
 /// `Args` struct would be (each argument's doc comment is its description; `Option<T>`
 /// arguments are optional). `#[toolwire::tool(name = "...", description = "...")]` overrides
 /// either. The function returns `Result<T, E>` (`T: Serialize`, `E` any `std::error::Error` or
