@@ -51,3 +51,10 @@ pub const DEEPSEEK: Dialect = Dialect {
 pub fn provider() -> OpenAi {
     OpenAi::with_dialect(&DEEPSEEK)
 }
+
+/// The mock provider's writer for this dialect: the Chat Completions answer with the
+/// reasoning in the fields this server writes.
+#[cfg(feature = "respond")]
+pub fn responder() -> super::openai::OpenAiResponder {
+    super::openai::OpenAiResponder::new(&DEEPSEEK, &super::openai::OPENAI_RESPONSE)
+}

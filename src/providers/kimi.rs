@@ -48,3 +48,10 @@ pub const KIMI: Dialect = Dialect {
 pub fn provider() -> OpenAi {
     OpenAi::with_dialect(&KIMI)
 }
+
+/// The mock provider's writer for this dialect: the Chat Completions answer with the
+/// reasoning in the fields this server writes.
+#[cfg(feature = "respond")]
+pub fn responder() -> super::openai::OpenAiResponder {
+    super::openai::OpenAiResponder::new(&KIMI, &super::openai::OPENAI_RESPONSE)
+}

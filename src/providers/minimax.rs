@@ -44,3 +44,10 @@ pub const MINIMAX: Dialect = Dialect {
 pub fn provider() -> OpenAi {
     OpenAi::with_dialect(&MINIMAX)
 }
+
+/// The mock provider's writer for this dialect: the Chat Completions answer with the
+/// reasoning in the fields this server writes.
+#[cfg(feature = "respond")]
+pub fn responder() -> super::openai::OpenAiResponder {
+    super::openai::OpenAiResponder::new(&MINIMAX, &super::openai::OPENAI_RESPONSE)
+}

@@ -40,3 +40,10 @@ pub const OPENROUTER: Dialect = Dialect {
 pub fn provider() -> OpenAi {
     OpenAi::with_dialect(&OPENROUTER)
 }
+
+/// The mock provider's writer for this dialect: the Chat Completions answer with the
+/// reasoning in the fields this server writes.
+#[cfg(feature = "respond")]
+pub fn responder() -> super::openai::OpenAiResponder {
+    super::openai::OpenAiResponder::new(&OPENROUTER, &super::openai::OPENAI_RESPONSE)
+}

@@ -479,6 +479,16 @@ fn call_json(call: &ToolCall, stamp: &Stamp<'_>, index: Option<i64>, arguments: 
     Value::Object(m)
 }
 
+/// The response's structured reasoning entries (OpenRouter and MiniMax `reasoning_details`,
+/// kept verbatim by the decoder under the dialect's field name), with that field name.
+fn reasoning_details<'r>(
+    dialect: &Dialect,
+    response: &'r ChatResponse,
+) -> Option<(&'static str, &'r Value)> {
+    let field = dialect.reasoning_details?;
+    response.extra.get(field).map(|details| (field, details))
+}
+
 /// A whole `chat.completion` body: the one body writer of this wire, the mock's and the
 /// gateway's.
 pub(crate) fn body(w: Wire<'_>, stamp: &Stamp<'_>, response: &ChatResponse) -> Vec<u8> {
@@ -506,6 +516,9 @@ pub(crate) fn body(w: Wire<'_>, stamp: &Stamp<'_>, response: &ChatResponse) -> V
         (&response.reasoning, w.dialect.reasoning_fields.first())
     {
         message.insert(field.name().into(), json!(reasoning));
+    }
+    if let Some((field, details)) = reasoning_details(w.dialect, response) {
+        message.insert(field.into(), details.clone());
     }
     if !calls.is_empty() {
         let calls: Vec<Value> = (0_i64..)
@@ -630,8 +643,16 @@ impl<'d> Chunks<'d> {
         self.chunks.push(chunk);
     }
 
-    /// Reasoning, then text, in small fragments.
+    /// Reasoning (with its structured entries, one per chunk, where the dialect has them),
+    /// then text, in small fragments.
     fn text(&mut self, response: &ChatResponse) {
+        if let Some((field, Value::Array(details))) = reasoning_details(self.dialect, response) {
+            for entry in details {
+                let mut d = self.delta();
+                d.insert(field.into(), json!([entry]));
+                self.push(d, None);
+            }
+        }
         if let (Some(reasoning), Some(field)) =
             (&response.reasoning, self.dialect.reasoning_fields.first())
         {
@@ -873,6 +894,57 @@ mod tests {
     fn decode_inverts_encode_response() {
         assert_round_trips(&OpenAiResponder::default());
         assert_round_trips(&OpenAiResponder::new(&OPENAI_COMPATIBLE, &OPENAI_RESPONSE));
+    }
+
+    /// OpenRouter and MiniMax answers carry `reasoning_details`, which must go back verbatim
+    /// on the next turn: the mock writes them (whole, and one entry per chunk in a stream) and
+    /// the decoder keeps them as written; DeepSeek and Kimi write `reasoning_content`.
+    #[test]
+    fn dialects_write_the_reasoning_their_servers_write() {
+        use crate::providers::{deepseek, kimi, minimax, openrouter};
+        let details = json!([
+            {"type": "reasoning.text", "text": "Look up Paris.", "format": "unknown", "index": 0},
+            {"type": "reasoning.encrypted", "data": "c2lnbmVk", "format": "unknown", "index": 1}
+        ]);
+        let mut response = ChatResponse::default()
+            .with_tool_calls(vec![ToolCall::new(
+                "call_1",
+                "get_weather",
+                r#"{"city":"Paris"}"#,
+            )])
+            .with_finish_reason(FinishReason::ToolCalls);
+        response.reasoning = Some("Look up Paris.".into());
+        response
+            .extra
+            .insert("reasoning_details".into(), details.clone());
+        // (MiniMax has no plain reasoning field: its thinking is only in the details.)
+        for (name, responder, has_text, has_details) in [
+            ("openrouter", openrouter::responder(), true, true),
+            ("minimax", minimax::responder(), false, true),
+            ("deepseek", deepseek::responder(), true, false),
+            ("kimi", kimi::responder(), true, false),
+        ] {
+            for stream in [false, true] {
+                let bytes = responder.encode_response(&response, stream).unwrap();
+                let back = if stream {
+                    replay(&responder, &bytes).unwrap().response
+                } else {
+                    responder.decode(&bytes).unwrap()
+                };
+                assert_eq!(
+                    back.reasoning.as_deref(),
+                    has_text.then_some("Look up Paris."),
+                    "{name} stream={stream}"
+                );
+                let want = has_details.then(|| details.clone());
+                assert_eq!(
+                    back.extra.get("reasoning_details").cloned(),
+                    want,
+                    "{name} stream={stream}"
+                );
+                assert_eq!(back.tool_calls[0].raw_arguments, r#"{"city":"Paris"}"#);
+            }
+        }
     }
 
     #[test]
