@@ -426,23 +426,34 @@ impl StreamDecoder for Decoder {
     }
 }
 
+/// The `error` object of a Google error body (`generateContent` and the Interactions API
+/// alike): `{"error": {…}}`, an array of them (the first), or SSE-framed (`data: {"error": …}`).
+pub(crate) fn error_object(body: &[u8]) -> Option<Map<String, Value>> {
+    let parsed: Value = serde_json::from_slice(body).ok().or_else(|| {
+        String::from_utf8_lossy(body)
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .find_map(|d| serde_json::from_str(d.trim()).ok())
+    })?;
+    let root = match parsed {
+        Value::Array(items) => items.into_iter().next()?,
+        other => other,
+    };
+    match root {
+        Value::Object(mut o) => match o.remove("error")? {
+            Value::Object(error) => Some(error),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Gemini's error body: `{"error": {"code", "message", "status", "details"}}`, or an array of
 /// them. `status` names the HTTP status when the caller knows it; else `error.code` is used.
 /// `code` is Gemini's `status` (`RESOURCE_EXHAUSTED`), `retry_after` its RetryInfo
 /// `retryDelay`.
 pub(crate) fn api_error(status: Option<u16>, body: &[u8]) -> ApiError {
-    let parsed: Option<Value> = serde_json::from_slice(body).ok().or_else(|| {
-        // SSE-framed (`data: {"error": …}`).
-        String::from_utf8_lossy(body)
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .find_map(|d| serde_json::from_str(d.trim()).ok())
-    });
-    let root = match &parsed {
-        Some(Value::Array(items)) => items.first(),
-        other => other.as_ref(),
-    };
-    let Some(Value::Object(error)) = root.and_then(|r| r.get("error")) else {
+    let Some(error) = error_object(body) else {
         return generic_error(KIND, status, body);
     };
     let http = error

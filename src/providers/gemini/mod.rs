@@ -6,6 +6,7 @@
 #![doc = include_str!("../../../providers/gemini.md")]
 
 mod decode;
+pub(crate) use decode::error_object;
 pub(crate) mod encode;
 mod partial;
 #[cfg(feature = "respond")]

@@ -17,6 +17,7 @@ use super::{INTERACTION_ID, SIGNATURE, STEPS, UNKNOWN_EVENTS};
 use crate::assemble::Assembler;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error, scalar_text};
+use crate::providers::gemini::error_object;
 use crate::providers::shared::foreign_body;
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
@@ -675,19 +676,10 @@ fn api_error_of(error: &Value, status: Option<u16>, body: &str) -> ApiError {
 /// An error body (any status): `{"error": {…}}` (or an array of them, or SSE-framed), else
 /// whatever the common reader finds.
 pub(crate) fn api_error(status: Option<u16>, body: &[u8]) -> ApiError {
-    let parsed: Option<Value> = serde_json::from_slice(body).ok().or_else(|| {
-        String::from_utf8_lossy(body)
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .find_map(|d| serde_json::from_str(d.trim()).ok())
-    });
-    let root = match &parsed {
-        Some(Value::Array(items)) => items.first(),
-        other => other.as_ref(),
-    };
-    match root.and_then(|r| r.get("error")).filter(|e| e.is_object()) {
+    match error_object(body) {
         Some(error) => {
-            let mut api = api_error_of(error, status, &String::from_utf8_lossy(body));
+            let error = Value::Object(error);
+            let mut api = api_error_of(&error, status, &String::from_utf8_lossy(body));
             if api.status.is_none() {
                 api.status = generic_error(KIND, status, body).status;
             }
