@@ -12,7 +12,7 @@ mod partial;
 #[cfg(feature = "respond")]
 mod respond;
 #[cfg(feature = "respond")]
-pub(crate) use respond::rpc_status;
+pub(crate) use respond::{encode_error, rpc_status};
 mod wire;
 
 use serde_json::Value;

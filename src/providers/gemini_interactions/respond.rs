@@ -7,7 +7,6 @@
 //! events of the response cut into pieces.
 
 use std::collections::{HashMap, VecDeque};
-use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
@@ -15,7 +14,7 @@ use super::encode::model_steps;
 use super::{INTERACTION_ID, SIGNATURE, STEPS};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{NameMap, ProviderKind, StreamWriter};
-use crate::providers::gemini::rpc_status;
+use crate::providers::gemini::{self, rpc_status};
 use crate::providers::split::pieces;
 use crate::types::{AssistantMessage, ChatResponse, FinishReason, StreamEvent, ToolCall, Usage};
 
@@ -555,38 +554,6 @@ impl StreamWriter for EventWriter {
     }
 }
 
-/// A Duration the way protobuf JSON writes it: `"13s"`, `"0.5s"`.
-fn format_delay(d: Duration) -> String {
-    if d.subsec_nanos() == 0 {
-        return format!("{}s", d.as_secs());
-    }
-    let fraction = format!("{:09}", d.subsec_nanos());
-    format!("{}.{}s", d.as_secs(), fraction.trim_end_matches('0'))
-}
-
-/// The status and body Google sends for `error` (errors come before any stream starts, as a
-/// plain JSON body): `{"error": {"code": <http>, "message", "status", "details"?}}`.
-fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
-    let status = error.status.unwrap_or(500);
-    let rpc = error
-        .code
-        .clone()
-        .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| rpc_status(status).to_owned());
-    let mut inner = Map::new();
-    inner.insert("code".into(), json!(status));
-    inner.insert("message".into(), json!(error.message));
-    inner.insert("status".into(), json!(rpc));
-    if let Some(delay) = error.retry_after {
-        inner.insert(
-            "details".into(),
-            json!([{"@type": "type.googleapis.com/google.rpc.RetryInfo",
-                    "retryDelay": format_delay(delay)}]),
-        );
-    }
-    (status, json!({"error": inner}).to_string().into_bytes())
-}
-
 impl crate::provider::Respond for super::GeminiInteractions {
     fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
         if stream {
@@ -596,8 +563,10 @@ impl crate::provider::Respond for super::GeminiInteractions {
         }
     }
 
+    /// Google's error envelope, as `generateContent` writes it (errors come before any stream
+    /// starts, as a plain JSON body).
     fn encode_error(&self, error: &ApiError, _stream: bool) -> (u16, Vec<u8>) {
-        encode_error(error)
+        gemini::encode_error(error)
     }
 }
 
