@@ -51,6 +51,7 @@ mod one_path;
 #[cfg(feature = "cli")]
 mod partial_json;
 mod parts;
+mod passthrough;
 #[cfg(feature = "conformance")]
 mod props;
 #[cfg(feature = "conformance")]

@@ -37,6 +37,7 @@
 //! ```
 
 mod body;
+mod raw;
 mod record;
 mod retry;
 mod router;

@@ -41,8 +41,8 @@ pub(crate) struct ClientWire {
     pub(crate) route: &'static str,
     /// How this wire's answer ids begin (`chatcmpl-`, `msg_`).
     pub(crate) id_prefix: &'static str,
-    /// The provider whose decoder reads what this wire writes (for the table's test).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// The provider whose decoder reads what this wire writes (for the table's test), and the
+    /// upstream provider a same-wire route passes through to.
     pub(crate) provider: ProviderKind,
     /// The smallest request of this wire (for the table's test).
     #[cfg_attr(not(test), allow(dead_code))]
@@ -55,6 +55,8 @@ pub(crate) struct ClientWire {
     pub(crate) body: fn(&ChatResponse, &Answer<'_>) -> Vec<u8>,
     /// The status and body of an error in this wire's shape.
     pub(crate) error: fn(&ApiError) -> (u16, Vec<u8>),
+    /// The client headers of this wire sent on to an upstream of the same wire (lowercase).
+    pub(crate) headers: &'static [&'static str],
 }
 
 /// One [`WIRES`] line: route, answer id prefix, the provider reading this wire, the wire's
@@ -70,6 +72,7 @@ macro_rules! client_wire {
             writer: $($module)::+::writer,
             body: $($module)::+::body,
             error: $($module)::+::encode_error,
+            headers: $($module)::+::WIRE_HEADERS,
         }
     };
 }
@@ -430,6 +433,11 @@ async fn serve_in(
         Ok(b) => b,
         Err(e) => return refused(e),
     };
+    if let Some(head) = super::passthrough::peek(&bytes)
+        && let Some(response) = same_wire(&app, wire, &headers, &bytes, head, &span).await
+    {
+        return response;
+    }
     let mut asked = match (wire.get().read)(&bytes) {
         Ok(a) => a,
         Err(Error::Input { path, message }) => {
@@ -556,6 +564,79 @@ async fn serve_in(
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     name_dropped(&mut response, dropped.as_ref());
     response
+}
+
+/// A same-wire route's answer (`super::passthrough`), or `None` when the model's upstream
+/// speaks another wire (or is the offline one), for the canonical path to answer.
+async fn same_wire(
+    app: &Arc<App>,
+    wire: Wire,
+    headers: &HeaderMap,
+    bytes: &[u8],
+    head: super::passthrough::Head,
+    span: &tracing::Span,
+) -> Option<Response> {
+    use super::passthrough;
+    if app
+        .role(&head.model)
+        .is_some_and(|r| r.config.provider.is_none())
+    {
+        return None;
+    }
+    let counters = &app.gateway.counters[wire.slot()];
+    let (client, upstream_model) = match app.gateway.resolve(app, &head.model).await {
+        Ok(c) => c,
+        Err(e) => {
+            counters.client_errors.fetch_add(1, Ordering::Relaxed);
+            return Some(error_response(wire, &e));
+        }
+    };
+    if !passthrough::same_wire(wire.get(), &client, &upstream_model) {
+        return None;
+    }
+    span.record("model", head.model.as_str());
+    let body = passthrough::splice(bytes, &head.range, &upstream_model);
+    let sent = passthrough::wire_headers(headers, wire.get().headers);
+    let guard: Box<dyn Send> = if head.stream {
+        counters.streams.fetch_add(1, Ordering::Relaxed);
+        counters.open_streams.fetch_add(1, Ordering::Relaxed);
+        Box::new(OpenStream(Arc::clone(app), wire.slot()))
+    } else {
+        Box::new(())
+    };
+    let model = head.model;
+    let done: passthrough::Done = Box::new(move |response| {
+        if let Some(usage) = response.and_then(|r| r.usage) {
+            tracing::debug!(
+                model = model.as_str(),
+                input_tokens = usage.input_tokens,
+                output_tokens = usage.output_tokens,
+                "same-wire answer read"
+            );
+        }
+    });
+    match passthrough::forward(
+        &client,
+        &upstream_model,
+        body,
+        head.stream,
+        &sent,
+        guard,
+        done,
+    )
+    .await
+    {
+        Ok(response) => {
+            if !response.status().is_success() {
+                counters.upstream_errors.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(response)
+        }
+        Err(e) => {
+            counters.upstream_errors.fetch_add(1, Ordering::Relaxed);
+            Some(error_response(wire, &upstream_error(&e)))
+        }
+    }
 }
 
 /// With the role's `drop_unsupported`, the settings the upstream wire cannot carry are left

@@ -786,6 +786,9 @@ impl StreamWriter for EventWriter {
     }
 }
 
+/// The client headers of this wire a same-wire upstream gets as sent: Anthropic's version and beta headers.
+pub const WIRE_HEADERS: &[&str] = &["anthropic-version", "anthropic-beta"];
+
 /// The smallest Messages request, for the gateway's table test.
 pub const EXAMPLE: &str =
     r#"{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"Hi"}]}"#;

@@ -692,6 +692,9 @@ impl StreamWriter for ChunkWriter {
     }
 }
 
+/// The client headers of this wire a same-wire upstream gets as sent: OpenAI's beta header.
+pub const WIRE_HEADERS: &[&str] = &["openai-beta"];
+
 /// The smallest Chat Completions request, for the gateway's table test.
 pub const EXAMPLE: &str = r#"{"model":"m","messages":[{"role":"user","content":"Hi"}]}"#;
 

@@ -914,6 +914,9 @@ impl StreamWriter for EventWriter {
     }
 }
 
+/// The client headers of this wire a same-wire upstream gets as sent: OpenAI's beta header.
+pub const WIRE_HEADERS: &[&str] = &["openai-beta"];
+
 /// The smallest Responses request, for the gateway's table test.
 pub const EXAMPLE: &str = r#"{"model":"m","input":"Hi"}"#;
 
