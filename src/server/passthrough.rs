@@ -45,6 +45,10 @@ struct Peek<'a> {
 /// `stream`; `None` for anything else (the canonical reader then says what is wrong).
 pub(crate) fn peek(body: &[u8]) -> Option<Head> {
     let text = std::str::from_utf8(body).ok()?;
+    // An object only (serde would read a struct from an array too).
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
     let p: Peek<'_> = serde_json::from_str(text).ok()?;
     let raw = p.model.get();
     let model: String = serde_json::from_str(raw).ok()?;
