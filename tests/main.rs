@@ -52,6 +52,8 @@ mod one_path;
 mod partial_json;
 mod parts;
 mod passthrough;
+#[cfg(feature = "mock")]
+mod real_clients;
 #[cfg(feature = "conformance")]
 mod props;
 #[cfg(feature = "conformance")]
