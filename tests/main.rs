@@ -52,10 +52,10 @@ mod one_path;
 mod partial_json;
 mod parts;
 mod passthrough;
-#[cfg(feature = "mock")]
-mod real_clients;
 #[cfg(feature = "conformance")]
 mod props;
+#[cfg(feature = "mock")]
+mod real_clients;
 #[cfg(feature = "conformance")]
 mod realtime;
 #[cfg(feature = "cli")]

@@ -80,34 +80,47 @@ fn bin_dir() -> Option<PathBuf> {
     }
 }
 
-/// The client's shell tool in an upstream request of any wire, and arguments for it that run
-/// [`COMMAND`] (by its schema: `command` as a string or an argv array, or `cmd`).
+/// The client's shell tool in an upstream request of any wire (a declaration: a name and a
+/// schema, wherever the wire puts them), and arguments for it that run [`COMMAND`] (by its
+/// schema: `command` as a string or an argv array, or `cmd`).
 fn shell_call(body: &Value) -> Option<(String, String)> {
-    let tools = body.get("tools")?.as_array()?;
-    for t in tools {
-        let (name, schema) = if let Some(f) = t.get("function") {
-            (f.get("name")?, f.get("parameters"))
-        } else {
-            (t.get("name")?, t.get("input_schema").or(t.get("parameters")))
-        };
-        let name = name.as_str()?;
-        if !matches!(
-            name,
-            "Bash" | "bash" | "shell" | "shell_command" | "exec_command"
-        ) {
-            continue;
-        }
-        let props = schema.and_then(|s| s.get("properties"));
-        let args = match props {
-            Some(p) if p.get("cmd").is_some() => json!({"cmd": COMMAND}),
-            Some(p) if p.pointer("/command/type") == Some(&json!("array")) => {
-                json!({"command": ["bash", "-lc", COMMAND]})
+    fn walk(v: &Value) -> Option<(String, String)> {
+        match v {
+            Value::Object(o) => {
+                let schema = [
+                    "parameters",
+                    "input_schema",
+                    "parametersJsonSchema",
+                    "inputSchema",
+                ]
+                .iter()
+                .find_map(|k| o.get(*k));
+                if let (Some(Value::String(name)), Some(schema)) = (o.get("name"), schema)
+                    && matches!(
+                        name.as_str(),
+                        "Bash" | "bash" | "shell" | "shell_command" | "exec_command"
+                    )
+                {
+                    let schema = schema.get("json").unwrap_or(schema);
+                    let props = schema.get("properties");
+                    let args = match props {
+                        Some(p) if p.get("cmd").is_some() => json!({"cmd": COMMAND}),
+                        Some(p) if p.pointer("/command/type") == Some(&json!("array")) => {
+                            json!({"command": ["bash", "-lc", COMMAND]})
+                        }
+                        _ => json!({"command": COMMAND, "description": "Write done.txt"}),
+                    };
+                    return Some((name.clone(), args.to_string()));
+                }
+                o.iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "messages" | "contents" | "input"))
+                    .find_map(|(_, v)| walk(v))
             }
-            _ => json!({"command": COMMAND, "description": "Write done.txt"}),
-        };
-        return Some((name.to_owned(), args.to_string()));
+            Value::Array(items) => items.iter().find_map(walk),
+            _ => None,
+        }
     }
-    None
+    walk(body)
 }
 
 /// Whether an upstream request carries the command's output (the mark beside the command
@@ -134,10 +147,14 @@ fn script() -> Script {
     })
 }
 
+/// The gateway, its one role `up` on `upstream`, with the one line the README gives such
+/// roles: `drop_unsupported = true` (a client's setting the upstream's model has no knob for,
+/// Claude Code's effort toward a Bedrock model, is left out and named in `toolwire-dropped`).
 async fn gateway(kind: ProviderKind, upstream: &MockServer) -> ServerHandle {
     let role = RoleConfig::live("up", kind, "model-x")
         .with_base_url(upstream.url())
-        .with_api_key_env(KEY_VAR);
+        .with_api_key_env(KEY_VAR)
+        .with_drop_unsupported(true);
     toolwire::server::start(ServerConfig::new().with_port(0).with_roles([role]))
         .await
         .unwrap()
@@ -196,7 +213,7 @@ async fn run_and_check(
     mut cmd: tokio::process::Command,
     work: &Path,
     upstream: &MockServer,
-) {
+) -> Result<(), String> {
     let out = tokio::time::timeout(Duration::from_secs(90), cmd.output())
         .await
         .unwrap_or_else(|_| panic!("{who}: still running after 90 s"))
@@ -219,20 +236,45 @@ async fn run_and_check(
             .join("\n---\n")
     );
     let file = std::fs::read_to_string(work.join("done.txt")).unwrap_or_default();
-    assert_eq!(file.trim(), MARK, "the file: {report}");
-    assert!(
-        requests.iter().any(|r| has_result(r)),
-        "the tool result never reached the upstream: {report}"
-    );
+    if file.trim() != MARK {
+        return Err(format!("no done.txt: {report}"));
+    }
+    if !requests.iter().any(|r| has_result(r)) {
+        return Err(format!(
+            "the tool result never reached the upstream: {report}"
+        ));
+    }
+    Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_code_runs_its_shell_tool_through_the_gateway() {
-    let Some(bin) = bin_dir() else { return };
-    let upstream = MockServer::start(ProviderKind::Anthropic, script())
-        .await
-        .unwrap();
-    let server = gateway(ProviderKind::Anthropic, &upstream).await;
+/// Every upstream wire.
+const EVERY_WIRE: &[ProviderKind] = &[
+    ProviderKind::OpenAi,
+    ProviderKind::Anthropic,
+    ProviderKind::OpenAiResponses,
+    ProviderKind::Gemini,
+    ProviderKind::Bedrock,
+];
+
+/// Runs `client` against a mock upstream of each of `upstreams`; fails naming every one that
+/// failed.
+async fn on_upstreams<F, Fut>(who: &str, upstreams: &[ProviderKind], client: F)
+where
+    F: Fn(ProviderKind) -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let mut failed = Vec::new();
+    for kind in upstreams.iter().copied() {
+        if let Err(e) = client(kind).await {
+            failed.push(format!("{who} → {kind}: {e}"));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n=====\n"));
+}
+
+async fn claude(bin: &Path, kind: ProviderKind) -> Result<(), String> {
+    let upstream = MockServer::start(kind, script()).await.unwrap();
+    let server = gateway(kind, &upstream).await;
     let (home, work) = scratch("claude");
     let mut cmd = tokio::process::Command::new(bin.join("claude"));
     base_env(&mut cmd, &home, &bin);
@@ -252,16 +294,18 @@ async fn claude_code_runs_its_shell_tool_through_the_gateway() {
             "--output-format",
             "text",
         ]);
-    run_and_check("claude", cmd, &work, &upstream).await;
+    run_and_check("claude", cmd, &work, &upstream).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn codex_runs_its_shell_tool_through_the_gateway() {
+async fn claude_code_runs_its_shell_tool_through_the_gateway() {
     let Some(bin) = bin_dir() else { return };
-    let upstream = MockServer::start(ProviderKind::OpenAiResponses, script())
-        .await
-        .unwrap();
-    let server = gateway(ProviderKind::OpenAiResponses, &upstream).await;
+    on_upstreams("claude", EVERY_WIRE, |kind| claude(&bin, kind)).await;
+}
+
+async fn codex(bin: &Path, kind: ProviderKind) -> Result<(), String> {
+    let upstream = MockServer::start(kind, script()).await.unwrap();
+    let server = gateway(kind, &upstream).await;
     let (home, work) = scratch("codex");
     let codex_home = home.join(".codex");
     std::fs::create_dir_all(&codex_home).unwrap();
@@ -287,16 +331,23 @@ async fn codex_runs_its_shell_tool_through_the_gateway() {
             "--dangerously-bypass-approvals-and-sandbox",
             "Run the shell command the task needs.",
         ]);
-    run_and_check("codex", cmd, &work, &upstream).await;
+    run_and_check("codex", cmd, &work, &upstream).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn opencode_runs_its_shell_tool_through_the_gateway() {
+async fn codex_runs_its_shell_tool_through_the_gateway() {
     let Some(bin) = bin_dir() else { return };
-    let upstream = MockServer::start(ProviderKind::OpenAi, script())
-        .await
-        .unwrap();
-    let server = gateway(ProviderKind::OpenAi, &upstream).await;
+    // Across wires Codex declares `namespace` and free-form (`custom`) tools, which the
+    // gateway's tool reading does not take yet: its own wire only, for now.
+    on_upstreams("codex", &[ProviderKind::OpenAiResponses], |kind| {
+        codex(&bin, kind)
+    })
+    .await;
+}
+
+async fn opencode(bin: &Path, kind: ProviderKind) -> Result<(), String> {
+    let upstream = MockServer::start(kind, script()).await.unwrap();
+    let server = gateway(kind, &upstream).await;
     let (home, work) = scratch("opencode");
     let config = json!({
         "$schema": "https://opencode.ai/config.json",
@@ -317,7 +368,19 @@ async fn opencode_runs_its_shell_tool_through_the_gateway() {
     base_env(&mut cmd, &home, &bin);
     // opencode fetches its provider packages from npm into its cache: one shared cache.
     cmd.current_dir(&work)
-        .env("XDG_CACHE_HOME", target_dir().join("real-clients").join("cache"))
+        .env(
+            "XDG_CACHE_HOME",
+            target_dir().join("real-clients").join("cache"),
+        )
         .args(["run", "Run the shell command the task needs."]);
-    run_and_check("opencode", cmd, &work, &upstream).await;
+    run_and_check("opencode", cmd, &work, &upstream).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_runs_its_shell_tool_through_the_gateway() {
+    let Some(bin) = bin_dir() else { return };
+    // Its Chat wire to the same wire and to another (every wire of EVERY_WIRE passes too,
+    // at ~20 s a run: two keep the area's cost down).
+    let upstreams = [ProviderKind::OpenAi, ProviderKind::Gemini];
+    on_upstreams("opencode", &upstreams, |kind| opencode(&bin, kind)).await;
 }
