@@ -277,7 +277,7 @@ async fn claude(bin: &Path, kind: ProviderKind) -> Result<(), String> {
     let server = gateway(kind, &upstream).await;
     let (home, work) = scratch("claude");
     let mut cmd = tokio::process::Command::new(bin.join("claude"));
-    base_env(&mut cmd, &home, &bin);
+    base_env(&mut cmd, &home, bin);
     cmd.current_dir(&work)
         .env("ANTHROPIC_BASE_URL", server.url())
         .env("ANTHROPIC_API_KEY", "sk-ant-gateway-ignores-it")
@@ -321,7 +321,7 @@ async fn codex(bin: &Path, kind: ProviderKind) -> Result<(), String> {
     )
     .unwrap();
     let mut cmd = tokio::process::Command::new(bin.join("codex"));
-    base_env(&mut cmd, &home, &bin);
+    base_env(&mut cmd, &home, bin);
     cmd.current_dir(&work)
         .env("CODEX_HOME", &codex_home)
         .env("TOOLWIRE_GATEWAY_KEY", "unused")
@@ -365,7 +365,7 @@ async fn opencode(bin: &Path, kind: ProviderKind) -> Result<(), String> {
     });
     std::fs::write(work.join("opencode.json"), config.to_string()).unwrap();
     let mut cmd = tokio::process::Command::new(bin.join("opencode"));
-    base_env(&mut cmd, &home, &bin);
+    base_env(&mut cmd, &home, bin);
     // opencode fetches its provider packages from npm into its cache: one shared cache.
     cmd.current_dir(&work)
         .env(
