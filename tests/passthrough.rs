@@ -280,3 +280,108 @@ async fn other_wires_are_translated_not_passed() {
     );
     assert_eq!(seen[0].0, "/v1/chat/completions");
 }
+
+/// `POST /v1/messages/count_tokens`: an Anthropic upstream's own count (the body passed to its
+/// `/v1/messages/count_tokens`); for another upstream an estimate, said so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn count_tokens_asks_anthropic_and_estimates_elsewhere() {
+    let http = toolwire::client::http_client_builder()
+        .no_proxy()
+        .build()
+        .unwrap();
+    let body = r#"{"model":"up","messages":[{"role":"user","content":"hi"}],"system":"s"}"#;
+    let (url, seen) = upstream(200, "application/json", vec![r#"{"input_tokens":17}"#]).await;
+    let server = gateway(ProviderKind::Anthropic, &url).await;
+    let r = http
+        .post(format!("{}/v1/messages/count_tokens", server.url()))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().get("toolwire-count").is_none());
+    assert_eq!(r.text().await.unwrap(), r#"{"input_tokens":17}"#);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen[0].0, "/v1/messages/count_tokens");
+    assert_eq!(
+        String::from_utf8_lossy(&seen[0].2),
+        body.replace("\"up\"", "\"upstream-model-1\"")
+    );
+
+    let (url, seen) = upstream(200, "application/json", vec!["{}"]).await;
+    let server = gateway(ProviderKind::OpenAi, &url).await;
+    let r = http
+        .post(format!("{}/v1/messages/count_tokens", server.url()))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["toolwire-count"], "estimate");
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["toolwire_estimate"], true);
+    assert_eq!(v["input_tokens"], body.len().div_ceil(4));
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "no upstream call for an estimate"
+    );
+}
+
+/// `GET /v1/models/{id}`; error bodies carry `param` and a request id, and no Rust Debug text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_route_and_error_shapes() {
+    let http = toolwire::client::http_client_builder()
+        .no_proxy()
+        .build()
+        .unwrap();
+    let (url, _) = upstream(200, "application/json", vec!["{}"]).await;
+    let server = gateway(ProviderKind::Gemini, &url).await;
+    let one: serde_json::Value = http
+        .get(format!("{}/v1/models/up", server.url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(one["id"], "up");
+    let r = http
+        .get(format!("{}/v1/models/nope", server.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    // A Chat body with a bad part: 400, `param` names the field.
+    let r = http
+        .post(format!("{}/v1/chat/completions", server.url()))
+        .header("content-type", "application/json")
+        .body(r#"{"model":"up","messages":[{"role":"user","content":[{"text":"hi"}]}]}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.headers().get("x-request-id").is_some());
+    let e: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["param"], "messages[0].content[0].type", "{e}");
+    let text = e.to_string();
+    assert!(!text.contains("Some(") && !text.contains("None"), "{text}");
+    // Anthropic's shape has a top-level request_id.
+    let r = http
+        .post(format!("{}/v1/messages", server.url()))
+        .header("content-type", "application/json")
+        .body(r#"{"model":"up","max_tokens":5,"messages":[{"role":"tool","content":"x"}]}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let e: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(e["type"], "error");
+    assert!(
+        e["request_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("req_")),
+        "{e}"
+    );
+}

@@ -70,19 +70,29 @@ impl Client {
     }
 
     /// Posts `body` (already in this provider's wire, `model` in it) to the provider's path for
-    /// a turn, with the provider's headers, then `headers` (the caller's, replacing same-named
-    /// ones), then the client's auth, signing and extra headers. One attempt: the answer comes
-    /// back whatever its status; only a failure to get one (connect, first-byte deadline) is an
-    /// error.
-    pub(crate) async fn send_raw(
+    /// a turn with `suffix` appended (empty for a turn; `/count_tokens` beside Anthropic's
+    /// `/v1/messages`), with the provider's headers, then `headers` (the caller's, replacing
+    /// same-named ones), then the client's auth, signing and extra headers. One attempt: the
+    /// answer comes back whatever its status; only a failure to get one (connect, first-byte
+    /// deadline) is an error.
+    pub(crate) async fn send_raw_at(
         &self,
         model: &str,
+        suffix: &str,
         body: Bytes,
         stream: bool,
         headers: &[(String, String)],
     ) -> Result<RawAnswer> {
         let inner = &self.inner;
-        let wire = self.route_of(model, stream)?;
+        let mut wire = self.route_of(model, stream)?;
+        if !suffix.is_empty() {
+            let (path, query) = wire.path.split_once('?').unwrap_or((&wire.path, ""));
+            wire.path = if query.is_empty() {
+                format!("{path}{suffix}")
+            } else {
+                format!("{path}{suffix}?{query}")
+            };
+        }
         let url = inner.url(&wire);
         let t = &inner.timeouts;
         let total = after(t.total);

@@ -154,8 +154,23 @@ pub(crate) async fn forward(
     guard: Box<dyn Send>,
     done: Done,
 ) -> Result<Response, Error> {
+    forward_at(client, model, "", body, stream, headers, guard, done).await
+}
+
+/// [`forward`] to the turn's path with `suffix` appended (`/count_tokens`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn forward_at(
+    client: &Client,
+    model: &str,
+    suffix: &str,
+    body: Vec<u8>,
+    stream: bool,
+    headers: &[(String, String)],
+    guard: Box<dyn Send>,
+    done: Done,
+) -> Result<Response, Error> {
     let mut answer = client
-        .send_raw(model, Bytes::from(body), stream, headers)
+        .send_raw_at(model, suffix, Bytes::from(body), stream, headers)
         .await?;
     let ok = (200..300).contains(&answer.status);
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);

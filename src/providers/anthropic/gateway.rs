@@ -295,6 +295,12 @@ fn turn(
         )?));
         return Ok(());
     }
+    if role != "user" && role != "assistant" {
+        return Err(Error::input(
+            format!("{at}.role"),
+            format!("unknown role {} (user, assistant or system)", role.shown()),
+        ));
+    }
     let blocks = match content {
         Value::String(s) => {
             out.push(match role.as_str() {
