@@ -618,7 +618,11 @@ async fn same_wire(
             return Some(error_response(wire, &e));
         }
     };
-    if !passthrough::same_wire(wire.get(), &client, &upstream_model) {
+    if !passthrough::same_wire(
+        (wire.route(), wire.get().provider),
+        &client,
+        &upstream_model,
+    ) {
         return None;
     }
     span.record("model", head.model.as_str());
@@ -769,7 +773,11 @@ pub(crate) async fn count_tokens(
             Ok(c) => c,
             Err(e) => return error_response(wire, &e),
         };
-        if super::passthrough::same_wire(wire.get(), &client, &upstream_model) {
+        if super::passthrough::same_wire(
+            (wire.route(), wire.get().provider),
+            &client,
+            &upstream_model,
+        ) {
             let body = super::passthrough::splice(&bytes, &head.range, &upstream_model);
             let sent = super::passthrough::wire_headers(&headers, wire.get().headers);
             let done: super::passthrough::Done = Box::new(|_| {});

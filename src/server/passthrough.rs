@@ -15,9 +15,9 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::gateway::ClientWire;
 use crate::client::Client;
 use crate::error::Error;
+use crate::provider::ProviderKind;
 use crate::turn::TurnReader;
 use crate::types::ChatResponse;
 
@@ -73,17 +73,20 @@ pub(crate) fn splice(body: &[u8], range: &Range<usize>, model: &str) -> Vec<u8> 
     out
 }
 
-/// Whether `client` speaks the client wire `wire`: its provider is the wire's own (`openai`,
-/// any OpenAI-compatible server given by base URL included; `anthropic`; `openai-responses`)
-/// and it posts turns to the wire's endpoint: the route is the upstream's path, or `/v1` and
+/// Whether `client` speaks the client wire at `route` read by `provider`: its provider is
+/// that one (`openai`, any OpenAI-compatible server given by base URL included; `anthropic`;
+/// `openai-responses`) and it posts turns to the wire's endpoint: the route is the upstream's path, or `/v1` and
 /// the upstream's path (a base URL ending in `/v1`, as OpenAI-compatible servers' do). A
 /// provider with a wire of its own beside Chat Completions (GLM's thinking switch, Mistral's
 /// rules) keeps the canonical path, which translates for it.
-pub(crate) fn same_wire(wire: &ClientWire, client: &Client, model: &str) -> bool {
-    if client.provider().info().kind != wire.provider {
+pub(crate) fn same_wire(
+    (route, provider): (&str, ProviderKind),
+    client: &Client,
+    model: &str,
+) -> bool {
+    if client.provider().info().kind != provider {
         return false;
     }
-    let route = wire.route;
     let Some(path) = client.wire_path(model) else {
         return false;
     };
