@@ -385,3 +385,97 @@ async fn model_route_and_error_shapes() {
         "{e}"
     );
 }
+
+/// An upstream that writes `first`, then waits for the test's release before writing `rest`.
+async fn pausing_upstream(
+    first: &'static str,
+    rest: &'static str,
+) -> (String, tokio::sync::mpsc::UnboundedSender<()>) {
+    let (release, wait) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let wait = Arc::new(tokio::sync::Mutex::new(wait));
+    let app = axum::Router::new().fallback(move || {
+        let wait = Arc::clone(&wait);
+        async move {
+            let head = futures::stream::once(async move {
+                Ok::<Bytes, std::io::Error>(Bytes::from_static(first.as_bytes()))
+            });
+            let tail = futures::stream::once(async move {
+                wait.lock().await.recv().await;
+                Ok::<Bytes, std::io::Error>(Bytes::from_static(rest.as_bytes()))
+            });
+            let mut r = Response::new(Body::from_stream(head.chain(tail)));
+            r.headers_mut()
+                .insert("content-type", "text/event-stream".parse().unwrap());
+            r
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.ok() });
+    (url, release)
+}
+
+/// A call reaches the client as soon as the upstream starts it: the upstream writes the
+/// call's first event and then waits until the test, having seen the call start in what the
+/// client received, releases it. A gateway holding the call would never show it (the read is
+/// guarded so that such a gateway fails instead of hanging). Same wire (Anthropic to
+/// Anthropic) and across wires (Anthropic to a Chat client).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_reaches_the_client_as_it_starts() {
+    let first = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_01P\",\"name\":\"sh\",\"input\":{}}}\n\n";
+    let rest = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":5}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    let http = toolwire::client::http_client_builder()
+        .no_proxy()
+        .build()
+        .unwrap();
+    let cases = [
+        (
+            "/v1/messages",
+            r#"{"model":"up","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"sh","input_schema":{"type":"object"}}]}"#,
+            "toolu_01P",
+        ),
+        (
+            "/v1/chat/completions",
+            r#"{"model":"up","stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"sh","parameters":{"type":"object"}}}]}"#,
+            "toolu_01P",
+        ),
+    ];
+    for (route, body, id) in cases {
+        let (url, release) = pausing_upstream(first, rest).await;
+        let server = gateway(ProviderKind::Anthropic, &url).await;
+        let mut r = http
+            .post(format!("{}{route}", server.url()))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{route}");
+        let mut seen = Vec::new();
+        let started = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(chunk) = r.chunk().await.unwrap() {
+                seen.extend_from_slice(&chunk);
+                if String::from_utf8_lossy(&seen).contains(id) {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        assert_eq!(
+            started,
+            Ok(true),
+            "{route}: the call did not reach the client while the upstream paused: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        release.send(()).unwrap();
+        while let Some(chunk) = r.chunk().await.unwrap() {
+            seen.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8_lossy(&seen);
+        assert!(
+            text.contains("message_stop") || text.contains("[DONE]"),
+            "{route}: {text}"
+        );
+    }
+}
