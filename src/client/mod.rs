@@ -37,6 +37,7 @@
 //! ```
 
 mod body;
+#[cfg(feature = "server")]
 mod raw;
 mod record;
 mod retry;

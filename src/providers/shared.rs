@@ -1124,23 +1124,27 @@ impl CallGate {
 
 /// A value as an error message names it: a string quoted as JSON would (`"custom"`), an
 /// absent one as `missing` (never Rust's `Some("custom")`).
+#[cfg(feature = "respond")]
 pub(crate) trait Shown {
     /// The value as an error message shows it.
     fn shown(&self) -> String;
 }
 
+#[cfg(feature = "respond")]
 impl Shown for Option<&str> {
     fn shown(&self) -> String {
         self.map_or_else(|| "missing".to_owned(), |s| s.shown())
     }
 }
 
+#[cfg(feature = "respond")]
 impl Shown for &str {
     fn shown(&self) -> String {
         serde_json::Value::String((*self).to_owned()).to_string()
     }
 }
 
+#[cfg(feature = "respond")]
 impl Shown for String {
     fn shown(&self) -> String {
         self.as_str().shown()
