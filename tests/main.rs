@@ -42,6 +42,7 @@ mod foreign_body;
 mod gateway;
 mod gateway_cancel;
 mod gateway_sdk;
+mod gateway_settings;
 #[cfg(feature = "cli")]
 mod hostile;
 #[cfg(feature = "cli")]
@@ -62,11 +63,14 @@ mod realtime;
 mod realtime_cli;
 #[cfg(all(feature = "realtime", feature = "mock"))]
 mod realtime_session;
+#[cfg(feature = "mock")]
+mod reasoning_echo;
 mod second_turn;
 #[cfg(feature = "cli")]
 mod serve_hardening;
 #[cfg(feature = "cli")]
 mod server;
+mod settings;
 mod standalone;
 #[cfg(feature = "tools")]
 mod tool_macro;
