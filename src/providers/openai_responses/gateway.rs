@@ -188,9 +188,11 @@ impl Turn {
     fn end(&mut self, out: &mut Vec<Message>) {
         if !self.pending.is_empty() {
             let pending = std::mem::take(&mut self.pending);
+            // The items the gateway's state item carried verbatim win over their echoes.
             self.get()
                 .extra
-                .insert(super::REASONING_ITEMS.into(), Value::Array(pending));
+                .entry(super::REASONING_ITEMS)
+                .or_insert(Value::Array(pending));
         }
         if let Some(m) = self.message.take() {
             out.push(Message::Assistant(m));
@@ -572,9 +574,20 @@ pub fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
 #[derive(Debug, Clone, PartialEq)]
 enum Open {
     None,
-    Reasoning { id: String, text: String },
-    Message { id: String, text: String },
-    Call { slot: usize },
+    /// A reasoning item: its id (the upstream's when it sent one), its summary text so far,
+    /// and the upstream's `encrypted_content` once known.
+    Reasoning {
+        id: String,
+        text: String,
+        encrypted: Option<String>,
+    },
+    Message {
+        id: String,
+        text: String,
+    },
+    Call {
+        slot: usize,
+    },
 }
 
 #[derive(Debug)]
@@ -636,7 +649,11 @@ impl EventWriter {
         let index = self.output.len();
         match std::mem::replace(&mut self.open, Open::None) {
             Open::None => {}
-            Open::Reasoning { id, text } => {
+            Open::Reasoning {
+                id,
+                text,
+                encrypted,
+            } => {
                 if !text.is_empty() {
                     let at = json!({"item_id": id, "output_index": index, "summary_index": 0});
                     self.event(
@@ -650,7 +667,10 @@ impl EventWriter {
                         out,
                     );
                 }
-                let item = reasoning_item(&id, &text);
+                let mut item = reasoning_item(&id, &text);
+                if let Some(encrypted) = encrypted {
+                    item["encrypted_content"] = Value::String(encrypted);
+                }
                 self.event(
                     "response.output_item.done",
                     json!({"output_index": index, "item": item}),
@@ -754,6 +774,44 @@ impl EventWriter {
         self.calls.flush(&mut outs);
         self.calls_out(outs, out);
     }
+
+    /// Opens a reasoning item, `id` or one of the writer's own.
+    fn open_reasoning(&mut self, id: Option<&str>, out: &mut Vec<u8>) {
+        self.close(out);
+        let index = self.output.len();
+        let id = id.map_or_else(|| format!("rs_{index}"), str::to_owned);
+        self.event(
+            "response.output_item.added",
+            json!({"output_index": index, "item": reasoning_item(&id, "")}),
+            out,
+        );
+        self.open = Open::Reasoning {
+            id,
+            text: String::new(),
+            encrypted: None,
+        };
+    }
+
+    /// A reasoning item's upstream state: the item it names is the open one, or opens now; its
+    /// `encrypted_content` goes out on the item when it is done.
+    fn reasoning_state(
+        &mut self,
+        id: Option<&str>,
+        encrypted_content: Option<&str>,
+        out: &mut Vec<u8>,
+    ) {
+        let same = match (&self.open, id) {
+            (Open::Reasoning { .. }, None) => true,
+            (Open::Reasoning { id: open, .. }, Some(id)) => open == id,
+            _ => false,
+        };
+        if !same {
+            self.open_reasoning(id, out);
+        }
+        if let (Open::Reasoning { encrypted, .. }, Some(e)) = (&mut self.open, encrypted_content) {
+            *encrypted = Some(e.to_owned());
+        }
+    }
 }
 
 fn merge(a: &Value, b: Value) -> Value {
@@ -816,32 +874,30 @@ impl StreamWriter for EventWriter {
                 StreamEvent::ReasoningDelta { text } => {
                     self.flush(out);
                     self.calls.reasoning();
-                    let index = self.output.len();
                     if !matches!(self.open, Open::Reasoning { .. }) {
-                        self.close(out);
-                        let id = format!("rs_{index}");
-                        self.event(
-                            "response.output_item.added",
-                            json!({"output_index": index, "item": reasoning_item(&id, "")}),
-                            out,
-                        );
-                        self.event(
-                            "response.reasoning_summary_part.added",
-                            json!({"item_id": id, "output_index": index, "summary_index": 0,
-                                   "part": {"type": "summary_text", "text": ""}}),
-                            out,
-                        );
-                        self.open = Open::Reasoning {
-                            id,
-                            text: String::new(),
-                        };
+                        self.open_reasoning(None, out);
                     }
-                    if let Open::Reasoning { id, text: all } = &mut self.open {
+                    let index = self.output.len();
+                    if let Open::Reasoning { id, text: all, .. } = &self.open
+                        && all.is_empty()
+                    {
+                        let at = json!({"item_id": id, "output_index": index, "summary_index": 0,
+                                        "part": {"type": "summary_text", "text": ""}});
+                        self.event("response.reasoning_summary_part.added", at, out);
+                    }
+                    if let Open::Reasoning { id, text: all, .. } = &mut self.open {
                         all.push_str(text);
                         let at = json!({"item_id": id, "output_index": index, "summary_index": 0,
                                         "delta": text});
                         self.event("response.reasoning_summary_text.delta", at, out);
                     }
+                }
+                StreamEvent::ReasoningState {
+                    id,
+                    encrypted_content,
+                } => {
+                    self.flush(out);
+                    self.reasoning_state(id.as_deref(), encrypted_content.as_deref(), out);
                 }
                 other => {
                     let mut outs = Vec::new();
