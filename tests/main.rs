@@ -41,7 +41,6 @@ mod fixtures;
 mod foreign_body;
 mod gateway;
 mod gateway_cancel;
-mod gateway_reasoning;
 mod gateway_sdk;
 #[cfg(feature = "cli")]
 mod hostile;
