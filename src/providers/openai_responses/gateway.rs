@@ -534,15 +534,34 @@ fn state_item(response: &ChatResponse) -> Option<Value> {
 }
 
 /// A whole `response` body for `response`. `id` and `created` are the caller's.
+///
+/// The reasoning items of a Responses upstream go out as it sent them (id, summary,
+/// `encrypted_content`), each before the call it came before; other reasoning is one item with
+/// the text as its summary.
 pub fn encode_body(response: &ChatResponse, id: &str, model: &str, created: u64) -> Vec<u8> {
+    let items = |extra: &Map<String, Value>| {
+        extra
+            .get(super::REASONING_ITEMS)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let upstream_items = response.extra.contains_key(super::REASONING_ITEMS)
+        || response
+            .tool_calls
+            .iter()
+            .any(|c| c.extra.contains_key(super::REASONING_ITEMS));
     let mut output = Vec::new();
-    if let Some(reasoning) = &response.reasoning {
+    if upstream_items {
+        output.extend(items(&response.extra));
+    } else if let Some(reasoning) = &response.reasoning {
         output.push(reasoning_item("rs_0", reasoning));
     }
     if let Some(text) = &response.text {
         output.push(message_item("msg_0", "completed", text));
     }
     for (i, call) in response.tool_calls.iter().enumerate() {
+        output.extend(items(&call.extra));
         output.push(call_item(
             &format!("fc_{i}"),
             &carry_id(call),
@@ -1078,6 +1097,47 @@ mod tests {
         };
         assert_eq!(a.content.as_deref(), Some("Hi."));
         assert_eq!(a.extra["thinking_blocks"][0]["signature"], "s");
+    }
+
+    /// A Responses upstream's reasoning items reach a Responses client as they were sent, in a
+    /// body and in a stream: id, summary and `encrypted_content`
+    /// (<https://platform.openai.com/docs/guides/reasoning#encrypted-reasoning-items>: with
+    /// `store: false` the client sends them back itself).
+    #[test]
+    fn upstream_reasoning_items_reach_the_client_whole() {
+        use crate::provider::Respond;
+        let item = json!({"type": "reasoning", "id": "rs_up_1", "encrypted_content": "ZW5j",
+                          "summary": [{"type": "summary_text", "text": "Look it up."}]});
+        let mut call = ToolCall::new("call_1", "f", "{}");
+        call.extra
+            .insert(super::super::REASONING_ITEMS.into(), json!([item]));
+        let mut upstream = ChatResponse::default()
+            .with_tool_calls([call])
+            .with_finish_reason(FinishReason::ToolCalls);
+        upstream.reasoning = Some("Look it up.".into());
+        let body: Value = serde_json::from_slice(&encode_body(&upstream, "r", "m", 0)).unwrap();
+        assert_eq!(body["output"][0], item, "{body}");
+        assert_eq!(body["output"][1]["type"], "function_call", "{body}");
+
+        let wire = OpenAiResponses::new()
+            .encode_response(&upstream, true)
+            .unwrap();
+        let decoded = replay(&OpenAiResponses::new(), &wire).unwrap();
+        let mut w = EventWriter::new("r", "m", 0);
+        let mut out = Vec::new();
+        w.start(&mut out);
+        w.events(&decoded.events, &mut out);
+        w.finish(&decoded.response, &mut out);
+        let text = String::from_utf8_lossy(&out);
+        let done: Vec<Value> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .filter(|e| e["type"] == "response.output_item.done" && e["item"]["id"] == "rs_up_1")
+            .collect();
+        assert_eq!(done.len(), 1, "{text}");
+        assert_eq!(done[0]["item"]["encrypted_content"], "ZW5j");
+        assert_eq!(done[0]["item"]["summary"][0]["text"], "Look it up.");
     }
 
     /// What the writer sends reads back, through our own Responses decoder, as what it was given.
