@@ -411,9 +411,9 @@ async fn provider_state_survives_every_client_wire_and_a_second_process() {
             let second = gateway(kind, &upstream).await;
             // Turn one streamed for the Chat and Messages clients, whole for Responses (whose
             // clients echo `output` verbatim). A Responses upstream's encrypted-only reasoning
-            // shows nothing while its calls stream, so their openers go out before the state is
-            // known (docs/gateway.md); its whole answers carry it, and are tested here.
-            let stream = kind != ProviderKind::OpenAiResponses;
+            // shows no text, but its reasoning item is an event: the calls after it wait for
+            // their state.
+            let stream = true;
             let (path, turn1, body2) = match client {
                 "chat" => {
                     let (_, _, bytes) = post(

@@ -766,6 +766,12 @@ impl StreamWriter for EventWriter {
                     );
                     self.close(out);
                 }
+                StreamEvent::ReasoningState { .. } => {
+                    // A reasoning item (Responses) this wire has no block for: the calls after
+                    // it wait until complete, so their ids carry it.
+                    self.flush(out);
+                    self.calls.reasoning();
+                }
                 other => {
                     let mut outs = Vec::new();
                     self.calls.event(other, &mut outs);
