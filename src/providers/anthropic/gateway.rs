@@ -575,7 +575,8 @@ pub fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
 enum Open {
     None,
     Text,
-    Thinking,
+    /// A thinking block; `true` once its signature went out.
+    Thinking(bool),
     Call(usize),
 }
 
@@ -712,7 +713,7 @@ impl EventWriter {
 
     /// Before a held call opens: the open thinking block gets the signature its call carries.
     fn sign(&mut self, outs: &[CallOut], out: &mut Vec<u8>) {
-        if self.open != Open::Thinking {
+        if self.open != Open::Thinking(false) {
             return;
         }
         for o in outs {
@@ -731,14 +732,31 @@ impl EventWriter {
                         .map(str::to_owned)
                 });
                 if let Some(signature) = signature {
-                    self.delta(
-                        self.next - 1,
-                        json!({"type": "signature_delta", "signature": signature}),
-                        out,
-                    );
+                    self.signature(&signature, out);
                 }
                 return;
             }
+        }
+    }
+
+    /// The open thinking block's `signature_delta`: the upstream's signature, exactly.
+    fn signature(&mut self, signature: &str, out: &mut Vec<u8>) {
+        self.delta(
+            self.next - 1,
+            json!({"type": "signature_delta", "signature": signature}),
+            out,
+        );
+        self.open = Open::Thinking(true);
+    }
+
+    /// A thinking block opened on the client's side, unless one is open already.
+    fn thinking(&mut self, out: &mut Vec<u8>) {
+        if !matches!(self.open, Open::Thinking(_)) {
+            self.begin(
+                Open::Thinking(false),
+                json!({"type": "thinking", "thinking": "", "signature": ""}),
+                out,
+            );
         }
     }
 
@@ -779,18 +797,40 @@ impl StreamWriter for EventWriter {
                 StreamEvent::ReasoningDelta { text } => {
                     self.flush(out);
                     self.calls.reasoning();
-                    if self.open != Open::Thinking {
-                        self.begin(
-                            Open::Thinking,
-                            json!({"type": "thinking", "thinking": "", "signature": ""}),
-                            out,
-                        );
+                    if self.open == Open::Thinking(true) {
+                        // A signed block is over: new reasoning is the next block.
+                        self.close(out);
                     }
+                    self.thinking(out);
                     self.delta(
                         self.next - 1,
                         json!({"type": "thinking_delta", "thinking": text}),
                         out,
                     );
+                }
+                StreamEvent::ReasoningSignature { signature } => {
+                    self.flush(out);
+                    self.calls.reasoning();
+                    // A signature for a block with no text (thinking shown as omitted) opens
+                    // its block; pieces of one signature follow each other.
+                    self.thinking(out);
+                    self.signature(signature, out);
+                }
+                StreamEvent::RedactedReasoning { data } => {
+                    self.flush(out);
+                    self.calls.reasoning();
+                    self.begin(
+                        Open::Thinking(true),
+                        json!({"type": "redacted_thinking", "data": data}),
+                        out,
+                    );
+                    self.close(out);
+                }
+                StreamEvent::ReasoningState { .. } => {
+                    // A reasoning item (Responses) this wire has no block for: the calls after
+                    // it wait until complete, so their ids carry it.
+                    self.flush(out);
+                    self.calls.reasoning();
                 }
                 other => {
                     let mut outs = Vec::new();
@@ -811,18 +851,14 @@ impl StreamWriter for EventWriter {
         self.calls.rest(response, true, &mut outs);
         self.sign(&outs, out);
         self.calls_out(outs, out);
-        if self.open == Open::Thinking {
+        if self.open == Open::Thinking(false) {
             let signature = blocks_of(&response.extra).iter().rev().find_map(|b| {
                 b.get("signature")
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             });
             if let Some(signature) = signature {
-                self.delta(
-                    self.next - 1,
-                    json!({"type": "signature_delta", "signature": signature}),
-                    out,
-                );
+                self.signature(&signature, out);
             }
         }
         self.close(out);
@@ -945,6 +981,46 @@ mod tests {
         let mut body = base;
         body["tools"] = json!([{"type": "web_search_20250305", "name": "web_search"}]);
         assert!(req(body).unwrap_err().to_string().contains("tools[0].type"));
+    }
+
+    /// An Anthropic stream with a signed thinking block, a redacted one and text, decoded and
+    /// written again: the client reads the same blocks, signature and data exactly, in any
+    /// batching (<https://docs.claude.com/en/docs/build-with-claude/extended-thinking>: the
+    /// `signature_delta` just before the block's `content_block_stop`, `redacted_thinking`
+    /// blocks whole).
+    #[test]
+    fn thinking_signatures_and_redacted_blocks_pass_through_a_stream() {
+        use crate::provider::Respond;
+        let blocks = json!([
+            {"type": "thinking", "thinking": "Paris first.", "signature": "RXFVS0NrWUlC/sig=="},
+            {"type": "redacted_thinking", "data": "RW5jcnlwdGVkIGJsb2Nr"}
+        ]);
+        let mut upstream = ChatResponse::default()
+            .with_text("Sunny.")
+            .with_finish_reason(FinishReason::Stop);
+        upstream.reasoning = Some("Paris first.".into());
+        upstream
+            .extra
+            .insert(THINKING_BLOCKS.into(), blocks.clone());
+        let wire = Anthropic::new().encode_response(&upstream, true).unwrap();
+        let decoded = replay(&Anthropic::new(), &wire).unwrap();
+        assert!(decoded.events.contains(&StreamEvent::ReasoningSignature {
+            signature: "RXFVS0NrWUlC/sig==".into()
+        }));
+        for batch in [1, 2, decoded.events.len()] {
+            let mut w = EventWriter::new("msg_1", "m");
+            let mut out = Vec::new();
+            w.start(&mut out);
+            for b in decoded.events.chunks(batch) {
+                w.events(b, &mut out);
+            }
+            w.finish(&decoded.response, &mut out);
+            let back = replay(&Anthropic::new(), &out).unwrap().response;
+            assert_eq!(back.extra[THINKING_BLOCKS], blocks, "batch {batch}");
+            assert_eq!(back.text.as_deref(), Some("Sunny."));
+            let text = String::from_utf8_lossy(&out);
+            assert_eq!(text.matches("signature_delta").count(), 1, "{text}");
+        }
     }
 
     /// What the writer sends reads back, through our own Messages decoder, as what it was given.

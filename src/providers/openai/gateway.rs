@@ -662,6 +662,14 @@ impl StreamWriter for ChunkWriter {
                     };
                     self.chunk(delta, None, out);
                 }
+                StreamEvent::ReasoningSignature { .. }
+                | StreamEvent::RedactedReasoning { .. }
+                | StreamEvent::ReasoningState { .. } => {
+                    // Reasoning state this wire has no place for: the calls after it wait until
+                    // complete, so their ids carry it, even when no reasoning text came.
+                    self.flush(out);
+                    self.calls.reasoning();
+                }
                 other => {
                     let mut outs = Vec::new();
                     self.calls.event(other, &mut outs);
