@@ -73,6 +73,11 @@ async fn run(args: &ServeArgs) -> Result<(), CliError> {
     if let Some(addr) = args.listen {
         config = config.with_listen(addr);
     }
+    if let Ok(key) = std::env::var("TOOLWIRE_STATE_KEY")
+        && !key.trim().is_empty()
+    {
+        config = config.with_state_key(key);
+    }
     let mut keys: Vec<String> = std::env::var("TOOLWIRE_GATEWAY_KEYS")
         .unwrap_or_default()
         .split(',')

@@ -143,7 +143,8 @@ mod tests {
                 };
                 let gap = GATEWAY_GAPS.iter().any(|(case, _)| *case == at);
                 let want = canonical(&answer, true);
-                let answer_of = Answer::new("id_1", "m", 0);
+                let seal = crate::seal::Seal::new([3_u8; 32]).unwrap();
+                let answer_of = Answer::new("id_1", "m", 0).with_seal(&seal);
                 let whole = body(&answer, &answer_of);
                 let mut w = stream_writer(&answer_of);
                 let mut streamed = Vec::new();

@@ -139,6 +139,11 @@ pub struct ServerConfig {
     pub max_connections_per_peer: usize,
     /// Applies [`ServerConfig::max_connections_per_peer`] to loopback peers too.
     pub cap_loopback_peers: bool,
+    /// The key sealing the provider state the gateway hands to clients in call ids (at least
+    /// 16 bytes; `toolwire serve` reads `TOOLWIRE_STATE_KEY`). `None`: the key file beside the
+    /// state file (made on first start), else a random key per process. Instances that serve
+    /// each other's conversations need the same key.
+    pub state_key: Option<String>,
 }
 
 /// The default [`ServerConfig::header_timeout`]: 10 seconds.
@@ -177,7 +182,14 @@ impl ServerConfig {
             drain: DEFAULT_DRAIN,
             max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
             cap_loopback_peers: false,
+            state_key: None,
         }
+    }
+
+    /// Sets the key sealing the state the gateway hands out in call ids.
+    pub fn with_state_key(mut self, key: impl Into<String>) -> Self {
+        self.state_key = Some(key.into());
+        self
     }
 
     /// Sets the request-head (and idle keep-alive) deadline; zero is refused at start.

@@ -25,6 +25,7 @@ use crate::error::{ApiError, Error};
 use crate::mock::{MockServer, Script};
 use crate::provider::{Answer, ClientRequest, ProviderKind, StreamWriter};
 use crate::providers;
+use crate::seal::Seal;
 use crate::types::ChatResponse;
 
 /// The largest request body a client may send (a long conversation with images fits).
@@ -148,6 +149,8 @@ pub(crate) struct Gateway {
     counters: [Counters; WIRES.len()],
     /// The keys clients must send; empty keeps the gateway loopback-only.
     keys: Vec<String>,
+    /// The key sealing the provider state handed to clients in call ids.
+    seal: Option<Seal>,
 }
 
 /// A request refused before it reached an upstream: status, code, message.
@@ -218,9 +221,10 @@ fn answer_id(prefix: &str) -> String {
 
 impl Gateway {
     /// A gateway that takes clients sending one of `keys` from anywhere (none: loopback only).
-    pub(crate) fn new(keys: Vec<String>) -> Self {
+    pub(crate) fn new(keys: Vec<String>, seal: Seal) -> Self {
         Self {
             keys,
+            seal: Some(seal),
             ..Self::default()
         }
     }
@@ -430,7 +434,13 @@ async fn serve_in(
         Ok(b) => b,
         Err(e) => return refused(e),
     };
-    let mut asked = match (wire.get().read)(&bytes) {
+    let Some(seal) = app.gateway.seal.as_ref() else {
+        return refused(refuse(500, "no_state_key", "the gateway has no state key"));
+    };
+    // The provider state sealed in call ids opened (checked, allow-listed) as the body is read.
+    let read = (wire.get().read)(&bytes)
+        .and_then(|mut a| providers::seal::open_request(&mut a.request, seal).map(|()| a));
+    let mut asked = match read {
         Ok(a) => a,
         Err(Error::Input { path, message }) => {
             return refused(refuse(
@@ -453,7 +463,7 @@ async fn serve_in(
         return match client.chat(&asked.request).await {
             Ok(response) => {
                 let id = answer_id(wire.get().id_prefix);
-                let answer = Answer::new(&id, &model, now());
+                let answer = Answer::new(&id, &model, now()).with_seal(seal);
                 let mut response = (
                     [(
                         header::CONTENT_TYPE,
@@ -482,7 +492,7 @@ async fn serve_in(
     counters.open_streams.fetch_add(1, Ordering::Relaxed);
     let guard = OpenStream(Arc::clone(&app), wire.slot());
     let id = answer_id(wire.get().id_prefix);
-    let mut answer = Answer::new(&id, &model, now());
+    let mut answer = Answer::new(&id, &model, now()).with_seal(seal);
     answer.include_usage = asked.include_usage;
     let mut writer = (wire.get().writer)(&answer);
     let mut first = Vec::new();
@@ -690,11 +700,11 @@ impl std::ops::Deref for App {
 /// The gateway's routes: every client wire of [`WIRES`], `GET /v1/models` and `GET /metrics`,
 /// behind [`gate`]: loopback
 /// only, or anyone with one of `keys`.
-pub(crate) fn routes(shared: Arc<Shared>, keys: Vec<String>) -> axum::Router {
+pub(crate) fn routes(shared: Arc<Shared>, keys: Vec<String>, seal: Seal) -> axum::Router {
     use axum::routing::{get, post};
     let app = Arc::new(App {
         shared,
-        gateway: Gateway::new(keys),
+        gateway: Gateway::new(keys, seal),
     });
     let mut router = axum::Router::new();
     for wire in Wire::all() {
