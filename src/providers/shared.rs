@@ -840,6 +840,58 @@ pub(crate) fn fold_turn(response: &ChatResponse) -> Vec<ToolCall> {
     calls
 }
 
+/// A translated answer as a client wire may write it, so that a malformed or truncated
+/// upstream call never reaches a client as a runnable one, and the finish reason is one the
+/// client wire documents:
+///
+/// - with `raw_text` (the wire carries a call's arguments as text: Chat Completions, Responses)
+///   every call stays, its raw text as sent; the turn ends `Length` when a call was cut short,
+///   else `ToolCalls` (never `Stop` with a malformed call present);
+/// - without (Messages: `input` is an object) a call that is not complete is left out (its
+///   raw text has no place; an `input: {}` would run the tool with arguments the model never
+///   gave), the turn ending `Length` when one was cut short, else `ToolCalls` when complete
+///   calls remain, else `Stop`; the text stays.
+#[cfg(feature = "respond")]
+pub(crate) fn settled(
+    response: &ChatResponse,
+    raw_text: bool,
+) -> std::borrow::Cow<'_, ChatResponse> {
+    use crate::types::{ArgumentsErrorKind, FinishReason};
+    use std::borrow::Cow;
+    let bad = |c: &ToolCall| !c.is_complete() && !c.is_free_form();
+    let cut = |c: &ToolCall| {
+        c.error
+            .as_ref()
+            .is_some_and(|e| e.kind == ArgumentsErrorKind::Truncated)
+    };
+    if !response.tool_calls.iter().any(bad) {
+        return Cow::Borrowed(response);
+    }
+    let mut r = response.clone();
+    let truncated = r.tool_calls.iter().any(|c| bad(c) && cut(c));
+    if !raw_text {
+        r.tool_calls.retain(|c| !bad(c));
+    }
+    r.finish_reason = if truncated || response.finish_reason == FinishReason::Length {
+        FinishReason::Length
+    } else if !r.tool_calls.is_empty() {
+        FinishReason::ToolCalls
+    } else {
+        FinishReason::Stop
+    };
+    r.raw_finish_reason = None;
+    Cow::Owned(r)
+}
+
+/// Whether a translated answer holds a call that is not complete (malformed or cut short).
+#[cfg(feature = "respond")]
+pub(crate) fn has_bad_call(response: &ChatResponse) -> bool {
+    response
+        .tool_calls
+        .iter()
+        .any(|c| !c.is_complete() && !c.is_free_form())
+}
+
 /// The separator between a call id as the upstream sent it and its sealed state: outside
 /// hex, inside Anthropic's `tool_use` id alphabet (`^[a-zA-Z0-9_-]+$`).
 #[cfg(feature = "respond")]

@@ -17,7 +17,9 @@ use super::THINKING_BLOCKS;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{Answer, ClientRequest, StreamWriter};
 use crate::providers::anthropic::respond::{self, Stamp};
-use crate::providers::shared::{CallGate, CallOut, Fields, TURN_STATE, uncarry_id};
+use crate::providers::shared::{
+    CallGate, CallOut, Fields, TURN_STATE, has_bad_call, settled, uncarry_id,
+};
 use crate::seal::Seal;
 use crate::types::{
     AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part, Source,
@@ -492,7 +494,11 @@ pub fn encode_body(response: &ChatResponse, id: &str, model: &str) -> Vec<u8> {
 }
 
 /// [`encode_body`] with the state on call ids sealed by `seal`.
+///
+/// A malformed or cut-short upstream call has no place here (`input` is an object): it is left
+/// out, the text kept, and the turn ends `max_tokens` (cut short) or `end_turn` ([`settled`]).
 fn encode_sealed(response: &ChatResponse, id: &str, model: &str, seal: Option<&Seal>) -> Vec<u8> {
+    let response = &*settled(response, false);
     let stamp = Stamp {
         id,
         model,
@@ -758,6 +764,28 @@ impl StreamWriter for EventWriter {
 
     fn finish(&mut self, response: &ChatResponse, out: &mut Vec<u8>) {
         if self.finished {
+            return;
+        }
+        if has_bad_call(response) {
+            // Its opener may have gone out already, and `input` has no place for text that
+            // is not JSON: the turn ends in this wire's error event, never as a runnable call.
+            let bad = response
+                .tool_calls
+                .iter()
+                .find(|c| !c.is_complete())
+                .map(|c| (c.name.clone(), c.error.clone()));
+            let (name, why) = bad.unwrap_or_default();
+            let why = why.map_or_else(String::new, |e| format!(": {}", e.message));
+            let mut e = ApiError::new(
+                crate::provider::ProviderKind::Custom("toolwire"),
+                Some(502),
+                format!(
+                    "the upstream model's call to {name:?} is malformed or cut short{why}; it \
+                     was not passed on as a tool_use"
+                ),
+            );
+            e.code = Some("api_error".into());
+            self.fail(&e, out);
             return;
         }
         self.finished = true;

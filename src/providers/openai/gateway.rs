@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{Answer, ClientRequest, StreamWriter};
 use crate::providers::openai::respond::{self, OPENAI_WIRE, Stamp};
-use crate::providers::shared::{CallGate, CallOut, Fields, uncarry_id};
+use crate::providers::shared::{CallGate, CallOut, Fields, settled, uncarry_id};
 use crate::types::{
     AssistantMessage, ChatRequest, ChatResponse, Content, Message, Part, ResponseFormat, Source,
     StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
@@ -390,8 +390,21 @@ fn response_format(value: Value) -> Result<Option<ResponseFormat>> {
     Ok(format)
 }
 
-/// The Chat Completions spelling of a translated turn's finish reason.
-fn finish_reason(response: &ChatResponse) -> &str {
+/// The Chat Completions spelling of a translated turn's finish reason: one of this wire's
+/// documented values ([`settled`]: never `stop` with a malformed call present).
+fn finish_reason(response: &ChatResponse) -> &'static str {
+    let settled = settled(response, true);
+    match finish_spelling(&settled) {
+        "stop" => "stop",
+        "tool_calls" => "tool_calls",
+        "length" => "length",
+        "content_filter" => "content_filter",
+        _ if settled.tool_calls.is_empty() => "stop",
+        _ => "tool_calls",
+    }
+}
+
+fn finish_spelling(response: &ChatResponse) -> &str {
     let stamp = Stamp {
         id: "",
         model: "",
@@ -508,7 +521,7 @@ pub fn encode_body(response: &ChatResponse, id: &str, model: &str, created: u64)
         translated: true,
         seal: None,
     };
-    respond::body(OPENAI_WIRE, &stamp, response)
+    respond::body(OPENAI_WIRE, &stamp, &settled(response, true))
 }
 
 /// The error body and status for `error`, in OpenAI's shape
@@ -726,7 +739,7 @@ pub fn body(response: &ChatResponse, answer: &Answer<'_>) -> Vec<u8> {
         translated: true,
         seal: answer.seal,
     };
-    respond::body(OPENAI_WIRE, &stamp, response)
+    respond::body(OPENAI_WIRE, &stamp, &settled(response, true))
 }
 
 #[cfg(test)]

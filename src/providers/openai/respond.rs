@@ -429,11 +429,26 @@ pub(crate) fn finish_wire<'a>(
     if stamp.translated && *reason == FinishReason::Error {
         return "stop";
     }
-    w.shape
+    let found = w
+        .shape
         .finish_reasons
         .iter()
         .find(|(canonical, _)| canonical == reason)
-        .map_or(reason.as_str(), |(_, wire)| wire)
+        .map(|(_, wire)| *wire);
+    match (found, reason) {
+        (Some(wire), _) => wire,
+        // Another wire's value (Gemini's `MALFORMED_FUNCTION_CALL`, Anthropic's `pause_turn`)
+        // is not one this wire documents: a translated turn ends `tool_calls` with calls,
+        // `stop` without.
+        (None, FinishReason::Other(_)) if stamp.translated => {
+            if response.tool_calls.is_empty() {
+                "stop"
+            } else {
+                "tool_calls"
+            }
+        }
+        (None, _) => reason.as_str(),
+    }
 }
 
 fn usage_json(u: &Usage) -> Value {

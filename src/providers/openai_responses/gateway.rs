@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{Answer, ClientRequest, StreamWriter};
 use crate::providers::openai_responses::respond;
-use crate::providers::shared::{CallGate, CallOut, Fields, carry_id, uncarry_id};
+use crate::providers::shared::{CallGate, CallOut, Fields, carry_id, settled, uncarry_id};
 use crate::providers::shared::{SEALED, pending};
 use crate::seal::Seal;
 use crate::types::{
@@ -543,6 +543,8 @@ fn encode_sealed(
     created: u64,
     seal: Option<&Seal>,
 ) -> Vec<u8> {
+    // Calls keep their raw text; a turn with a malformed call never ends `stop` ([`settled`]).
+    let response = &*settled(response, true);
     let mut output = Vec::new();
     if let Some(reasoning) = &response.reasoning {
         output.push(reasoning_item("rs_0", reasoning));
@@ -556,7 +558,11 @@ fn encode_sealed(
             &carry_id(call, seal),
             &call.name,
             &call.raw_arguments,
-            "completed",
+            if call.is_complete() || call.is_free_form() {
+                "completed"
+            } else {
+                "incomplete"
+            },
         ));
     }
     output.extend(state_item(response, seal));
@@ -889,7 +895,7 @@ impl StreamWriter for EventWriter {
             );
             self.output.push(item);
         }
-        let (status, details) = status(&response.finish_reason);
+        let (status, details) = status(&settled(response, true).finish_reason);
         let body = response_object(
             &self.id,
             &self.model,
