@@ -379,6 +379,7 @@ const LAYERS: &[&[&str]] = &[
         "server/mount",
         "server/listen",
         "server/state_key",
+        "server/bounds",
     ],
     &["server/config"],
     &["server/app"],

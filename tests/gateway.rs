@@ -650,6 +650,23 @@ async fn gateway_keys_guard_the_gateway_routes() {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 200);
+    // The scheme is case-insensitive (RFC 9110, section 11.1), the key is not.
+    for (header, status) in [
+        ("bearer k-two", 200),
+        ("BEARER k-two", 200),
+        ("Bearer K-TWO", 401),
+        ("Basic k-two", 401),
+        ("Bearerk-two", 401),
+    ] {
+        let r = http()
+            .post(&chat)
+            .header("authorization", header)
+            .json(&chat_body(false))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), status, "{header}");
+    }
     let r = http()
         .post(format!("{base}/v1/messages"))
         .header("x-api-key", "k-one")
@@ -790,4 +807,70 @@ async fn forged_call_state_is_refused_from_every_client_wire_to_every_upstream()
         }
         assert!(upstream.requests().is_empty(), "{kind}");
     }
+}
+
+/// An unreachable upstream is a 502 that does not name the upstream's address (an internal
+/// one, perhaps) to the client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transport_errors_do_not_name_the_upstream_url() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let role = RoleConfig::live("up", ProviderKind::OpenAi, "model-x")
+        .with_base_url(format!("http://127.0.0.1:{port}/internal-path"))
+        .with_api_key_env(KEY_VAR);
+    let server = toolwire::server::start(ServerConfig::new().with_port(0).with_roles([role]))
+        .await
+        .unwrap();
+    let (status, _, bytes) = post(
+        &format!("{}/v1/chat/completions", server.url()),
+        &chat_body(false),
+    )
+    .await;
+    let text = String::from_utf8_lossy(&bytes);
+    assert_eq!(status, 502, "{text}");
+    assert!(
+        !text.contains(&port.to_string()) && !text.contains("internal-path"),
+        "{text}"
+    );
+    assert!(text.contains("upstream"), "{text}");
+}
+
+/// A top-level key given twice and a body past its bounds are refused by name, in the wire's
+/// error shape, before any upstream is called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_over_their_bounds_are_refused_by_name() {
+    let upstream = MockServer::start(ProviderKind::OpenAi, Script::new())
+        .await
+        .unwrap();
+    let server = gateway(ProviderKind::OpenAi, &upstream).await;
+    let url = format!("{}/v1/chat/completions", server.url());
+    let send = |body: String| {
+        let url = url.clone();
+        async move {
+            let r = http()
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (status, text) = send(
+        r#"{"model":"up","messages":[{"role":"user","content":"Hi"}],"model":"openai/x"}"#.into(),
+    )
+    .await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("model: given twice"), "{text}");
+    let many = vec![r#"{"role":"user","content":"x"}"#; 20_001].join(",");
+    let (status, text) = send(format!(r#"{{"model":"up","messages":[{many}]}}"#)).await;
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("messages: more than 20000"), "{text}");
+    let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+    let (status, text) = send(format!(r#"{{"model":"up","messages":{deep}}}"#)).await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("nests deeper"), "{text}");
+    assert!(upstream.requests().is_empty());
 }

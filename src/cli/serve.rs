@@ -78,11 +78,9 @@ async fn run(args: &ServeArgs) -> Result<(), CliError> {
     {
         config = config.with_state_key(key);
     }
-    let mut keys: Vec<String> = std::env::var("TOOLWIRE_GATEWAY_KEYS")
-        .unwrap_or_default()
-        .split(',')
-        .map(str::to_owned)
-        .collect();
+    let from_env = ServerConfig::new()
+        .with_gateway_keys_list(&std::env::var("TOOLWIRE_GATEWAY_KEYS").unwrap_or_default());
+    let mut keys = from_env.gateway_keys;
     if let Some(path) = &args.gateway_keys {
         let from_file = ServerConfig::new()
             .with_gateway_keys_file(path)

@@ -258,6 +258,20 @@ impl ServerConfig {
         self
     }
 
+    /// Adds the gateway keys of `TOOLWIRE_GATEWAY_KEYS`'s form: comma-separated, each trimmed,
+    /// blank ones and those starting with `#` skipped, as the file form skips `#` lines (so
+    /// `#x` is never a key in either form).
+    pub fn with_gateway_keys_list(self, list: &str) -> Self {
+        let mut keys = self.gateway_keys.clone();
+        keys.extend(
+            list.split(',')
+                .map(str::trim)
+                .filter(|k| !k.starts_with('#'))
+                .map(str::to_owned),
+        );
+        self.with_gateway_keys(keys)
+    }
+
     /// Reads gateway keys from a file, one per line (blank lines and `#` comments skipped).
     pub fn with_gateway_keys_file(self, path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
@@ -471,6 +485,23 @@ fn parse_roles(text: &str) -> std::result::Result<Vec<RoleConfig>, (Option<usize
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gateway_keys_from_the_list_and_the_file_agree() {
+        let listed = ServerConfig::new().with_gateway_keys_list(" k1 ,#x,, # y ,k2");
+        assert_eq!(listed.gateway_keys, ["k1", "k2"]);
+        let path = std::env::temp_dir().join(format!("tw-keys-{}.txt", std::process::id()));
+        std::fs::write(&path, "k1\n#x\n\n k2 \n").unwrap();
+        let filed = ServerConfig::new().with_gateway_keys_file(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(filed.gateway_keys, listed.gateway_keys);
+        assert!(
+            ServerConfig::new()
+                .with_gateway_keys_list("#x")
+                .gateway_keys
+                .is_empty()
+        );
+    }
 
     #[test]
     fn roles_parse_with_defaults() {

@@ -176,6 +176,23 @@ fn upstream_error(e: &Error) -> ApiError {
             refuse(400, "invalid_request", format!("{path}: {message}"))
         }
         Error::Unsupported { .. } => refuse(400, "unsupported", e.to_string()),
+        // The transport's own text names the upstream's URL (an internal address, perhaps):
+        // the client learns only that it was unreachable; the server's log has the rest.
+        Error::Transport {
+            provider, connect, ..
+        } => {
+            tracing::warn!(error = %e, "upstream transport error");
+            let what = if *connect {
+                "could not connect to"
+            } else {
+                "lost the connection to"
+            };
+            refuse(
+                502,
+                "upstream_error",
+                format!("the gateway {what} the upstream ({provider})"),
+            )
+        }
         _ => refuse(502, "upstream_error", e.to_string()),
     }
 }
@@ -334,10 +351,13 @@ pub(crate) async fn gate(
         return super::gate::loopback_only(request, next).await;
     }
     let headers = request.headers();
+    // The scheme is case-insensitive (RFC 9110, section 11.1).
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, key)| key);
     let api_key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
     let admitted = bearer
         .into_iter()
@@ -391,6 +411,15 @@ async fn read_body(headers: &HeaderMap, body: Body) -> Result<Vec<u8>, ApiError>
         }
         bytes.extend_from_slice(&chunk);
     }
+    // Depth, message and tool counts, keys given twice: one pass before any tree is built.
+    super::bounds::check(&bytes).map_err(|r| {
+        let code = if r.status == 413 {
+            "request_too_large"
+        } else {
+            "invalid_request_error"
+        };
+        refuse(r.status, code, r.message)
+    })?;
     Ok(bytes)
 }
 

@@ -9,6 +9,7 @@
 mod api;
 mod app;
 pub(crate) mod body;
+mod bounds;
 mod chat;
 mod config;
 pub(crate) mod gate;
