@@ -11,7 +11,7 @@
 //! | `client` | [`Client`] over HTTP (reqwest, tokio) | yes |
 //! | `tools` | `tools`: registry, dispatch validated with jsonschema, typed tools (schemars) | yes |
 //! | `agent` | `agent`: the streaming agent loop (`client` + `tools`) | yes |
-//! | `respond` | writing each wire: `provider::Respond`, `provider::StreamWriter`, the client wires' request readers (no dependency) | yes |
+//! | `respond` | writing each wire: `provider::Respond`, `provider::StreamWriter`, the client wires' request readers, `seal` (RustCrypto `hmac`, `sha2`) | yes |
 //! | `mock` | `mock`: the loopback mock provider (`client`, `respond`) | yes |
 //! | `rustls` | TLS with rustls and the ring provider | yes |
 //! | `native-tls` | TLS with the platform's library instead (use without default features) | no |
@@ -49,6 +49,8 @@ pub mod providers;
 pub mod realtime;
 pub mod replay;
 pub mod schema;
+#[cfg(feature = "respond")]
+pub mod seal;
 #[cfg(feature = "server")]
 pub mod server;
 pub(crate) mod sse;

@@ -368,10 +368,20 @@ pub struct Answer<'a> {
     pub created: u64,
     /// Whether a stream ends with usage ([`ClientRequest::include_usage`]).
     pub include_usage: bool,
+    /// The key sealing the provider state packed into call ids and reasoning items for the
+    /// client to echo ([`crate::seal`]); without one that state is not handed out.
+    pub seal: Option<&'a crate::seal::Seal>,
 }
 
 #[cfg(feature = "respond")]
 impl<'a> Answer<'a> {
+    /// The same answer with its provider state sealed by `seal`.
+    #[must_use]
+    pub fn with_seal(mut self, seal: &'a crate::seal::Seal) -> Self {
+        self.seal = Some(seal);
+        self
+    }
+
     /// An answer with this id for this model, made at `created`, a stream ending with usage.
     pub fn new(id: &'a str, model: &'a str, created: u64) -> Self {
         Self {
@@ -379,6 +389,7 @@ impl<'a> Answer<'a> {
             model,
             created,
             include_usage: true,
+            seal: None,
         }
     }
 }

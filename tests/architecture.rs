@@ -329,7 +329,7 @@ fn cycles(edges: &BTreeMap<String, BTreeMap<String, String>>) -> Vec<String> {
 /// The layers of `docs/architecture.md`, bottom first: a node may use nodes of lower rows, and
 /// its siblings in its own row (which the cycle check keeps acyclic), never a row above.
 const LAYERS: &[&[&str]] = &[
-    &["types", "sse", "eventstream", "tls"],
+    &["types", "sse", "eventstream", "tls", "seal"],
     &[
         "provider",
         "assemble",
@@ -353,7 +353,7 @@ const LAYERS: &[&[&str]] = &[
         "providers/cohere",
         "providers/bedrock",
     ],
-    &["providers"],
+    &["providers", "providers/seal"],
     &["turn"],
     &["replay"],
     &["fixture"],
@@ -379,6 +379,8 @@ const LAYERS: &[&[&str]] = &[
         "server/mount",
         "server/listen",
         "server/passthrough",
+        "server/state_key",
+        "server/bounds",
     ],
     &["server/config"],
     &["server/app"],

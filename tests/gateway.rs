@@ -37,13 +37,48 @@ fn answer() -> ChatResponse {
         .with_finish_reason(FinishReason::ToolCalls)
 }
 
+/// The key sealing call state, shared by the gateway processes of one test.
+const STATE_KEY: &str = "a-state-key-shared-by-instances";
+
 async fn gateway(kind: ProviderKind, upstream: &MockServer) -> ServerHandle {
+    gateway_keyed(kind, upstream, STATE_KEY).await
+}
+
+async fn gateway_keyed(kind: ProviderKind, upstream: &MockServer, key: &str) -> ServerHandle {
     let role = RoleConfig::live("up", kind, "model-x")
         .with_base_url(upstream.url())
         .with_api_key_env(KEY_VAR);
-    toolwire::server::start(ServerConfig::new().with_port(0).with_roles([role]))
-        .await
-        .unwrap()
+    let config = ServerConfig::new()
+        .with_port(0)
+        .with_roles([role])
+        .with_state_key(key);
+    toolwire::server::start(config).await.unwrap()
+}
+
+/// The first sealed state in `body` (a call id `<id>_tw2_<hex>`, else a reasoning item's
+/// `toolwire.state.2.<hex>`), and `body` with it altered by one hex digit, everywhere it
+/// appears.
+fn altered(body: &Value) -> (String, Value) {
+    let text = body.to_string();
+    let (start, mark) = match text.find("_tw2_") {
+        Some(start) => (start, "_tw2_".len()),
+        None => (
+            text.find("toolwire.state.2.")
+                .unwrap_or_else(|| panic!("no sealed state in {text}")),
+            "toolwire.state.2.".len(),
+        ),
+    };
+    let head = text[..start].rfind('"').unwrap() + 1;
+    let end = start + text[start..].find('"').unwrap();
+    let id = text[head..end].to_owned();
+    let mut bytes = id.clone().into_bytes();
+    let at = start - head + mark + 3;
+    bytes[at] = if bytes[at] == b'0' { b'1' } else { b'0' };
+    let changed = String::from_utf8(bytes).unwrap();
+    (
+        id.clone(),
+        serde_json::from_str(&text.replace(&id, &changed)).unwrap(),
+    )
 }
 
 async fn post(url: &str, body: &Value) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
@@ -84,7 +119,7 @@ fn same_calls(kind: ProviderKind, got: &ChatResponse, want: &ChatResponse) {
     for (g, w) in got.tool_calls.iter().zip(&want.tool_calls) {
         assert_eq!(g.name, w.name, "{kind}");
         assert_eq!(g.raw_arguments, w.raw_arguments, "{kind}");
-        let upstream_id = g.id.split(".tw1.").next().unwrap();
+        let upstream_id = g.id.split("_tw2_").next().unwrap();
         if !w.has_synthetic_id() {
             // Wires that send ids pass them through.
             assert!(
@@ -517,9 +552,41 @@ async fn provider_state_survives_every_client_wire_and_a_second_process() {
                 "{kind} via {client}: state lost: {sent}"
             );
             assert!(
-                !sent.contains(".tw1."),
+                !sent.contains("_tw2_") && !sent.contains("toolwire.state"),
                 "{kind} via {client}: packing leaked: {sent}"
             );
+            // An id altered by one digit is refused by name, and reaches no upstream.
+            let (id, changed) = altered(&body2);
+            assert!(
+                id.starts_with("toolwire.state.")
+                    || id
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+                "{kind} via {client}: {id} is outside Anthropic's id alphabet"
+            );
+            let (status, _, bytes) = post(&format!("{}{path}", second.url()), &changed).await;
+            let text = String::from_utf8_lossy(&bytes);
+            assert_eq!(status, 400, "{kind} via {client}: {text}");
+            let field = match client {
+                "chat" => "messages[1].tool_calls[0].id",
+                "messages" => "messages[1].content[",
+                _ if id.starts_with("toolwire.state.") => "].encrypted_content",
+                _ => "].call_id",
+            };
+            assert!(
+                text.contains(field) && text.contains("seal"),
+                "{kind} via {client}: {text}"
+            );
+            // A gateway with another key refuses the genuine turn.
+            let third = gateway_keyed(kind, &upstream, "another-key-of-another-gateway").await;
+            let (status, _, bytes) = post(&format!("{}{path}", third.url()), &body2).await;
+            assert_eq!(
+                status,
+                400,
+                "{kind} via {client}: {}",
+                String::from_utf8_lossy(&bytes)
+            );
+            assert_eq!(upstream.requests().len(), 2, "{kind} via {client}");
             assert!(
                 sent.contains("call_tw_2") || kind == ProviderKind::Gemini,
                 "{kind} via {client}: {sent}"
@@ -587,6 +654,23 @@ async fn gateway_keys_guard_the_gateway_routes() {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 200);
+    // The scheme is case-insensitive (RFC 9110, section 11.1), the key is not.
+    for (header, status) in [
+        ("bearer k-two", 200),
+        ("BEARER k-two", 200),
+        ("Bearer K-TWO", 401),
+        ("Basic k-two", 401),
+        ("Bearerk-two", 401),
+    ] {
+        let r = http()
+            .post(&chat)
+            .header("authorization", header)
+            .json(&chat_body(false))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), status, "{header}");
+    }
     let r = http()
         .post(format!("{base}/v1/messages"))
         .header("x-api-key", "k-one")
@@ -842,4 +926,141 @@ async fn a_responses_client_streams_the_reasoning_item_with_its_encrypted_conten
     assert_eq!(items.len(), 1, "{sent}");
     assert_eq!(items[0]["id"], "rs_up_7", "{sent}");
     assert_eq!(items[0]["encrypted_content"], ENCRYPTED, "{sent}");
+}
+
+/// A forged call id (state the gateway never sealed: the provider input a key holder would
+/// inject, a Responses `input_file` and `item_reference`; or the old unsealed `.tw1.` form)
+/// from each client wire toward each upstream wire is a 400 naming the call, and no upstream
+/// hears of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_call_state_is_refused_from_every_client_wire_to_every_upstream() {
+    let state = json!({"reasoning_items": [
+        {"type": "input_file", "file_id": "file-x"},
+        {"type": "item_reference", "id": "msg_x"}]});
+    let hexed: String = state
+        .to_string()
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let forged_ids = [
+        format!("call_1_tw2_{hexed}{}", "0".repeat(32)),
+        format!("call_1_tw2_{hexed}"),
+        "call_1.tw1.eyJyZWFzb25pbmdfaXRlbXMiOltdfQ".to_owned(),
+    ];
+    for kind in [
+        ProviderKind::OpenAi,
+        ProviderKind::Anthropic,
+        ProviderKind::OpenAiResponses,
+        ProviderKind::Gemini,
+        ProviderKind::GeminiInteractions,
+        ProviderKind::Mistral,
+    ] {
+        let upstream = MockServer::start(kind, Script::new()).await.unwrap();
+        let server = gateway(kind, &upstream).await;
+        for id in &forged_ids {
+            let cases = [
+                (
+                    "/v1/chat/completions",
+                    json!({"model": "up", "messages": [
+                        {"role": "user", "content": "Weather?"},
+                        {"role": "assistant", "tool_calls": [{"id": id, "type": "function",
+                          "function": {"name": "get_weather", "arguments": "{}"}}]},
+                        {"role": "tool", "tool_call_id": id, "content": "sunny"}]}),
+                    "messages[1].tool_calls[0].id",
+                ),
+                (
+                    "/v1/messages",
+                    json!({"model": "up", "max_tokens": 64, "messages": [
+                        {"role": "user", "content": "Weather?"},
+                        {"role": "assistant", "content": [{"type": "tool_use", "id": id,
+                          "name": "get_weather", "input": {}}]},
+                        {"role": "user", "content": [{"type": "tool_result",
+                          "tool_use_id": id, "content": "sunny"}]}]}),
+                    "messages[1].content[0].id",
+                ),
+                (
+                    "/v1/responses",
+                    json!({"model": "up", "input": [
+                        {"role": "user", "content": "Weather?"},
+                        {"type": "function_call", "call_id": id, "name": "get_weather",
+                         "arguments": "{}"},
+                        {"type": "function_call_output", "call_id": id, "output": "sunny"}]}),
+                    "input[1].call_id",
+                ),
+            ];
+            for (path, body, field) in cases {
+                let (status, _, bytes) = post(&format!("{}{path}", server.url()), &body).await;
+                let text = String::from_utf8_lossy(&bytes);
+                assert_eq!(status, 400, "{kind} via {path}: {text}");
+                assert!(text.contains(field), "{kind} via {path}: {text}");
+            }
+        }
+        assert!(upstream.requests().is_empty(), "{kind}");
+    }
+}
+
+/// An unreachable upstream is a 502 that does not name the upstream's address (an internal
+/// one, perhaps) to the client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transport_errors_do_not_name_the_upstream_url() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let role = RoleConfig::live("up", ProviderKind::OpenAi, "model-x")
+        .with_base_url(format!("http://127.0.0.1:{port}/internal-path"))
+        .with_api_key_env(KEY_VAR);
+    let server = toolwire::server::start(ServerConfig::new().with_port(0).with_roles([role]))
+        .await
+        .unwrap();
+    let (status, _, bytes) = post(
+        &format!("{}/v1/chat/completions", server.url()),
+        &chat_body(false),
+    )
+    .await;
+    let text = String::from_utf8_lossy(&bytes);
+    assert_eq!(status, 502, "{text}");
+    assert!(
+        !text.contains(&port.to_string()) && !text.contains("internal-path"),
+        "{text}"
+    );
+    assert!(text.contains("upstream"), "{text}");
+}
+
+/// A top-level key given twice and a body past its bounds are refused by name, in the wire's
+/// error shape, before any upstream is called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_over_their_bounds_are_refused_by_name() {
+    let upstream = MockServer::start(ProviderKind::OpenAi, Script::new())
+        .await
+        .unwrap();
+    let server = gateway(ProviderKind::OpenAi, &upstream).await;
+    let url = format!("{}/v1/chat/completions", server.url());
+    let send = |body: String| {
+        let url = url.clone();
+        async move {
+            let r = http()
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (status, text) = send(
+        r#"{"model":"up","messages":[{"role":"user","content":"Hi"}],"model":"openai/x"}"#.into(),
+    )
+    .await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("model: given twice"), "{text}");
+    let many = vec![r#"{"role":"user","content":"x"}"#; 20_001].join(",");
+    let (status, text) = send(format!(r#"{{"model":"up","messages":[{many}]}}"#)).await;
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("messages: more than 20000"), "{text}");
+    let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+    let (status, text) = send(format!(r#"{{"model":"up","messages":{deep}}}"#)).await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("nests deeper"), "{text}");
+    assert!(upstream.requests().is_empty());
 }

@@ -73,11 +73,14 @@ async fn run(args: &ServeArgs) -> Result<(), CliError> {
     if let Some(addr) = args.listen {
         config = config.with_listen(addr);
     }
-    let mut keys: Vec<String> = std::env::var("TOOLWIRE_GATEWAY_KEYS")
-        .unwrap_or_default()
-        .split(',')
-        .map(str::to_owned)
-        .collect();
+    if let Ok(key) = std::env::var("TOOLWIRE_STATE_KEY")
+        && !key.trim().is_empty()
+    {
+        config = config.with_state_key(key);
+    }
+    let from_env = ServerConfig::new()
+        .with_gateway_keys_list(&std::env::var("TOOLWIRE_GATEWAY_KEYS").unwrap_or_default());
+    let mut keys = from_env.gateway_keys;
     if let Some(path) = &args.gateway_keys {
         let from_file = ServerConfig::new()
             .with_gateway_keys_file(path)

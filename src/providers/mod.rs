@@ -31,6 +31,8 @@ pub mod openrouter;
 pub mod qwen;
 #[cfg(all(test, feature = "respond"))]
 mod round_trip;
+#[cfg(feature = "respond")]
+pub mod seal;
 pub mod settings;
 pub(crate) mod shared;
 #[cfg(feature = "respond")]

@@ -141,9 +141,15 @@ mod tests {
                 let Some((body, stream_writer)) = gateway_writers(kind) else {
                     continue;
                 };
+                // A malformed or cut-short call is not written as it was on purpose:
+                // `malformed_calls_never_reach_a_client_runnable` checks those.
+                if crate::providers::shared::has_bad_call(&answer) {
+                    continue;
+                }
                 let gap = GATEWAY_GAPS.iter().any(|(case, _)| *case == at);
                 let want = canonical(&answer, true);
-                let answer_of = Answer::new("id_1", "m", 0);
+                let seal = crate::seal::Seal::new([3_u8; 32]).unwrap();
+                let answer_of = Answer::new("id_1", "m", 0).with_seal(&seal);
                 let whole = body(&answer, &answer_of);
                 let mut w = stream_writer(&answer_of);
                 let mut streamed = Vec::new();
@@ -180,5 +186,166 @@ mod tests {
             "only {} answers round-tripped; refused: {refused:?}",
             checked.len()
         );
+    }
+
+    /// Every fixture answer of every upstream wire holding a malformed or cut-short call (or a
+    /// finish reason no canonical value names), written by each client wire's gateway writers,
+    /// body and stream, and read back by that wire's decoder: no call the upstream did not
+    /// complete comes back complete (runnable), a Messages body has no `tool_use` for it and
+    /// does not end `tool_use` without a complete call, a Messages stream ends in an `error`
+    /// event, a Chat finish reason is one Chat documents and never `stop` with such a call.
+    #[test]
+    fn malformed_calls_never_reach_a_client_runnable() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let seal = crate::seal::Seal::new([4_u8; 32]).unwrap();
+        let answer_of = Answer::new("id_1", "m", 0).with_seal(&seal);
+        let mut checked = 0;
+        let mut failures = Vec::new();
+        let mut upstreams = std::collections::BTreeSet::new();
+        let mut providers: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().collect();
+        providers.sort_by_key(|e| e.file_name());
+        for entry in providers {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.parse::<ProviderKind>().is_err() {
+                continue;
+            }
+            let mut cases: Vec<_> = std::fs::read_dir(entry.path()).unwrap().flatten().collect();
+            cases.sort_by_key(|e| e.file_name());
+            for case in cases {
+                let Ok(text) = std::fs::read_to_string(case.path().join("expected.json")) else {
+                    continue;
+                };
+                let Ok(answer) = serde_json::from_str::<ChatResponse>(&text) else {
+                    continue;
+                };
+                let other = matches!(answer.finish_reason, FinishReason::Other(_));
+                if !crate::providers::shared::has_bad_call(&answer) && !other {
+                    continue;
+                }
+                upstreams.insert(name.clone());
+                let at = format!("{name}/{}", case.file_name().to_string_lossy());
+                let runnable: Vec<(String, String)> = answer
+                    .tool_calls
+                    .iter()
+                    .filter(|c| c.is_complete())
+                    .map(|c| (c.name.clone(), c.raw_arguments.clone()))
+                    .collect();
+                let bad = answer.tool_calls.len() > runnable.len();
+                for client in [
+                    ProviderKind::OpenAi,
+                    ProviderKind::Anthropic,
+                    ProviderKind::OpenAiResponses,
+                ] {
+                    let (body, stream_writer) = gateway_writers(client).unwrap();
+                    let decoder = crate::providers::provider_for(client).unwrap();
+                    let whole = body(&answer, &answer_of);
+                    let mut w = stream_writer(&answer_of);
+                    let mut streamed = Vec::new();
+                    w.start(&mut streamed);
+                    w.events(&split::events(&answer, split::FINE), &mut streamed);
+                    w.finish(&answer, &mut streamed);
+                    let wire: Value = serde_json::from_slice(&whole).unwrap();
+                    let streamed_text = String::from_utf8_lossy(&streamed).into_owned();
+                    let where_ = format!("{at} to {client}");
+                    match client {
+                        ProviderKind::OpenAi => {
+                            for reason in [
+                                wire["choices"][0]["finish_reason"].as_str().unwrap_or(""),
+                                streamed_text
+                                    .split("\"finish_reason\":\"")
+                                    .nth(1)
+                                    .and_then(|r| r.split('"').next())
+                                    .unwrap_or(""),
+                            ] {
+                                if !["stop", "length", "tool_calls", "content_filter"]
+                                    .contains(&reason)
+                                {
+                                    failures.push(format!("{where_}: finish {reason:?}"));
+                                }
+                                if bad && reason == "stop" {
+                                    failures.push(format!("{where_}: stop with a bad call"));
+                                }
+                            }
+                        }
+                        ProviderKind::OpenAiResponses => {
+                            let items = wire["output"].as_array().cloned().unwrap_or_default();
+                            for item in items.iter().filter(|i| i["type"] == "function_call") {
+                                let raw = item["arguments"].as_str().unwrap_or("");
+                                let good = runnable.iter().any(|(_, r)| parses_same(r, raw));
+                                if !good && item["status"] != "incomplete" {
+                                    failures.push(format!("{where_}: {item} is not incomplete"));
+                                }
+                            }
+                        }
+                        ProviderKind::Anthropic => {
+                            let uses = wire["content"].as_array().map_or(0, |b| {
+                                b.iter().filter(|b| b["type"] == "tool_use").count()
+                            });
+                            if uses != runnable.len() {
+                                failures.push(format!("{where_}: {uses} tool_use blocks: {wire}"));
+                            }
+                            if runnable.is_empty() && wire["stop_reason"] == "tool_use" {
+                                failures.push(format!("{where_}: tool_use without a call"));
+                            }
+                            if bad && !streamed_text.contains("event: error") {
+                                failures.push(format!("{where_}: stream not ended in error"));
+                            }
+                            if bad && streamed_text.contains("\"stop_reason\":\"tool_use\"") {
+                                failures.push(format!("{where_}: stream ends tool_use"));
+                            }
+                        }
+                        _ => {}
+                    }
+                    for (what, back) in [
+                        ("body", decoder.decode(&whole)),
+                        (
+                            "stream",
+                            replay(decoder.as_ref(), &streamed).map(|r| r.response),
+                        ),
+                    ] {
+                        let Ok(back) = back else {
+                            // An error (the Messages stream's error event) runs nothing.
+                            continue;
+                        };
+                        for c in back.tool_calls.iter().filter(|c| c.is_complete()) {
+                            let same = runnable
+                                .iter()
+                                .any(|(n, raw)| *n == c.name && parses_same(raw, &c.raw_arguments));
+                            if !same {
+                                failures.push(format!(
+                                    "{where_} {what}: runnable call {} {}",
+                                    c.name, c.raw_arguments
+                                ));
+                            }
+                        }
+                        let present = back.tool_calls.iter().any(|c| !c.is_complete());
+                        if present
+                            && client != ProviderKind::OpenAiResponses
+                            && back.finish_reason == FinishReason::Stop
+                        {
+                            failures.push(format!("{where_} {what}: finishes stop"));
+                        }
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        // The malformed and truncated cases of every upstream wire that records them.
+        for wire in [
+            "anthropic",
+            "bedrock",
+            "gemini",
+            "openai",
+            "openai-responses",
+            "cohere",
+        ] {
+            assert!(upstreams.contains(wire), "no case of {wire}: {upstreams:?}");
+        }
+        assert!(checked >= 40, "{checked}");
+    }
+
+    fn parses_same(a: &str, b: &str) -> bool {
+        serde_json::from_str::<Value>(a).ok() == serde_json::from_str::<Value>(b).ok()
     }
 }

@@ -839,43 +839,134 @@ pub(crate) fn fold_turn(response: &ChatResponse) -> Vec<ToolCall> {
     calls
 }
 
-/// The separator between a call id as the upstream sent it and the provider state the gateway
-/// carries along in the id a client sees. Base64url has no `.`.
+/// A translated answer as a client wire may write it, so that a malformed or truncated
+/// upstream call never reaches a client as a runnable one, and the finish reason is one the
+/// client wire documents:
+///
+/// - with `raw_text` (the wire carries a call's arguments as text: Chat Completions, Responses)
+///   every call stays, its raw text as sent; the turn ends `Length` when a call was cut short,
+///   else `ToolCalls` (never `Stop` with a malformed call present);
+/// - without (Messages: `input` is an object) a call that is not complete is left out (its
+///   raw text has no place; an `input: {}` would run the tool with arguments the model never
+///   gave), the turn ending `Length` when one was cut short, else `ToolCalls` when complete
+///   calls remain, else `Stop`; the text stays.
 #[cfg(feature = "respond")]
-const CARRIED: &str = ".tw1.";
-
-/// The id a gateway client sees for `call`: the upstream's id, plus the call's provider data
-/// (a Gemini thought signature, a Responses item id) when it has any, packed reversibly so
-/// that the client's echo of the id brings the data back on the next turn ([`uncarry_id`]).
-#[cfg(feature = "respond")]
-pub(crate) fn carry_id(call: &ToolCall) -> String {
-    if call.extra.is_empty() {
-        return call.id.clone();
+pub(crate) fn settled(
+    response: &ChatResponse,
+    raw_text: bool,
+) -> std::borrow::Cow<'_, ChatResponse> {
+    use crate::types::{ArgumentsErrorKind, FinishReason};
+    use std::borrow::Cow;
+    let bad = |c: &ToolCall| !c.is_complete() && !c.is_free_form();
+    let cut = |c: &ToolCall| {
+        c.error
+            .as_ref()
+            .is_some_and(|e| e.kind == ArgumentsErrorKind::Truncated)
+    };
+    if !response.tool_calls.iter().any(bad) {
+        return Cow::Borrowed(response);
     }
-    let json = Value::Object(call.extra.clone()).to_string();
-    format!("{}{CARRIED}{}", call.id, base64url(json.as_bytes()))
+    let mut r = response.clone();
+    let truncated = r.tool_calls.iter().any(|c| bad(c) && cut(c));
+    if !raw_text {
+        r.tool_calls.retain(|c| !bad(c));
+    }
+    r.finish_reason = if truncated || response.finish_reason == FinishReason::Length {
+        FinishReason::Length
+    } else if !r.tool_calls.is_empty() {
+        FinishReason::ToolCalls
+    } else {
+        FinishReason::Stop
+    };
+    r.raw_finish_reason = None;
+    Cow::Owned(r)
 }
 
-/// The upstream's id and the provider data of an id made by [`carry_id`]; an id without carried
-/// data comes back as it is. `at` names the field for the error a damaged id gives.
+/// Whether a translated answer holds a call that is not complete (malformed or cut short).
+#[cfg(feature = "respond")]
+pub(crate) fn has_bad_call(response: &ChatResponse) -> bool {
+    response
+        .tool_calls
+        .iter()
+        .any(|c| !c.is_complete() && !c.is_free_form())
+}
+
+/// The separator between a call id as the upstream sent it and its sealed state: outside
+/// hex, inside Anthropic's `tool_use` id alphabet (`^[a-zA-Z0-9_-]+$`).
+#[cfg(feature = "respond")]
+pub(crate) const SEP: &str = "_tw2_";
+
+/// The separator of the old, unauthenticated form (refused on reading).
+#[cfg(feature = "respond")]
+const OLD_SEP: &str = ".tw1.";
+
+/// Key, in the provider data of a call or a turn read by a gateway reader, of a sealed state
+/// not yet opened (`{"at", "kind", "head", "packed"}`), opened by
+/// [`super::seal::open_request`] once the whole request is read.
+#[cfg(feature = "respond")]
+pub(crate) const SEALED: &str = "toolwire_sealed";
+
+/// The id a gateway client sees for `call`: the upstream's id, plus the call's provider data
+/// (a Gemini thought signature, a Responses item id) when it has any, sealed with `seal`
+/// (`<id>_tw2_<hex of the JSON><hex of the tag>`, only `[A-Za-z0-9_-]`) so that the client's
+/// echo of the id brings the data back on the next turn ([`uncarry_id`]). Without a seal the
+/// data is not handed out. An upstream id that itself holds [`SEP`] is always packed, so that
+/// it reads back as itself.
+#[cfg(feature = "respond")]
+pub(crate) fn carry_id(call: &ToolCall, seal: Option<&crate::seal::Seal>) -> String {
+    match seal {
+        Some(seal) if !call.extra.is_empty() || call.id.contains(SEP) => {
+            format!("{}{SEP}{}", call.id, seal.pack("id", &call.id, &call.extra))
+        }
+        _ => call.id.clone(),
+    }
+}
+
+/// The upstream's id of an id made by [`carry_id`] (split at the last [`SEP`]: hex has no
+/// `_`), and its sealed state not yet opened, under [`SEALED`] ([`pending`]); an id without
+/// carried data comes back as it is. The old unsealed form is refused. `at` names the field.
 #[cfg(feature = "respond")]
 pub(crate) fn uncarry_id(id: &str, at: &str) -> Result<(String, serde_json::Map<String, Value>)> {
-    let Some((head, packed)) = id.rsplit_once(CARRIED) else {
+    if id.contains(OLD_SEP) {
+        return Err(Error::input(
+            at,
+            "this call id carries provider state in the old unsealed form (`.tw1.`), which the \
+             gateway no longer accepts: start the conversation again from its last user turn",
+        ));
+    }
+    let Some((head, packed)) = id.rsplit_once(SEP) else {
         return Ok((id.to_owned(), serde_json::Map::new()));
     };
-    let bad = |why: &str| {
-        Error::input(
-            at,
-            format!(
-                "this call id carries provider state that is damaged ({why}); send it back exactly as the gateway gave it"
-            ),
-        )
-    };
-    let bytes = unbase64url(packed).ok_or_else(|| bad("not base64url"))?;
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(map)) => Ok((head.to_owned(), map)),
-        _ => Err(bad("not a JSON object")),
+    let mut extra = serde_json::Map::new();
+    extra.insert(SEALED.into(), pending(at, "id", head, packed));
+    Ok((head.to_owned(), extra))
+}
+
+/// `m` with only `keys`, each a value `ok` accepts; `None` when one of `required` is missing.
+#[cfg(feature = "respond")]
+pub(crate) fn only(
+    m: &Map<String, Value>,
+    keys: &[&str],
+    required: &[&str],
+    ok: fn(&str, &Value) -> bool,
+) -> Option<Value> {
+    let mut out = Map::new();
+    for k in keys {
+        if let Some(v) = m.get(*k).filter(|v| ok(k, v)) {
+            out.insert((*k).to_owned(), v.clone());
+        }
     }
+    required
+        .iter()
+        .all(|k| out.contains_key(*k))
+        .then_some(Value::Object(out))
+}
+
+/// A sealed state not yet opened: the field it came in, what it is (`id` or `item`), the id
+/// it rides on, and the packed text.
+#[cfg(feature = "respond")]
+pub(crate) fn pending(at: &str, kind: &str, head: &str, packed: &str) -> Value {
+    serde_json::json!({"at": at, "kind": kind, "head": head, "packed": packed})
 }
 
 #[cfg(feature = "respond")]
@@ -914,9 +1005,9 @@ pub(crate) fn base64_standard(bytes: &[u8]) -> String {
     out
 }
 
-/// The inverse of [`base64url`]; `None` for a character outside the alphabet or a length no
-/// encoding has.
-#[cfg(feature = "respond")]
+/// The inverse of [`base64url`] (tests); `None` for a character outside the alphabet or a
+/// length no encoding has.
+#[cfg(all(test, feature = "respond"))]
 pub(crate) fn unbase64url(text: &str) -> Option<Vec<u8>> {
     if text.len() % 4 == 1 {
         return None;
@@ -956,15 +1047,15 @@ mod carry_tests {
 
     #[test]
     fn ids_carry_provider_state_both_ways() {
+        let seal = crate::seal::Seal::new([7_u8; 32]).unwrap();
         let mut call = ToolCall::new("call_1", "f", "{}");
-        assert_eq!(carry_id(&call), "call_1");
+        assert_eq!(carry_id(&call, Some(&seal)), "call_1");
         call.extra
             .insert("thought_signature".into(), Value::String("c2ln".into()));
-        let id = carry_id(&call);
-        assert!(id.starts_with("call_1.tw1."), "{id}");
-        let (back, extra) = uncarry_id(&id, "x").unwrap();
+        let id = carry_id(&call, Some(&seal));
+        assert!(id.starts_with("call_1_tw2_"), "{id}");
+        let (back, _) = uncarry_id(&id, "x").unwrap();
         assert_eq!(back, "call_1");
-        assert_eq!(extra, call.extra);
         assert_eq!(uncarry_id("plain", "x").unwrap().0, "plain");
         let err = uncarry_id("call_1.tw1.!!", "messages[1]").unwrap_err();
         assert!(err.to_string().contains("messages[1]"), "{err}");
@@ -1010,6 +1101,8 @@ struct Held {
 #[cfg(feature = "respond")]
 #[derive(Debug, Default)]
 pub(crate) struct CallGate {
+    /// The key sealing the state on call ids ([`carry_id`]).
+    seal: Option<crate::seal::Seal>,
     opened: std::collections::HashMap<usize, usize>,
     held: std::collections::BTreeMap<usize, Held>,
     reasoning: bool,
@@ -1017,6 +1110,14 @@ pub(crate) struct CallGate {
 
 #[cfg(feature = "respond")]
 impl CallGate {
+    /// A gate whose call ids carry their state sealed with `seal`.
+    pub(crate) fn sealed(seal: Option<&crate::seal::Seal>) -> Self {
+        Self {
+            seal: seal.cloned(),
+            ..Self::default()
+        }
+    }
+
     /// Notes reasoning in the turn: calls after it are held until complete.
     pub(crate) fn reasoning(&mut self) {
         self.reasoning = true;
@@ -1063,7 +1164,7 @@ impl CallGate {
             Some(call) => {
                 emit.push(CallOut::Open {
                     slot,
-                    id: carry_id(&call),
+                    id: carry_id(&call, self.seal.as_ref()),
                     name: call.name.clone(),
                     arguments: call.raw_arguments.clone(),
                 });

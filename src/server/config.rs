@@ -139,6 +139,11 @@ pub struct ServerConfig {
     pub max_connections_per_peer: usize,
     /// Applies [`ServerConfig::max_connections_per_peer`] to loopback peers too.
     pub cap_loopback_peers: bool,
+    /// The key sealing the provider state the gateway hands to clients in call ids (at least
+    /// 16 bytes; `toolwire serve` reads `TOOLWIRE_STATE_KEY`). `None`: the key file beside the
+    /// state file (made on first start), else a random key per process. Instances that serve
+    /// each other's conversations need the same key.
+    pub state_key: Option<String>,
 }
 
 /// The default [`ServerConfig::header_timeout`]: 10 seconds.
@@ -177,7 +182,14 @@ impl ServerConfig {
             drain: DEFAULT_DRAIN,
             max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
             cap_loopback_peers: false,
+            state_key: None,
         }
+    }
+
+    /// Sets the key sealing the state the gateway hands out in call ids.
+    pub fn with_state_key(mut self, key: impl Into<String>) -> Self {
+        self.state_key = Some(key.into());
+        self
     }
 
     /// Sets the request-head (and idle keep-alive) deadline; zero is refused at start.
@@ -244,6 +256,20 @@ impl ServerConfig {
             .filter(|k| !k.is_empty())
             .collect();
         self
+    }
+
+    /// Adds the gateway keys of `TOOLWIRE_GATEWAY_KEYS`'s form: comma-separated, each trimmed,
+    /// blank ones and those starting with `#` skipped, as the file form skips `#` lines (so
+    /// `#x` is never a key in either form).
+    pub fn with_gateway_keys_list(self, list: &str) -> Self {
+        let mut keys = self.gateway_keys.clone();
+        keys.extend(
+            list.split(',')
+                .map(str::trim)
+                .filter(|k| !k.starts_with('#'))
+                .map(str::to_owned),
+        );
+        self.with_gateway_keys(keys)
     }
 
     /// Reads gateway keys from a file, one per line (blank lines and `#` comments skipped).
@@ -459,6 +485,23 @@ fn parse_roles(text: &str) -> std::result::Result<Vec<RoleConfig>, (Option<usize
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gateway_keys_from_the_list_and_the_file_agree() {
+        let listed = ServerConfig::new().with_gateway_keys_list(" k1 ,#x,, # y ,k2");
+        assert_eq!(listed.gateway_keys, ["k1", "k2"]);
+        let path = std::env::temp_dir().join(format!("tw-keys-{}.txt", std::process::id()));
+        std::fs::write(&path, "k1\n#x\n\n k2 \n").unwrap();
+        let filed = ServerConfig::new().with_gateway_keys_file(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(filed.gateway_keys, listed.gateway_keys);
+        assert!(
+            ServerConfig::new()
+                .with_gateway_keys_list("#x")
+                .gateway_keys
+                .is_empty()
+        );
+    }
 
     #[test]
     fn roles_parse_with_defaults() {

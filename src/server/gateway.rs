@@ -25,6 +25,7 @@ use crate::error::{ApiError, Error};
 use crate::mock::{MockServer, Script};
 use crate::provider::{Answer, ClientRequest, ProviderKind, StreamWriter};
 use crate::providers;
+use crate::seal::Seal;
 use crate::types::ChatResponse;
 
 /// The largest request body a client may send (a long conversation with images fits).
@@ -151,6 +152,8 @@ pub(crate) struct Gateway {
     counters: [Counters; WIRES.len()],
     /// The keys clients must send; empty keeps the gateway loopback-only.
     keys: Vec<String>,
+    /// The key sealing the provider state handed to clients in call ids.
+    seal: Option<Seal>,
 }
 
 /// A request refused before it reached an upstream: status, code, message.
@@ -176,6 +179,23 @@ fn upstream_error(e: &Error) -> ApiError {
             refuse(400, "invalid_request", format!("{path}: {message}"))
         }
         Error::Unsupported { .. } => refuse(400, "unsupported", e.to_string()),
+        // The transport's own text names the upstream's URL (an internal address, perhaps):
+        // the client learns only that it was unreachable; the server's log has the rest.
+        Error::Transport {
+            provider, connect, ..
+        } => {
+            tracing::warn!(error = %e, "upstream transport error");
+            let what = if *connect {
+                "could not connect to"
+            } else {
+                "lost the connection to"
+            };
+            refuse(
+                502,
+                "upstream_error",
+                format!("the gateway {what} the upstream ({provider})"),
+            )
+        }
         _ => refuse(502, "upstream_error", e.to_string()),
     }
 }
@@ -250,9 +270,10 @@ fn answer_id(prefix: &str) -> String {
 
 impl Gateway {
     /// A gateway that takes clients sending one of `keys` from anywhere (none: loopback only).
-    pub(crate) fn new(keys: Vec<String>) -> Self {
+    pub(crate) fn new(keys: Vec<String>, seal: Seal) -> Self {
         Self {
             keys,
+            seal: Some(seal),
             ..Self::default()
         }
     }
@@ -362,10 +383,13 @@ pub(crate) async fn gate(
         return super::gate::loopback_only(request, next).await;
     }
     let headers = request.headers();
+    // The scheme is case-insensitive (RFC 9110, section 11.1).
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, key)| key);
     let api_key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
     let admitted = bearer
         .into_iter()
@@ -419,6 +443,15 @@ async fn read_body(headers: &HeaderMap, body: Body) -> Result<Vec<u8>, ApiError>
         }
         bytes.extend_from_slice(&chunk);
     }
+    // Depth, message and tool counts, keys given twice: one pass before any tree is built.
+    super::bounds::check(&bytes).map_err(|r| {
+        let code = if r.status == 413 {
+            "request_too_large"
+        } else {
+            "invalid_request_error"
+        };
+        refuse(r.status, code, r.message)
+    })?;
     Ok(bytes)
 }
 
@@ -467,7 +500,13 @@ async fn serve_in(
     {
         return response;
     }
-    let mut asked = match (wire.get().read)(&bytes) {
+    let Some(seal) = app.gateway.seal.as_ref() else {
+        return refused(refuse(500, "no_state_key", "the gateway has no state key"));
+    };
+    // The provider state sealed in call ids opened (checked, allow-listed) as the body is read.
+    let read = (wire.get().read)(&bytes)
+        .and_then(|mut a| providers::seal::open_request(&mut a.request, seal).map(|()| a));
+    let mut asked = match read {
         Ok(a) => a,
         Err(Error::Input { path, message }) => {
             counters.client_errors.fetch_add(1, Ordering::Relaxed);
@@ -488,7 +527,7 @@ async fn serve_in(
         return match client.chat(&asked.request).await {
             Ok(response) => {
                 let id = answer_id(wire.get().id_prefix);
-                let answer = Answer::new(&id, &model, now());
+                let answer = Answer::new(&id, &model, now()).with_seal(seal);
                 let mut response = (
                     [(
                         header::CONTENT_TYPE,
@@ -517,7 +556,7 @@ async fn serve_in(
     counters.open_streams.fetch_add(1, Ordering::Relaxed);
     let guard = OpenStream(Arc::clone(&app), wire.slot());
     let id = answer_id(wire.get().id_prefix);
-    let mut answer = Answer::new(&id, &model, now());
+    let mut answer = Answer::new(&id, &model, now()).with_seal(seal);
     answer.include_usage = asked.include_usage;
     let mut writer = (wire.get().writer)(&answer);
     let mut first = Vec::new();
@@ -885,11 +924,11 @@ impl std::ops::Deref for App {
 /// The gateway's routes: every client wire of [`WIRES`], `GET /v1/models` and `GET /metrics`,
 /// behind [`gate`]: loopback
 /// only, or anyone with one of `keys`.
-pub(crate) fn routes(shared: Arc<Shared>, keys: Vec<String>) -> axum::Router {
+pub(crate) fn routes(shared: Arc<Shared>, keys: Vec<String>, seal: Seal) -> axum::Router {
     use axum::routing::{get, post};
     let app = Arc::new(App {
         shared,
-        gateway: Gateway::new(keys),
+        gateway: Gateway::new(keys, seal),
     });
     let mut router = axum::Router::new();
     for wire in Wire::all() {

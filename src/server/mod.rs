@@ -9,6 +9,7 @@
 mod api;
 mod app;
 pub(crate) mod body;
+mod bounds;
 mod chat;
 mod config;
 pub(crate) mod gate;
@@ -23,6 +24,7 @@ mod mount;
 mod offline;
 mod page;
 mod passthrough;
+mod state_key;
 mod store;
 
 pub use config::{
@@ -48,6 +50,7 @@ use tokio::task::JoinHandle;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::seal::Seal;
 use crate::tools::ToolRegistry;
 use app::{App, Role};
 use body::Reject;
@@ -139,6 +142,7 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         }
         None => (Ledger::new(&names), None, None),
     };
+    let seal = state_key::resolve(config.state_key.as_deref(), config.state_file.as_deref())?;
     for r in &ledger.roles {
         if let Some(role) = roles.iter().find(|x| x.config.name == r.role) {
             for entry in &r.entries {
@@ -184,7 +188,7 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         drain: config.drain,
     };
     let stopping = app.shutdown.clone();
-    let router = router(app, config.gateway_keys.clone());
+    let router = router(app, config.gateway_keys.clone(), seal);
     let task = tokio::spawn(listen::serve(listener, router, limits, stopping));
     Ok(ServerHandle {
         addr,
@@ -244,7 +248,7 @@ fn client_for(role: &RoleConfig) -> Result<Option<Client>> {
 
 /// Every area's routes, merged: the local areas behind the loopback gate, the gateway behind
 /// its own (loopback, or a key).
-fn router(app: Arc<App>, gateway_keys: Vec<String>) -> Router {
+fn router(app: Arc<App>, gateway_keys: Vec<String>, seal: Seal) -> Router {
     Router::new()
         .merge(page::routes())
         .merge(api::routes())
@@ -254,7 +258,7 @@ fn router(app: Arc<App>, gateway_keys: Vec<String>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(Arc::clone(&app))
         .layer(axum::middleware::from_fn(gate::loopback_only))
-        .merge(gateway::routes(app, gateway_keys))
+        .merge(gateway::routes(app, gateway_keys, seal))
 }
 
 async fn not_found() -> Response {

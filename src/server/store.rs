@@ -62,7 +62,12 @@ pub(crate) fn open(path: &Path, roles: &[String]) -> Result<Opened> {
     }
     let _ = std::fs::remove_file(&importing);
     let mut imported = None;
-    if is_json_file(path)? {
+    let json = is_json_file(path)?;
+    if !json {
+        // Nothing is written to a database that is not ours, damaged or of another version.
+        check_existing(path)?;
+    }
+    if json {
         let old = ledger::load(path, roles)?;
         {
             let conn = connect(&importing, false)?;
@@ -103,8 +108,68 @@ pub(crate) fn open(path: &Path, roles: &[String]) -> Result<Opened> {
     })
 }
 
-/// Whether `path` holds something other than a SQLite database (a JSON state file). Missing
-/// and empty files are not.
+/// Checks, read-only, a SQLite database already at `path` before anything is written to it:
+/// one that cannot be read is reported damaged; one holding other tables and not ours, or of
+/// another schema version, is refused, and stays as it was (no table added, no WAL switch).
+fn check_existing(path: &Path) -> Result<()> {
+    use rusqlite::OpenFlags;
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() > 0 => {}
+        _ => return Ok(()),
+    }
+    let damaged = |e: rusqlite::Error| {
+        input(
+            path,
+            format!(
+                "the state database is damaged or unreadable ({e}); move it away or restore a copy"
+            ),
+        )
+    };
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(damaged)?;
+    let check: String = conn
+        .query_row("PRAGMA quick_check", [], |r| r.get(0))
+        .map_err(damaged)?;
+    if check != "ok" {
+        return Err(input(
+            path,
+            format!("the state database is damaged ({check}); move it away or restore a copy"),
+        ));
+    }
+    let mut tables = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        .map_err(damaged)?;
+    let names: Vec<String> = tables
+        .query_map([], |r| r.get(0))
+        .map_err(damaged)?
+        .collect::<std::result::Result<_, _>>()
+        .map_err(damaged)?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(damaged)?;
+    let ours = names.iter().all(|n| n == "registration");
+    if !ours || !(version == 0 || version == SCHEMA_VERSION) {
+        return Err(input(
+            path,
+            format!(
+                "this SQLite database is not a toolwire state file (tables: {}; version {version}): \
+                 left unchanged; give --state a new path",
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `path` holds a JSON state file of an earlier version. Missing and empty files and
+/// SQLite databases are not; anything else that does not start as a JSON object is refused.
 fn is_json_file(path: &Path) -> Result<bool> {
     use std::io::Read;
     let mut file = match std::fs::File::open(path) {
@@ -117,7 +182,17 @@ fn is_json_file(path: &Path) -> Result<bool> {
         .take(SQLITE_MAGIC.len() as u64)
         .read_to_end(&mut head)
         .map_err(|e| input(path, format!("cannot read the state file: {e}")))?;
-    Ok(!head.is_empty() && head != SQLITE_MAGIC)
+    if head.is_empty() || head == SQLITE_MAGIC {
+        return Ok(false);
+    }
+    if head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+        return Ok(true);
+    }
+    Err(input(
+        path,
+        "not a toolwire state file: neither a SQLite database nor a JSON state file; left \
+         unchanged",
+    ))
 }
 
 /// Removes `<name>.tmp-<pid>` files beside `path` that the JSON writer of earlier versions left
@@ -314,5 +389,68 @@ impl Store {
             }
         }
         tx.commit().map_err(fail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("tw-store-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("state.db")
+    }
+
+    fn message(e: Error) -> String {
+        e.to_string()
+    }
+
+    #[test]
+    fn an_unrelated_sqlite_database_is_refused_and_left_unchanged() {
+        let path = scratch("unrelated");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE invoices (id INTEGER); INSERT INTO invoices VALUES (1);",
+            )
+            .unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        let err = message(open(&path, &["r".to_owned()]).err().unwrap());
+        assert!(
+            err.contains("not a toolwire state file") && err.contains("invoices"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), before, "the file changed");
+        assert!(!sibling(&path, "-wal").exists());
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_damaged_database_is_reported_damaged_and_a_foreign_file_refused() {
+        let path = scratch("damaged");
+        // Our own store, then its pages overwritten past the header.
+        drop(open(&path, &["r".to_owned()]).map(|o| o.store).unwrap());
+        let mut bytes = std::fs::read(&path).unwrap();
+        for b in bytes.iter_mut().skip(100) {
+            *b = 0xA5;
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        let _ = std::fs::remove_file(sibling(&path, "-wal"));
+        let _ = std::fs::remove_file(sibling(&path, "-shm"));
+        let err = message(open(&path, &["r".to_owned()]).err().unwrap());
+        assert!(err.contains("damaged"), "{err}");
+        assert!(!err.contains("JSON"), "{err}");
+        // Neither SQLite nor JSON: refused, not read as the old JSON format, unchanged.
+        std::fs::write(&path, b"PNG\x00 certainly not ours").unwrap();
+        let err = message(open(&path, &["r".to_owned()]).err().unwrap());
+        assert!(
+            err.contains("neither a SQLite database nor a JSON"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), b"PNG\x00 certainly not ours");
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 }

@@ -18,7 +18,10 @@ use super::THINKING_BLOCKS;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{Answer, ClientRequest, StreamWriter};
 use crate::providers::anthropic::respond::{self, Stamp};
-use crate::providers::shared::{CallGate, CallOut, Fields, TURN_STATE, uncarry_id, uncarry_turn};
+use crate::providers::shared::{
+    CallGate, CallOut, Fields, TURN_STATE, has_bad_call, settled, uncarry_id,
+};
+use crate::seal::Seal;
 use crate::types::{
     AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part, Source,
     StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult,
@@ -421,7 +424,15 @@ fn turn(
                         if let Some(text) = b.get("thinking").and_then(Value::as_str) {
                             reasoning.push_str(text);
                         }
-                        thinking.push(b);
+                        // Only the documented keys go on to an upstream.
+                        let kept = b.as_object().and_then(thinking_block).ok_or_else(|| {
+                            Error::input(
+                                &at,
+                                "a thinking block takes `thinking` and `signature` strings, a \
+                                 redacted_thinking block a `data` string",
+                            )
+                        })?;
+                        thinking.push(kept);
                     }
                     Some("text") => {
                         let mut b = Fields::of(b, &at)?;
@@ -458,7 +469,6 @@ fn turn(
                         }
                         thinking.clear();
                         call.extra = extra;
-                        uncarry_turn(&mut call, &mut a);
                         names.insert(call.id.clone(), name);
                         a.tool_calls.push(call);
                     }
@@ -540,10 +550,20 @@ fn blocks_of(extra: &Map<String, Value>) -> Vec<Value> {
 /// A whole `message` body for `response`, translated from another wire. `id` is the caller's.
 /// The mock's bodies come from the same writer.
 pub fn encode_body(response: &ChatResponse, id: &str, model: &str) -> Vec<u8> {
+    encode_sealed(response, id, model, None)
+}
+
+/// [`encode_body`] with the state on call ids sealed by `seal`.
+///
+/// A malformed or cut-short upstream call has no place here (`input` is an object): it is left
+/// out, the text kept, and the turn ends `max_tokens` (cut short) or `end_turn` ([`settled`]).
+fn encode_sealed(response: &ChatResponse, id: &str, model: &str, seal: Option<&Seal>) -> Vec<u8> {
+    let response = &*settled(response, false);
     let stamp = Stamp {
         id,
         model,
         translated: true,
+        seal,
     };
     let mut body = match respond::body(response, &stamp) {
         Ok(body) => body,
@@ -846,6 +866,28 @@ impl StreamWriter for EventWriter {
         if self.finished {
             return;
         }
+        if has_bad_call(response) {
+            // Its opener may have gone out already, and `input` has no place for text that
+            // is not JSON: the turn ends in this wire's error event, never as a runnable call.
+            let bad = response
+                .tool_calls
+                .iter()
+                .find(|c| !c.is_complete())
+                .map(|c| (c.name.clone(), c.error.clone()));
+            let (name, why) = bad.unwrap_or_default();
+            let why = why.map_or_else(String::new, |e| format!(": {}", e.message));
+            let mut e = ApiError::new(
+                crate::provider::ProviderKind::Custom("toolwire"),
+                Some(502),
+                format!(
+                    "the upstream model's call to {name:?} is malformed or cut short{why}; it \
+                     was not passed on as a tool_use"
+                ),
+            );
+            e.code = Some("api_error".into());
+            self.fail(&e, out);
+            return;
+        }
         self.finished = true;
         let mut outs = Vec::new();
         self.calls.rest(response, true, &mut outs);
@@ -889,6 +931,23 @@ pub const WIRE_HEADERS: &[&str] = &["anthropic-version", "anthropic-beta"];
 pub const EXAMPLE: &str =
     r#"{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"Hi"}]}"#;
 
+/// An Anthropic `thinking` or `redacted_thinking` block with its documented keys only.
+pub(crate) fn thinking_block(m: &Map<String, Value>) -> Option<Value> {
+    let strings = |_: &str, v: &Value| v.is_string();
+    match m.get("type").and_then(Value::as_str) {
+        Some("thinking") => crate::providers::shared::only(
+            m,
+            &["type", "thinking", "signature"],
+            &["type"],
+            strings,
+        ),
+        Some("redacted_thinking") => {
+            crate::providers::shared::only(m, &["type", "data"], &["type", "data"], strings)
+        }
+        _ => None,
+    }
+}
+
 /// The Messages client wire's reader, for the gateway's table: a request body → the canonical
 /// request and how to answer it.
 pub fn read(body: &[u8]) -> Result<ClientRequest> {
@@ -898,12 +957,14 @@ pub fn read(body: &[u8]) -> Result<ClientRequest> {
 
 /// The Messages client wire's stream writer for one answer.
 pub fn writer(answer: &Answer<'_>) -> Box<dyn StreamWriter> {
-    Box::new(EventWriter::new(answer.id, answer.model))
+    let mut w = EventWriter::new(answer.id, answer.model);
+    w.calls = CallGate::sealed(answer.seal);
+    Box::new(w)
 }
 
 /// The Messages client wire's whole body for one answer.
 pub fn body(response: &ChatResponse, answer: &Answer<'_>) -> Vec<u8> {
-    encode_body(response, answer.id, answer.model)
+    encode_sealed(response, answer.id, answer.model, answer.seal)
 }
 
 #[cfg(test)]

@@ -123,6 +123,8 @@ pub(super) struct Stamp<'a> {
     /// arguments that are not an object go out as `{}`, and reasoning that came without a
     /// signature keeps an empty one.
     pub(super) translated: bool,
+    /// The key sealing the state call ids carry (translated answers).
+    pub(super) seal: Option<&'a crate::seal::Seal>,
 }
 
 /// The mock's own values.
@@ -130,6 +132,7 @@ const MOCK: Stamp<'static> = Stamp {
     id: "msg_toolwire_mock",
     model: "toolwire-mock",
     translated: false,
+    seal: None,
 };
 
 /// The response's blocks in wire order: thinking, text, then each call after its own thinking
@@ -148,7 +151,7 @@ fn blocks(r: &ChatResponse, stamp: &Stamp<'_>) -> Vec<Value> {
     for call in &r.tool_calls {
         out.extend(thinking_of(&call.extra));
         let id = if stamp.translated {
-            carry_id(call)
+            carry_id(call, stamp.seal)
         } else {
             call.id.clone()
         };

@@ -450,8 +450,17 @@ fn tool_config(req: &ChatRequest, names: &NameMap) -> Result<Option<Value>> {
     Ok(Some(Value::Object(config)))
 }
 
-/// The path: the model id (an id, an inference profile or an ARN) as one path segment.
-fn path(model: &str, stream: bool) -> String {
+/// The path: the model id (an id, an inference profile or an ARN) as one path segment. An id
+/// that is empty or only dots is refused: it would be no segment, or a dot segment that URL
+/// handling removes (RFC 3986 section 5.2.4; `%2E` is a dot too in the WHATWG URL standard),
+/// posting elsewhere on the endpoint.
+fn path(model: &str, stream: bool) -> Result<String> {
+    if model.bytes().all(|b| b == b'.') {
+        return Err(Error::input(
+            "model",
+            format!("{model:?} is not a Bedrock model id (empty, or only dots)"),
+        ));
+    }
     let mut segment = String::new();
     for b in model.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
@@ -465,7 +474,7 @@ fn path(model: &str, stream: bool) -> String {
     } else {
         "converse"
     };
-    format!("/model/{segment}/{op}")
+    Ok(format!("/model/{segment}/{op}"))
 }
 
 /// Where the sampling settings go on Converse: `inferenceConfig.topP` and `stopSequences`;
@@ -564,7 +573,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     }
     crate::providers::shared::merge_extra_body(&mut body, &req.extra_body);
     let mut http =
-        HttpRequest::new(path(&req.model, stream), Value::Object(body)).with_names(names);
+        HttpRequest::new(path(&req.model, stream)?, Value::Object(body)).with_names(names);
     http.dropped = policy.dropped;
     if stream {
         http = http.with_header("accept", "application/vnd.amazon.eventstream");
@@ -574,6 +583,18 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_model_id_of_dots_never_becomes_a_dot_segment() {
+        for model in ["", ".", "..", "..."] {
+            let err = super::path(model, false).unwrap_err().to_string();
+            assert!(err.contains("model"), "{err}");
+        }
+        assert_eq!(
+            super::path("a..b/c", true).unwrap(),
+            "/model/a..b%2Fc/converse-stream"
+        );
+    }
+
     use super::*;
 
     fn call(id: &str, name: &str) -> ToolCall {
@@ -633,7 +654,8 @@ mod tests {
             path(
                 "arn:aws:bedrock:us-east-1:1:inference-profile/us.x-v1:0",
                 true
-            ),
+            )
+            .unwrap(),
             "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fus.x-v1%3A0/converse-stream"
         );
         let req = history_req(true, None);

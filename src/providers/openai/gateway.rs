@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{Answer, ClientRequest, StreamWriter};
 use crate::providers::openai::respond::{self, OPENAI_WIRE, Stamp};
-use crate::providers::shared::{CallGate, CallOut, Fields, uncarry_id, uncarry_turn};
+use crate::providers::shared::{CallGate, CallOut, Fields, settled, uncarry_id};
 use crate::types::{
     AssistantMessage, ChatRequest, ChatResponse, Content, Message, Part, ResponseFormat, Source,
     StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
@@ -284,7 +284,6 @@ fn message(value: Value, at: &str, names: &mut HashMap<String, String>) -> Resul
                 let (id, extra) = uncarry_id(&id, &format!("{at}.id"))?;
                 let mut call = ToolCall::new(id, name.clone(), arguments);
                 call.extra = extra;
-                uncarry_turn(&mut call, &mut a);
                 names.insert(call.id.clone(), name);
                 a.tool_calls.push(call);
             }
@@ -404,13 +403,27 @@ fn response_format(value: Value) -> Result<Option<ResponseFormat>> {
     Ok(format)
 }
 
-/// The Chat Completions spelling of a translated turn's finish reason.
-fn finish_reason(response: &ChatResponse) -> &str {
+/// The Chat Completions spelling of a translated turn's finish reason: one of this wire's
+/// documented values ([`settled`]: never `stop` with a malformed call present).
+fn finish_reason(response: &ChatResponse) -> &'static str {
+    let settled = settled(response, true);
+    match finish_spelling(&settled) {
+        "stop" => "stop",
+        "tool_calls" => "tool_calls",
+        "length" => "length",
+        "content_filter" => "content_filter",
+        _ if settled.tool_calls.is_empty() => "stop",
+        _ => "tool_calls",
+    }
+}
+
+fn finish_spelling(response: &ChatResponse) -> &str {
     let stamp = Stamp {
         id: "",
         model: "",
         created: 0,
         translated: true,
+        seal: None,
     };
     respond::finish_wire(OPENAI_WIRE, &stamp, response)
 }
@@ -519,8 +532,9 @@ pub fn encode_body(response: &ChatResponse, id: &str, model: &str, created: u64)
         model,
         created,
         translated: true,
+        seal: None,
     };
-    respond::body(OPENAI_WIRE, &stamp, response)
+    respond::body(OPENAI_WIRE, &stamp, &settled(response, true))
 }
 
 /// The error body and status for `error`, in OpenAI's shape
@@ -730,22 +744,40 @@ pub fn read(body: &[u8]) -> Result<ClientRequest> {
 
 /// The Chat Completions client wire's stream writer for one answer.
 pub fn writer(answer: &Answer<'_>) -> Box<dyn StreamWriter> {
-    Box::new(ChunkWriter::new(
+    let mut w = ChunkWriter::new(
         answer.id,
         answer.model,
         answer.created,
         answer.include_usage,
-    ))
+    );
+    w.calls = CallGate::sealed(answer.seal);
+    Box::new(w)
 }
 
 /// The Chat Completions client wire's whole body for one answer.
 pub fn body(response: &ChatResponse, answer: &Answer<'_>) -> Vec<u8> {
-    encode_body(response, answer.id, answer.model, answer.created)
+    let stamp = Stamp {
+        id: answer.id,
+        model: answer.model,
+        created: answer.created,
+        translated: true,
+        seal: answer.seal,
+    };
+    respond::body(OPENAI_WIRE, &stamp, &settled(response, true))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::seal::Seal;
+
+    /// [`read`], then the sealed state opened, as the gateway does.
+    fn sealed_read(body: &[u8], seal: &Seal) -> Result<ClientRequest> {
+        let mut r = read(body)?;
+        crate::providers::seal::open_request(&mut r.request, seal)?;
+        Ok(r)
+    }
     use crate::providers::openai::OpenAi;
     use crate::replay::replay;
     use crate::types::FinishReason;
@@ -853,13 +885,14 @@ mod tests {
     fn carried_state_comes_back_from_the_echoed_id() {
         let mut call = ToolCall::new("call_1", "f", "{}");
         call.extra.insert("thought_signature".into(), json!("c2ln"));
-        let id = crate::providers::shared::carry_id(&call);
-        let r = req(json!({"model": "m", "messages": [
+        let seal = Seal::new([1_u8; 32]).unwrap();
+        let id = crate::providers::shared::carry_id(&call, Some(&seal));
+        let body = json!({"model": "m", "messages": [
             {"role": "assistant", "tool_calls": [{"id": id, "type": "function",
               "function": {"name": "f", "arguments": "{}"}}]},
             {"role": "tool", "tool_call_id": id, "content": "ok"}
-        ]}))
-        .unwrap();
+        ]});
+        let r = sealed_read(body.to_string().as_bytes(), &seal).unwrap();
         let Message::Assistant(a) = &r.request.messages[0] else {
             panic!()
         };

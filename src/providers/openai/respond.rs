@@ -375,6 +375,8 @@ pub(crate) struct Stamp<'a> {
     /// state ([`carry_id`]), and a raw finish reason (the upstream wire's spelling) is not
     /// this wire's, so the canonical reason goes out.
     pub(crate) translated: bool,
+    /// The key sealing the state call ids carry (translated answers).
+    pub(crate) seal: Option<&'a crate::seal::Seal>,
 }
 
 /// The mock's own values.
@@ -383,6 +385,7 @@ pub(crate) const MOCK: Stamp<'static> = Stamp {
     model: "toolwire-mock",
     created: 0,
     translated: false,
+    seal: None,
 };
 
 /// Fields every chunk and body carries.
@@ -426,11 +429,26 @@ pub(crate) fn finish_wire<'a>(
     if stamp.translated && *reason == FinishReason::Error {
         return "stop";
     }
-    w.shape
+    let found = w
+        .shape
         .finish_reasons
         .iter()
         .find(|(canonical, _)| canonical == reason)
-        .map_or(reason.as_str(), |(_, wire)| wire)
+        .map(|(_, wire)| *wire);
+    match (found, reason) {
+        (Some(wire), _) => wire,
+        // Another wire's value (Gemini's `MALFORMED_FUNCTION_CALL`, Anthropic's `pause_turn`)
+        // is not one this wire documents: a translated turn ends `tool_calls` with calls,
+        // `stop` without.
+        (None, FinishReason::Other(_)) if stamp.translated => {
+            if response.tool_calls.is_empty() {
+                "stop"
+            } else {
+                "tool_calls"
+            }
+        }
+        (None, _) => reason.as_str(),
+    }
 }
 
 fn usage_json(u: &Usage) -> Value {
@@ -467,7 +485,7 @@ fn call_json(call: &ToolCall, stamp: &Stamp<'_>, index: Option<i64>, arguments: 
         m.insert("index".into(), json!(index));
     }
     if stamp.translated {
-        m.insert("id".into(), json!(carry_id(call)));
+        m.insert("id".into(), json!(carry_id(call, stamp.seal)));
     } else if !call.has_synthetic_id() {
         m.insert("id".into(), json!(call.id));
     }

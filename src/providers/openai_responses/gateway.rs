@@ -20,17 +20,21 @@ use serde_json::{Map, Value, json};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{Answer, ClientRequest, StreamWriter};
 use crate::providers::openai_responses::respond;
-use crate::providers::shared::{
-    CallGate, CallOut, Fields, base64url, carry_id, unbase64url, uncarry_id,
-};
+use crate::providers::shared::{CallGate, CallOut, Fields, carry_id, settled, uncarry_id};
+use crate::providers::shared::{SEALED, pending};
+use crate::seal::Seal;
 use crate::types::{
     AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part, Reasoning,
     ReasoningSummary, ResponseFormat, Source, StreamEvent, ToolCall, ToolChoice, ToolDefinition,
     ToolResult, Usage,
 };
 
-/// Prefix of the `encrypted_content` of a reasoning item that carries the gateway's state.
-const STATE: &str = "toolwire.state.1.";
+/// Prefix of the `encrypted_content` of a reasoning item that carries the gateway's state,
+/// sealed ([`crate::seal`]).
+const STATE: &str = "toolwire.state.2.";
+
+/// The prefix of the old, unsealed form (refused).
+const OLD_STATE: &str = "toolwire.state.1.";
 
 /// A client's Responses request, read.
 #[derive(Debug, Clone, PartialEq)]
@@ -249,25 +253,19 @@ fn read_items(items: Vec<Value>, out: &mut Vec<Message>) -> Result<()> {
                     }
                 }
                 f.finish()?;
-                let carried = item
-                    .get("encrypted_content")
-                    .and_then(Value::as_str)
-                    .and_then(|e| e.strip_prefix(STATE))
-                    .map(str::to_owned);
-                match carried {
+                let content = item.get("encrypted_content").and_then(Value::as_str);
+                if content.is_some_and(|c| c.starts_with(OLD_STATE)) {
+                    return Err(Error::input(
+                        format!("{at}.encrypted_content"),
+                        "this reasoning item carries the gateway's state in the old unsealed \
+                         form, which it no longer accepts: start again from the last user turn",
+                    ));
+                }
+                match content.and_then(|e| e.strip_prefix(STATE)) {
+                    // Opened (checked, allow-listed) once the whole request is read.
                     Some(packed) => {
-                        let bad = || {
-                            Error::input(
-                                format!("{at}.encrypted_content"),
-                                "the gateway's state in this reasoning item is damaged; send it back as given",
-                            )
-                        };
-                        let bytes = unbase64url(&packed).ok_or_else(bad)?;
-                        let Ok(Value::Object(extra)) = serde_json::from_slice::<Value>(&bytes)
-                        else {
-                            return Err(bad());
-                        };
-                        turn.get().extra.extend(extra);
+                        let p = pending(&format!("{at}.encrypted_content"), "item", "", packed);
+                        turn.get().extra.insert(SEALED.into(), p);
                     }
                     None => turn.pending.push(Value::Object(item)),
                 }
@@ -526,7 +524,8 @@ fn reasoning_item(id: &str, text: &str) -> Value {
 }
 
 /// The reasoning item carrying the turn's own provider state, when it has any.
-fn state_item(response: &ChatResponse) -> Option<Value> {
+fn state_item(response: &ChatResponse, seal: Option<&Seal>) -> Option<Value> {
+    let seal = seal?;
     let state: Map<String, Value> = response
         .extra
         .iter()
@@ -536,7 +535,7 @@ fn state_item(response: &ChatResponse) -> Option<Value> {
     if state.is_empty() {
         return None;
     }
-    let packed = base64url(Value::Object(state).to_string().as_bytes());
+    let packed = seal.pack("item", "", &state);
     Some(
         json!({"type": "reasoning", "id": "rs_toolwire_state", "summary": [],
                 "encrypted_content": format!("{STATE}{packed}")}),
@@ -549,6 +548,19 @@ fn state_item(response: &ChatResponse) -> Option<Value> {
 /// `encrypted_content`), each before the call it came before; other reasoning is one item with
 /// the text as its summary.
 pub fn encode_body(response: &ChatResponse, id: &str, model: &str, created: u64) -> Vec<u8> {
+    encode_sealed(response, id, model, created, None)
+}
+
+/// [`encode_body`] with the state on call ids and in the state item sealed by `seal`.
+fn encode_sealed(
+    response: &ChatResponse,
+    id: &str,
+    model: &str,
+    created: u64,
+    seal: Option<&Seal>,
+) -> Vec<u8> {
+    // Calls keep their raw text; a turn with a malformed call never ends `stop` ([`settled`]).
+    let response = &*settled(response, true);
     let items = |extra: &Map<String, Value>| {
         extra
             .get(super::REASONING_ITEMS)
@@ -574,13 +586,17 @@ pub fn encode_body(response: &ChatResponse, id: &str, model: &str, created: u64)
         output.extend(items(&call.extra));
         output.push(call_item(
             &format!("fc_{i}"),
-            &carry_id(call),
+            &carry_id(call, seal),
             &call.name,
             &call.raw_arguments,
-            "completed",
+            if call.is_complete() || call.is_free_form() {
+                "completed"
+            } else {
+                "incomplete"
+            },
         ));
     }
-    output.extend(state_item(response));
+    output.extend(state_item(response, seal));
     let (status, details) = status(&response.finish_reason);
     let body = response_object(
         id,
@@ -636,6 +652,8 @@ pub struct EventWriter {
     created: u64,
     sequence: u64,
     calls: CallGate,
+    /// The key sealing the turn's state item.
+    seal: Option<Seal>,
     open: Open,
     output: Vec<Value>,
     call_items: Vec<CallItem>,
@@ -651,6 +669,7 @@ impl EventWriter {
             created,
             sequence: 0,
             calls: CallGate::default(),
+            seal: None,
             open: Open::None,
             output: Vec::new(),
             call_items: Vec::new(),
@@ -947,7 +966,7 @@ impl StreamWriter for EventWriter {
         self.calls.rest(response, false, &mut outs);
         self.calls_out(outs, out);
         self.close(out);
-        if let Some(item) = state_item(response) {
+        if let Some(item) = state_item(response, self.seal.as_ref()) {
             let index = self.output.len();
             self.event(
                 "response.output_item.added",
@@ -961,7 +980,7 @@ impl StreamWriter for EventWriter {
             );
             self.output.push(item);
         }
-        let (status, details) = status(&response.finish_reason);
+        let (status, details) = status(&settled(response, true).finish_reason);
         let body = response_object(
             &self.id,
             &self.model,
@@ -1014,17 +1033,33 @@ pub fn read(body: &[u8]) -> Result<ClientRequest> {
 
 /// The Responses client wire's stream writer for one answer.
 pub fn writer(answer: &Answer<'_>) -> Box<dyn StreamWriter> {
-    Box::new(EventWriter::new(answer.id, answer.model, answer.created))
+    let mut w = EventWriter::new(answer.id, answer.model, answer.created);
+    w.calls = CallGate::sealed(answer.seal);
+    w.seal = answer.seal.cloned();
+    Box::new(w)
 }
 
 /// The Responses client wire's whole body for one answer.
 pub fn body(response: &ChatResponse, answer: &Answer<'_>) -> Vec<u8> {
-    encode_body(response, answer.id, answer.model, answer.created)
+    encode_sealed(
+        response,
+        answer.id,
+        answer.model,
+        answer.created,
+        answer.seal,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`read`], then the sealed state opened, as the gateway does.
+    fn sealed_read(body: &[u8], seal: &Seal) -> Result<ClientRequest> {
+        let mut r = read(body)?;
+        crate::providers::seal::open_request(&mut r.request, seal)?;
+        Ok(r)
+    }
     use crate::providers::openai_responses::OpenAiResponses;
     use crate::replay::replay;
 
@@ -1036,7 +1071,9 @@ mod tests {
     fn a_full_request_reads_into_the_canonical_model() {
         let mut call = ToolCall::new("call_1", "get_weather", r#"{"city":"Paris"}"#);
         call.extra.insert("thought_signature".into(), json!("c2ln"));
-        let r = req(json!({
+        let seal = Seal::new([1_u8; 32]).unwrap();
+        let carry_id = |c: &ToolCall| carry_id(c, Some(&seal));
+        let body = json!({
             "model": "fast", "stream": true, "instructions": "Be brief.",
             "max_output_tokens": 300, "reasoning": {"effort": "low"},
             "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
@@ -1048,8 +1085,8 @@ mod tests {
                  "name": "get_weather", "arguments": "{\"city\":\"Paris\"}"},
                 {"type": "function_call_output", "call_id": carry_id(&call), "output": "sunny"}
             ]
-        }))
-        .unwrap();
+        });
+        let r = sealed_read(body.to_string().as_bytes(), &seal).unwrap();
         assert!(r.stream);
         let q = r.request;
         assert_eq!(q.messages[0], Message::system("Be brief."));
@@ -1100,16 +1137,41 @@ mod tests {
             "thinking_blocks".into(),
             json!([{"type": "thinking", "signature": "s"}]),
         );
-        let body: Value = serde_json::from_slice(&encode_body(&response, "r", "m", 0)).unwrap();
+        let seal = Seal::new([9_u8; 32]).unwrap();
+        let written = encode_sealed(&response, "r", "m", 0, Some(&seal));
+        let body: Value = serde_json::from_slice(&written).unwrap();
         let output = body["output"].as_array().unwrap().clone();
         let mut input = vec![json!({"role": "user", "content": "hi"})];
         input.extend(output);
-        let r = req(json!({"model": "m", "input": input})).unwrap();
+        let request = json!({"model": "m", "input": input});
+        let r = sealed_read(request.to_string().as_bytes(), &seal).unwrap();
         let Message::Assistant(a) = &r.request.messages[1] else {
             panic!()
         };
         assert_eq!(a.content.as_deref(), Some("Hi."));
         assert_eq!(a.extra["thinking_blocks"][0]["signature"], "s");
+        // Unsealed, nothing is handed out.
+        let plain: Value = serde_json::from_slice(&encode_body(&response, "r", "m", 0)).unwrap();
+        assert_eq!(plain["output"].as_array().unwrap().len(), 1);
+        // Altered, or forged in the old form, it is refused by name.
+        let at = input.len() - 1;
+        let content = input[at]["encrypted_content"].as_str().unwrap().to_owned();
+        let mut altered = input.clone();
+        altered[at]["encrypted_content"] = json!(content.replacen("7468", "7368", 1));
+        let request = json!({"model": "m", "input": altered});
+        let err = sealed_read(request.to_string().as_bytes(), &seal)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("input[{at}].encrypted_content")),
+            "{err}"
+        );
+        altered[at]["encrypted_content"] = json!("toolwire.state.1.eyJ9");
+        let request = json!({"model": "m", "input": altered});
+        let err = sealed_read(request.to_string().as_bytes(), &seal)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unsealed"), "{err}");
     }
 
     /// A Responses upstream's reasoning items reach a Responses client as they were sent, in a
