@@ -41,6 +41,7 @@ mod fixtures;
 mod foreign_body;
 mod gateway;
 mod gateway_cancel;
+mod gateway_fallback;
 mod gateway_sdk;
 #[cfg(feature = "cli")]
 mod hostile;

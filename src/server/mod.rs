@@ -11,9 +11,11 @@ mod app;
 pub(crate) mod body;
 mod chat;
 mod config;
+mod fallback;
 pub(crate) mod gate;
 mod gateway;
 mod ledger;
+mod limits;
 mod listen;
 mod live;
 #[cfg(feature = "mcp")]
@@ -26,8 +28,9 @@ mod store;
 
 pub use config::{
     DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_PORT, DEFAULT_ROLE, OFFLINE_MODEL, RoleConfig,
-    ServerConfig,
+    DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_PORT, DEFAULT_ROLE,
+    DEFAULT_UPSTREAM_FIRST_BYTE_TIMEOUT, GatewayKey, LimitsConfig, OFFLINE_MODEL, RoleConfig,
+    ServerConfig, StoreFailure,
 };
 pub use gate::{is_loopback_host, is_loopback_peer};
 #[cfg(feature = "mcp")]
@@ -183,7 +186,7 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         drain: config.drain,
     };
     let stopping = app.shutdown.clone();
-    let router = router(app, config.gateway_keys.clone());
+    let router = router(app, gateway::Settings::from_config(&config));
     let task = tokio::spawn(listen::serve(listener, router, limits, stopping));
     Ok(ServerHandle {
         addr,
@@ -243,7 +246,7 @@ fn client_for(role: &RoleConfig) -> Result<Option<Client>> {
 
 /// Every area's routes, merged: the local areas behind the loopback gate, the gateway behind
 /// its own (loopback, or a key).
-fn router(app: Arc<App>, gateway_keys: Vec<String>) -> Router {
+fn router(app: Arc<App>, gateway: gateway::Settings) -> Router {
     Router::new()
         .merge(page::routes())
         .merge(api::routes())
@@ -253,7 +256,7 @@ fn router(app: Arc<App>, gateway_keys: Vec<String>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(Arc::clone(&app))
         .layer(axum::middleware::from_fn(gate::loopback_only))
-        .merge(gateway::routes(app, gateway_keys))
+        .merge(gateway::routes(app, gateway))
 }
 
 async fn not_found() -> Response {
