@@ -694,6 +694,7 @@ struct LimitsEntry {
 }
 
 /// The gateway's sections of a config file.
+#[derive(Debug)]
 struct GatewayParts {
     keys: Vec<GatewayKey>,
     limits: LimitsConfig,
@@ -917,6 +918,77 @@ name = "offline"
         assert!(message.contains("no [[role]]"), "{message}");
         let (_, message) = parse_roles("[[role]]\nname = \"a\"\nmax_turns = 0\n").unwrap_err();
         assert!(message.contains("max_turns"), "{message}");
+    }
+
+    #[test]
+    fn gateway_sections_parse_and_are_checked() {
+        let text = r#"
+allow_provider_models = ["openai/gpt-4o-mini", "gemini/*"]
+upstream_first_byte_timeout_secs = 2.5
+
+[[role]]
+name = "smart"
+provider = "anthropic"
+model = "claude-sonnet-4-5"
+api_key_envs = ["ANTHROPIC_KEY_1", "ANTHROPIC_KEY_2"]
+fallbacks = ["fast"]
+
+[[role]]
+name = "fast"
+
+[limits]
+on_store_error = "closed"
+window_secs = 0.5
+
+[[gateway_key]]
+name = "team-a"
+key_env = "CARGO_PKG_NAME"
+roles = ["smart"]
+requests_per_minute = 60
+tokens_per_minute = 200000
+tokens_per_day = 5000000
+"#;
+        let roles = parse_roles(text).unwrap();
+        assert_eq!(
+            roles[0].key_vars().collect::<Vec<_>>(),
+            ["ANTHROPIC_KEY_1", "ANTHROPIC_KEY_2"]
+        );
+        assert_eq!(roles[0].fallbacks, ["fast"]);
+        let parts = parse_gateway(text).unwrap();
+        assert_eq!(parts.keys.len(), 1);
+        let key = &parts.keys[0];
+        assert_eq!(key.key, env!("CARGO_PKG_NAME"));
+        assert!(!format!("{key:?}").contains(env!("CARGO_PKG_NAME")));
+        assert_eq!(key.roles.as_deref(), Some(&["smart".to_owned()][..]));
+        assert_eq!(
+            (
+                key.requests_per_minute,
+                key.tokens_per_minute,
+                key.tokens_per_day
+            ),
+            (Some(60), Some(200_000), Some(5_000_000))
+        );
+        assert_eq!(parts.limits.on_store_error, StoreFailure::Closed);
+        assert_eq!(parts.limits.window, Duration::from_millis(500));
+        assert_eq!(parts.first_byte, Some(Duration::from_millis(2_500)));
+        assert_eq!(parts.allow_provider_models.len(), 2);
+
+        // A fallback that is no role, a key for a role that does not exist, an unset key
+        // variable, a store this build cannot share through: each refused, named.
+        let (_, m) = parse_roles("[[role]]\nname = \"a\"\nfallbacks = [\"b\"]\n").unwrap_err();
+        assert!(m.contains("fallback \"b\""), "{m}");
+        let unset = "[[role]]\nname = \"a\"\n[[gateway_key]]\nname = \"k\"\n\
+                     key_env = \"TOOLWIRE_TEST_SURELY_UNSET_VARIABLE\"\n";
+        let (_, m) = parse_gateway(unset).unwrap_err();
+        assert!(m.contains("TOOLWIRE_TEST_SURELY_UNSET_VARIABLE"), "{m}");
+        let config = ServerConfig::new()
+            .with_gateway_key_entries([GatewayKey::new("k", "s").with_roles(["nobody"])]);
+        assert!(config.check().unwrap_err().to_string().contains("nobody"));
+        let config = ServerConfig::new()
+            .with_limits(LimitsConfig::default().with_store("redis://127.0.0.1:6379"));
+        assert!(config.check().unwrap_err().to_string().contains("Redis"));
+        let (_, m) = parse_gateway("[limits]\non_store_error = \"maybe\"\n").unwrap_err();
+        assert!(m.contains("maybe"), "{m}");
     }
 
     #[cfg(feature = "mcp")]
