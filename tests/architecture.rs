@@ -381,6 +381,8 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["server/config"],
     &["server/app"],
+    // The gateway's upstream selection and its keys' limits, under the gateway area.
+    &["server/limits", "server/fallback"],
     &[
         "server/mcp",
         "server/api",
