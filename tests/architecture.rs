@@ -382,6 +382,7 @@ const LAYERS: &[&[&str]] = &[
     &["server/config"],
     &["server/app"],
     // The gateway's upstream selection and its keys' limits, under the gateway area.
+    &["server/redis_limits"],
     &["server/limits", "server/fallback"],
     &[
         "server/mcp",

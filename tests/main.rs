@@ -42,6 +42,8 @@ mod foreign_body;
 mod gateway;
 mod gateway_cancel;
 mod gateway_fallback;
+#[cfg(all(feature = "cli", feature = "redis"))]
+mod gateway_redis;
 mod gateway_sdk;
 #[cfg(feature = "cli")]
 mod hostile;

@@ -616,15 +616,23 @@ impl ServerConfig {
             }
         }
         if let Some(store) = &self.limits.store {
+            let redis = store.starts_with("redis://") || store.starts_with("rediss://");
             // Refused rather than ignored: N instances counting apart would let N times the
             // limit through.
-            let why = if store.starts_with("redis://") || store.starts_with("rediss://") {
-                "counters shared through Redis are not in this build yet; remove `store` to \
-                 count in this process's memory"
-            } else {
-                "not a redis:// URL"
-            };
-            return Err(Error::input("limits.store", format!("{store:?}: {why}")));
+            if !redis {
+                return Err(Error::input(
+                    "limits.store",
+                    format!("{store:?} is not a redis:// URL"),
+                ));
+            }
+            if !cfg!(feature = "redis") {
+                return Err(Error::input(
+                    "limits.store",
+                    format!(
+                        "{store:?}: counters shared through Redis need toolwire built with the `redis` feature"
+                    ),
+                ));
+            }
         }
         if self.upstream_first_byte_timeout.is_zero() {
             return Err(Error::input(
@@ -984,9 +992,9 @@ tokens_per_day = 5000000
         let config = ServerConfig::new()
             .with_gateway_key_entries([GatewayKey::new("k", "s").with_roles(["nobody"])]);
         assert!(config.check().unwrap_err().to_string().contains("nobody"));
-        let config = ServerConfig::new()
-            .with_limits(LimitsConfig::default().with_store("redis://127.0.0.1:6379"));
-        assert!(config.check().unwrap_err().to_string().contains("Redis"));
+        let config =
+            ServerConfig::new().with_limits(LimitsConfig::default().with_store("http://x"));
+        assert!(config.check().unwrap_err().to_string().contains("redis://"));
         let (_, m) = parse_gateway("[limits]\non_store_error = \"maybe\"\n").unwrap_err();
         assert!(m.contains("maybe"), "{m}");
     }

@@ -219,14 +219,22 @@ fn upstream_error(e: &Error) -> ApiError {
 
 /// A request over one of its key's limits: 429 naming the limit, with `retry-after`.
 fn over_limit(over: &Refusal) -> ApiError {
-    let mut e = refuse(
-        429,
-        "rate_limit_exceeded",
-        format!(
-            "this gateway key is over its {} limit; retry after the window ends",
-            over.limit.name()
-        ),
-    );
+    let mut e = if over.limit == Limit::Store {
+        refuse(
+            503,
+            "limit_store_unreachable",
+            "the gateway cannot reach its limit store; retry shortly",
+        )
+    } else {
+        refuse(
+            429,
+            "rate_limit_exceeded",
+            format!(
+                "this gateway key is over its {} limit; retry after the window ends",
+                over.limit.name()
+            ),
+        )
+    };
     e.retry_after = Some(over.retry_after);
     e
 }

@@ -6,6 +6,8 @@
 //! their limits and its request count of the minute, this one included, is at most its limit;
 //! its tokens are charged when its answer ends (a stream when it ends or is cut), from the
 //! upstream's usage or, when the upstream sent none, an estimate (counted apart in `/metrics`).
+//! With `[limits] store` (feature `redis`) the counters live in Redis instead, shared by every
+//! instance (`redis_limits.rs`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -25,11 +27,18 @@ pub(crate) enum Limit {
     TokensMinute,
     /// `tokens_per_day`.
     TokensDay,
+    /// The shared store cannot be reached and the config fails closed.
+    Store,
 }
 
 impl Limit {
     /// Every limit, in the order of the `/metrics` series.
-    pub(crate) const ALL: [Limit; 3] = [Limit::Requests, Limit::TokensMinute, Limit::TokensDay];
+    pub(crate) const ALL: [Limit; 4] = [
+        Limit::Requests,
+        Limit::TokensMinute,
+        Limit::TokensDay,
+        Limit::Store,
+    ];
 
     /// The config name of the limit.
     pub(crate) fn name(self) -> &'static str {
@@ -37,6 +46,7 @@ impl Limit {
             Limit::Requests => "requests_per_minute",
             Limit::TokensMinute => "tokens_per_minute",
             Limit::TokensDay => "tokens_per_day",
+            Limit::Store => "store_unreachable",
         }
     }
 
@@ -58,7 +68,7 @@ pub(crate) struct KeyCounters {
     pub(crate) requests: AtomicU64,
     pub(crate) tokens: AtomicU64,
     pub(crate) estimated_tokens: AtomicU64,
-    pub(crate) refused: [AtomicU64; 3],
+    pub(crate) refused: [AtomicU64; 4],
 }
 
 /// One key's windows in memory.
@@ -103,6 +113,8 @@ pub(crate) struct Limiter {
     names: Vec<String>,
     windows: Mutex<Vec<Windows>>,
     counters: Vec<KeyCounters>,
+    #[cfg(feature = "redis")]
+    shared: Option<super::redis_limits::Shared>,
 }
 
 impl Limiter {
@@ -117,6 +129,11 @@ impl Limiter {
             names: keys.iter().map(|k| k.name.clone()).collect(),
             windows: Mutex::new(vec![Windows::default(); keys.len()]),
             counters: keys.iter().map(|_| KeyCounters::default()).collect(),
+            #[cfg(feature = "redis")]
+            shared: config
+                .store
+                .as_deref()
+                .map(|url| super::redis_limits::Shared::new(url, config.on_store_error)),
         }
     }
 
@@ -157,7 +174,7 @@ impl Limiter {
         };
         let counters = &self.counters[key];
         let decided = if caps.any() {
-            self.decide(key, caps)
+            self.decide(key, caps).await
         } else {
             Ok(())
         };
@@ -173,8 +190,31 @@ impl Limiter {
         }
     }
 
-    fn decide(&self, key: usize, caps: Caps) -> Result<(), Refusal> {
+    async fn decide(&self, key: usize, caps: Caps) -> Result<(), Refusal> {
         let (minute, day, left) = self.now();
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            let ids = super::redis_limits::Ids {
+                key: &self.names[key],
+                minute,
+                day,
+                window_ms: self.window_ms,
+            };
+            let caps = [
+                caps.requests_per_minute.unwrap_or(0),
+                caps.tokens_per_minute.unwrap_or(0),
+                caps.tokens_per_day.unwrap_or(0),
+            ];
+            return match shared.admit(&ids, caps).await {
+                Some(Ok(())) => Ok(()),
+                Some(Err(limit)) => Err(Refusal {
+                    limit,
+                    retry_after: self.retry_after(limit, minute, left),
+                }),
+                // The store is away and the config fails open.
+                None => Ok(()),
+            };
+        }
         let mut all = self.windows.lock().unwrap_or_else(PoisonError::into_inner);
         let w = &mut all[key];
         w.roll(minute, day);
@@ -208,6 +248,7 @@ impl Limiter {
     fn retry_after(&self, limit: Limit, minute: u64, left: Duration) -> Duration {
         match limit {
             Limit::TokensDay => self.day_left(minute, left),
+            Limit::Store => Duration::from_secs(1),
             _ => left,
         }
     }
@@ -229,6 +270,17 @@ impl Limiter {
             return;
         }
         let (minute, day, _) = self.now();
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            let ids = super::redis_limits::Ids {
+                key: &self.names[key],
+                minute,
+                day,
+                window_ms: self.window_ms,
+            };
+            shared.charge(&ids, tokens).await;
+            return;
+        }
         let mut all = self.windows.lock().unwrap_or_else(PoisonError::into_inner);
         let w = &mut all[key];
         w.roll(minute, day);

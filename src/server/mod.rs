@@ -24,6 +24,8 @@ mod mcp;
 mod mount;
 mod offline;
 mod page;
+#[cfg(feature = "redis")]
+mod redis_limits;
 mod store;
 
 pub use config::{
