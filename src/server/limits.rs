@@ -207,10 +207,13 @@ impl Limiter {
             ];
             return match shared.admit(&ids, caps).await {
                 Some(Ok(())) => Ok(()),
-                Some(Err(limit)) => Err(Refusal {
-                    limit,
-                    retry_after: self.retry_after(limit, minute, left),
-                }),
+                Some(Err(over)) => {
+                    let limit = Limit::ALL.get(over).copied().unwrap_or(Limit::Store);
+                    Err(Refusal {
+                        limit,
+                        retry_after: self.retry_after(limit, minute, left),
+                    })
+                }
                 // The store is away and the config fails open.
                 None => Ok(()),
             };

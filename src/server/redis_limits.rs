@@ -8,11 +8,12 @@
 //! gateway key's name and the window's number (`toolwire:limits:<name>:r:<minute>`), and expire
 //! with their window.
 //!
-//! When Redis cannot be reached (each call waits at most [`STORE_TIMEOUT`]), the config's
+//! When Redis cannot be reached (each call waits at most [`STORE_TIMEOUT`], 2 s), the config's
 //! choice applies ([`StoreFailure`]): requests go on unlimited (`open`) or are refused with 503
 //! (`closed`). The change is logged once when the store goes away and once when it is back,
 //! not per request.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -20,10 +21,16 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::OnceCell;
 
 use super::config::StoreFailure;
-use super::limits::Limit;
+
+/// The limit a request is over, as the admission script numbers them (the order of
+/// `limits::Limit`): requests of the minute, tokens of the minute, tokens of the day.
+pub(crate) type Over = usize;
+
+/// The store cannot be reached and the config fails closed.
+pub(crate) const STORE_AWAY: Over = 3;
 
 /// The longest a limit decision waits for Redis.
-pub(crate) const STORE_TIMEOUT: Duration = Duration::from_millis(500);
+pub(crate) const STORE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// KEYS: requests of the minute, tokens of the minute, tokens of the day. ARGV: the three
 /// limits (0: none), the minute's and the day's lengths in milliseconds. Returns 0 (admitted,
@@ -49,6 +56,24 @@ redis.call('INCRBY', KEYS[2], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 0
 ";
+
+/// A connection to the store that reconnects by itself, within [`STORE_TIMEOUT`].
+async fn connect(client: redis::Client) -> Result<ConnectionManager, String> {
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(STORE_TIMEOUT)
+        .set_response_timeout(STORE_TIMEOUT)
+        .set_number_of_retries(1);
+    match tokio::time::timeout(
+        STORE_TIMEOUT,
+        ConnectionManager::new_with_config(client, config),
+    )
+    .await
+    {
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("no answer in time".to_owned()),
+    }
+}
 
 /// Which counters a decision reads: the gateway key's name and the current windows.
 pub(crate) struct Ids<'a> {
@@ -76,7 +101,7 @@ impl Ids<'_> {
 /// The shared store.
 pub(crate) struct Shared {
     client: Option<redis::Client>,
-    connection: OnceCell<ConnectionManager>,
+    connection: Arc<OnceCell<ConnectionManager>>,
     failure: StoreFailure,
     /// Whether the store is away now (logged on change only).
     away: AtomicBool,
@@ -102,9 +127,18 @@ impl Shared {
                 None
             }
         };
+        let connection = Arc::new(OnceCell::new());
+        // Connects now, so the first requests do not wait for it.
+        if let (Some(client), Ok(runtime)) = (&client, tokio::runtime::Handle::try_current()) {
+            let cell = Arc::clone(&connection);
+            let client = client.clone();
+            runtime.spawn(async move {
+                let _ = cell.get_or_try_init(|| connect(client)).await;
+            });
+        }
         Self {
             client,
-            connection: OnceCell::new(),
+            connection,
             failure,
             away: AtomicBool::new(false),
             admit: redis::Script::new(ADMIT),
@@ -117,23 +151,8 @@ impl Shared {
             .client
             .clone()
             .ok_or_else(|| "the store URL is not valid".to_owned())?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(STORE_TIMEOUT)
-            .set_response_timeout(STORE_TIMEOUT)
-            .set_number_of_retries(1);
         self.connection
-            .get_or_try_init(|| async move {
-                match tokio::time::timeout(
-                    STORE_TIMEOUT,
-                    ConnectionManager::new_with_config(client, config),
-                )
-                .await
-                {
-                    Ok(Ok(c)) => Ok(c),
-                    Ok(Err(e)) => Err(e.to_string()),
-                    Err(_) => Err("no answer in time".to_owned()),
-                }
-            })
+            .get_or_try_init(|| connect(client))
             .await
             .cloned()
     }
@@ -161,9 +180,9 @@ impl Shared {
     }
 
     /// Admits a request with limits `caps` (requests/min, tokens/min, tokens/day; 0: none):
-    /// `Some(Ok)` admitted, `Some(Err)` over a limit ([`Limit::Store`] when the store is away
-    /// and the config fails closed), `None` the store is away and the config fails open.
-    pub(crate) async fn admit(&self, ids: &Ids<'_>, caps: [u64; 3]) -> Option<Result<(), Limit>> {
+    /// `Some(Ok)` admitted, `Some(Err)` over a limit ([`STORE_AWAY`] when the store is away and
+    /// the config fails closed), `None` the store is away and the config fails open.
+    pub(crate) async fn admit(&self, ids: &Ids<'_>, caps: [u64; 3]) -> Option<Result<(), Over>> {
         let (minute_ttl, day_ttl) = ids.ttls();
         let run = async {
             let mut conn = self.connection().await?;
@@ -189,16 +208,14 @@ impl Shared {
             Ok(code) => {
                 self.note(None);
                 Some(match code {
-                    1 => Err(Limit::Requests),
-                    2 => Err(Limit::TokensMinute),
-                    3 => Err(Limit::TokensDay),
+                    1..=3 => Err(Over::try_from(code - 1).unwrap_or(0)),
                     _ => Ok(()),
                 })
             }
             Err(e) => {
                 self.note(Some(&e));
                 match self.failure {
-                    StoreFailure::Closed => Some(Err(Limit::Store)),
+                    StoreFailure::Closed => Some(Err(STORE_AWAY)),
                     _ => None,
                 }
             }
@@ -258,8 +275,8 @@ mod tests {
         assert!(open.away.load(Ordering::Relaxed));
         open.charge(&ids, 10).await;
         let closed = Shared::new(&url, StoreFailure::Closed);
-        assert_eq!(closed.admit(&ids, [1, 0, 0]).await, Some(Err(Limit::Store)));
+        assert_eq!(closed.admit(&ids, [1, 0, 0]).await, Some(Err(STORE_AWAY)));
         let bad = Shared::new("redis://[::1", StoreFailure::Closed);
-        assert_eq!(bad.admit(&ids, [1, 0, 0]).await, Some(Err(Limit::Store)));
+        assert_eq!(bad.admit(&ids, [1, 0, 0]).await, Some(Err(STORE_AWAY)));
     }
 }
