@@ -54,8 +54,11 @@ mod one_path;
 #[cfg(feature = "cli")]
 mod partial_json;
 mod parts;
+mod passthrough;
 #[cfg(feature = "conformance")]
 mod props;
+#[cfg(feature = "mock")]
+mod real_clients;
 #[cfg(feature = "conformance")]
 mod realtime;
 #[cfg(feature = "cli")]

@@ -83,6 +83,18 @@ pub(crate) struct Step {
     drop_unsupported: bool,
 }
 
+impl Step {
+    /// The step's client.
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The model sent upstream.
+    pub(crate) fn model(&self) -> &str {
+        &self.model
+    }
+}
+
 /// What an upstream answered.
 pub(crate) enum Answered {
     /// A whole answer.

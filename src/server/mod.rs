@@ -24,6 +24,7 @@ mod mcp;
 mod mount;
 mod offline;
 mod page;
+mod passthrough;
 #[cfg(feature = "redis")]
 mod redis_limits;
 mod store;

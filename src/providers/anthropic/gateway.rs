@@ -8,6 +8,7 @@
 //! `content_block_start` / `content_block_delta`s / `content_block_stop` run per block,
 //! `message_delta` with the stop reason and usage, `message_stop`.
 
+use crate::providers::shared::Shown;
 use std::collections::HashMap;
 
 use serde::Serialize;
@@ -107,9 +108,10 @@ pub fn decode_request(body: &[u8]) -> Result<MessagesRequest> {
             Some("adaptive") => request.thinking = Some(true),
             Some("disabled") => request.thinking = Some(false),
             other => {
+                let other = other.shown();
                 return Err(Error::input(
                     "thinking.type",
-                    format!("{other:?}: expected enabled, adaptive or disabled"),
+                    format!("{other}: expected enabled, adaptive or disabled"),
                 ));
             }
         }
@@ -118,9 +120,10 @@ pub fn decode_request(body: &[u8]) -> Result<MessagesRequest> {
         match t.string("display")?.as_deref() {
             None | Some("summarized") | Some("omitted") => {}
             Some(other) => {
+                let other = other.shown();
                 return Err(Error::input(
                     "thinking.display",
-                    format!("{other:?}: expected summarized or omitted"),
+                    format!("{other}: expected summarized or omitted"),
                 ));
             }
         }
@@ -135,8 +138,45 @@ pub fn decode_request(body: &[u8]) -> Result<MessagesRequest> {
     }
     // A label for the client's own records; it changes nothing in the answer.
     f.ignore("metadata");
+    if let Some(management) = f.take("context_management") {
+        clears_nothing(management)?;
+    }
     f.finish()?;
     Ok(MessagesRequest { request, stream })
+}
+
+/// Reads `context_management` (<https://docs.claude.com/en/docs/build-with-claude/context-editing>):
+/// accepted, and left out, when its edits clear nothing (Claude Code's
+/// `{"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}`: every thinking block
+/// kept); an edit that clears context is Anthropic's alone and refused by name.
+fn clears_nothing(value: Value) -> Result<()> {
+    let mut c = Fields::of(value, "context_management")?;
+    for (i, edit) in c
+        .array("edits")?
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        let at = format!("context_management.edits[{i}]");
+        let mut e = Fields::of(edit, &at)?;
+        let kind = e.string("type")?;
+        let keeps_all = kind
+            .as_deref()
+            .is_some_and(|k| k.starts_with("clear_thinking_"))
+            && e.take("keep") == Some(Value::String("all".into()));
+        if !keeps_all {
+            return Err(Error::input(
+                at,
+                format!(
+                    "{}: context editing runs at Anthropic only; send it through an anthropic \
+                     role (the same wire passes it as sent)",
+                    kind.as_deref().shown()
+                ),
+            ));
+        }
+        e.finish()?;
+    }
+    c.finish()
 }
 
 /// A string, or text blocks joined (`system`, a tool result's text).
@@ -202,9 +242,10 @@ fn source(value: Value, at: &str) -> Result<(Source, bool)> {
             )
         }
         other => {
+            let other = other.shown();
             return Err(Error::input(
                 format!("{at}.type"),
-                format!("{other:?}: expected base64, url or text"),
+                format!("{other}: expected base64, url or text"),
             ));
         }
     };
@@ -245,6 +286,21 @@ fn turn(
         .ok_or_else(|| Error::input(format!("{at}.role"), "field required"))?;
     let content = m.need("content")?;
     m.finish()?;
+    if role == "system" {
+        // A system message inside `messages` (Claude Code sends one when its tools change
+        // mid-conversation): instructions at that point of the conversation.
+        out.push(Message::system(text_blocks(
+            content,
+            &format!("{at}.content"),
+        )?));
+        return Ok(());
+    }
+    if role != "user" && role != "assistant" {
+        return Err(Error::input(
+            format!("{at}.role"),
+            format!("unknown role {} (user, assistant or system)", role.shown()),
+        ));
+    }
     let blocks = match content {
         Value::String(s) => {
             out.push(match role.as_str() {
@@ -309,10 +365,11 @@ fn turn(
                                             content.push(media(kind, item, &at)?);
                                         }
                                         other => {
+                                            let other = other.shown();
                                             return Err(Error::input(
                                                 format!("{at}.type"),
                                                 format!(
-                                                    "{other:?}: a tool result takes text, image and document blocks"
+                                                    "{other}: a tool result takes text, image and document blocks"
                                                 ),
                                             ));
                                         }
@@ -338,10 +395,11 @@ fn turn(
                         out.push(Message::Tool(result));
                     }
                     other => {
+                        let other = other.shown();
                         return Err(Error::input(
                             format!("{at}.type"),
                             format!(
-                                "{other:?}: a user turn takes text, image, document and tool_result blocks"
+                                "{other}: a user turn takes text, image, document and tool_result blocks"
                             ),
                         ));
                     }
@@ -405,10 +463,11 @@ fn turn(
                         a.tool_calls.push(call);
                     }
                     other => {
+                        let other = other.shown();
                         return Err(Error::input(
                             format!("{at}.type"),
                             format!(
-                                "{other:?}: an assistant turn takes thinking, text and tool_use blocks"
+                                "{other}: an assistant turn takes thinking, text and tool_use blocks"
                             ),
                         ));
                     }
@@ -424,9 +483,10 @@ fn turn(
             out.push(Message::Assistant(a));
         }
         other => {
+            let other = other.shown();
             return Err(Error::input(
                 format!("{at}.role"),
-                format!("unknown role {other:?} (user or assistant)"),
+                format!("unknown role {other} (user, assistant or system)"),
             ));
         }
     }
@@ -786,6 +846,9 @@ impl StreamWriter for EventWriter {
     }
 }
 
+/// The client headers of this wire a same-wire upstream gets as sent: Anthropic's version and beta headers.
+pub const WIRE_HEADERS: &[&str] = &["anthropic-version", "anthropic-beta"];
+
 /// The smallest Messages request, for the gateway's table test.
 pub const EXAMPLE: &str =
     r#"{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"Hi"}]}"#;
@@ -966,5 +1029,37 @@ mod tests {
                 assert_eq!(body["error"]["type"], kind, "{who} at {status}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod real_client_fields {
+    use super::decode_request;
+    use crate::types::Message;
+
+    /// What Claude Code sends that changes nothing, or that is read: a `system` message in
+    /// `messages`, `thinking.display`, `context_management` clearing nothing.
+    #[test]
+    fn claude_code_fields_are_read_or_left_out() {
+        let body = br#"{"model":"m","max_tokens":64,
+            "thinking":{"type":"enabled","budget_tokens":31999,"display":"omitted"},
+            "context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},
+            "messages":[{"role":"user","content":"hi"},
+                        {"role":"system","content":[{"type":"text","text":"tools changed","cache_control":{"type":"ephemeral"}}]}]}"#;
+        let r = decode_request(body).unwrap();
+        assert!(
+            matches!(&r.request.messages[1], Message::System { content } if content == "tools changed"),
+            "{:?}",
+            r.request.messages
+        );
+        let clears = br#"{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"hi"}],
+            "context_management":{"edits":[{"type":"clear_tool_uses_20250919"}]}}"#;
+        let e = decode_request(clears).unwrap_err().to_string();
+        assert!(e.contains("context_management.edits[0]"), "{e}");
+        assert!(e.contains("\"clear_tool_uses_20250919\""), "{e}");
+        let bad = br#"{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"hi"}],"thinking":{"budget_tokens":5}}"#;
+        let e = decode_request(bad).unwrap_err().to_string();
+        assert!(e.contains("thinking.type: missing"), "{e}");
+        assert!(!e.contains("Some(") && !e.contains("None"), "{e}");
     }
 }

@@ -14,6 +14,7 @@
 //! opening thinking blocks) rides in a reasoning item whose `encrypted_content` the gateway
 //! made, which clients echo as they echo every reasoning item.
 
+use crate::providers::shared::Shown;
 use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, Error, Result};
@@ -116,9 +117,10 @@ pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
             Some("concise") => Some(ReasoningSummary::Concise),
             Some("detailed") => Some(ReasoningSummary::Detailed),
             Some(other) => {
+                let other = other.shown();
                 return Err(Error::input(
                     "reasoning.summary",
-                    format!("{other:?}: expected auto, concise or detailed"),
+                    format!("{other}: expected auto, concise or detailed"),
                 ));
             }
         };
@@ -152,9 +154,10 @@ pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
                     request.response_format = Some(format);
                 }
                 other => {
+                    let other = other.shown();
                     return Err(Error::input(
                         "text.format.type",
-                        format!("{other:?}: the gateway takes text or json_schema"),
+                        format!("{other}: the gateway takes text or json_schema"),
                     ));
                 }
             }
@@ -168,6 +171,10 @@ pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
     f.ignore("store");
     f.ignore("metadata");
     f.ignore("user");
+    // Codex's labels of its own session, and a prompt-cache routing hint: neither changes the
+    // answer (the same wire passes them as sent).
+    f.ignore("client_metadata");
+    f.ignore("prompt_cache_key");
     f.finish()?;
     Ok(ResponsesRequest { request, stream })
 }
@@ -322,10 +329,11 @@ fn read_items(items: Vec<Value>, out: &mut Vec<Message>) -> Result<()> {
                 out.push(Message::Tool(result));
             }
             (kind, role) => {
+                let (kind, role) = (kind.shown(), role.shown());
                 return Err(Error::input(
                     format!("{at}.type"),
                     format!(
-                        "an item of type {kind:?} (role {role:?}): the gateway takes messages, \
+                        "an item of type {kind} (role {role}): the gateway takes messages, \
                          reasoning, function_call and function_call_output items"
                     ),
                 ));
@@ -352,9 +360,10 @@ fn output_text(value: Value, at: &str) -> Result<String> {
                         p.ignore("logprobs");
                     }
                     other => {
+                        let other = other.shown();
                         return Err(Error::input(
                             format!("{at}.type"),
-                            format!("{other:?}: an assistant message takes output_text parts"),
+                            format!("{other}: an assistant message takes output_text parts"),
                         ));
                     }
                 }
@@ -426,9 +435,10 @@ fn input_parts(value: Value, at: &str) -> Result<Content> {
                 Part::File { source, filename }
             }
             other => {
+                let other = other.shown();
                 return Err(Error::input(
                     format!("{at}.type"),
-                    format!("unknown content part type {other:?}"),
+                    format!("unknown content part type {other}"),
                 ));
             }
         };
@@ -914,6 +924,9 @@ impl StreamWriter for EventWriter {
     }
 }
 
+/// The client headers of this wire a same-wire upstream gets as sent: OpenAI's beta header.
+pub const WIRE_HEADERS: &[&str] = &["openai-beta"];
+
 /// The smallest Responses request, for the gateway's table test.
 pub const EXAMPLE: &str = r#"{"model":"m","input":"Hi"}"#;
 
@@ -1107,6 +1120,45 @@ mod tests {
                 err.api().unwrap().code.as_deref(),
                 Some("server_error"),
                 "{who}"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod effort {
+    use crate::provider::Provider;
+    use crate::providers::{openai::OpenAi, openai_responses::OpenAiResponses};
+
+    /// Codex's `reasoning` (`{"effort": "medium", "summary": "auto"}`) reaches a Responses
+    /// upstream and a Chat Completions one as an effort.
+    #[test]
+    fn codex_reasoning_effort_arrives_as_an_effort() {
+        let body = br#"{"model":"m","input":"hi","reasoning":{"effort":"medium","summary":"auto"},"stream":true}"#;
+        let r = super::decode_request(body).unwrap();
+        let cases: [(Box<dyn Provider>, &str, &str); 4] = [
+            (
+                Box::new(OpenAiResponses::new()),
+                "gpt-5-codex",
+                "/reasoning/effort",
+            ),
+            (
+                Box::new(OpenAiResponses::new()),
+                "a-model",
+                "/reasoning/effort",
+            ),
+            (Box::new(OpenAi::new()), "gpt-5", "/reasoning_effort"),
+            (Box::new(OpenAi::compatible()), "qwen3", "/reasoning_effort"),
+        ];
+        for (p, model, pointer) in cases {
+            let mut q = r.request.clone();
+            q.model = model.into();
+            let w = p.encode(&q, true).unwrap();
+            assert_eq!(
+                w.body.pointer(pointer),
+                Some(&serde_json::json!("medium")),
+                "{model}: {}",
+                w.body
             );
         }
     }
