@@ -384,6 +384,9 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["server/config"],
     &["server/app"],
+    // The gateway's upstream selection and its keys' limits, under the gateway area.
+    &["server/redis_limits"],
+    &["server/limits", "server/fallback"],
     &[
         "server/mcp",
         "server/api",

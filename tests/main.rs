@@ -41,6 +41,9 @@ mod fixtures;
 mod foreign_body;
 mod gateway;
 mod gateway_cancel;
+mod gateway_fallback;
+#[cfg(all(feature = "cli", feature = "redis"))]
+mod gateway_redis;
 mod gateway_sdk;
 mod gateway_settings;
 #[cfg(feature = "cli")]

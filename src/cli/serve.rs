@@ -88,7 +88,7 @@ async fn run(args: &ServeArgs) -> Result<(), CliError> {
         keys.extend(from_file.gateway_keys);
     }
     config = config.with_gateway_keys(keys);
-    let gated = !config.gateway_keys.is_empty();
+    let gated = !config.gateway_keys.is_empty() || !config.gateway_key_entries.is_empty();
     let server = toolwire::server::start(config)
         .await
         .map_err(|e| CliError::from_error("", &e))?;

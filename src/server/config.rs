@@ -45,6 +45,14 @@ pub struct RoleConfig {
     /// Through the gateway, a setting the role's wire cannot carry is left out (and named in
     /// the `toolwire-dropped` response header) instead of refused.
     pub drop_unsupported: bool,
+    /// More variables holding keys of the same provider account or of others (`api_key_envs`):
+    /// with [`RoleConfig::api_key_env`] first, the role's key pool. Through the gateway, an
+    /// upstream answering 429, 401, 5xx, a timeout or a refused connection moves the request to
+    /// the next key before the first byte reaches the client.
+    pub api_key_envs: Vec<String>,
+    /// Other roles tried in order, after every key of this one, before the first byte reaches
+    /// the client (`fallbacks`). Each is re-encoded for its own wire from the canonical request.
+    pub fallbacks: Vec<String>,
 }
 
 impl RoleConfig {
@@ -59,6 +67,8 @@ impl RoleConfig {
             api_key_env: None,
             max_turns: DEFAULT_MAX_TURNS,
             drop_unsupported: false,
+            api_key_envs: Vec::new(),
+            fallbacks: Vec::new(),
         }
     }
 
@@ -95,12 +105,160 @@ impl RoleConfig {
         self
     }
 
+    /// Sets the key pool's further variables (after [`RoleConfig::api_key_env`]).
+    pub fn with_api_key_envs(mut self, vars: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.api_key_envs = vars.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the roles tried, in order, when this one fails before answering.
+    pub fn with_fallbacks(mut self, roles: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.fallbacks = roles.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The variables of the key pool, in the order they are tried.
+    pub fn key_vars(&self) -> impl Iterator<Item = &str> {
+        self.api_key_env
+            .iter()
+            .chain(&self.api_key_envs)
+            .map(String::as_str)
+    }
+
     /// Sets the turn limit (at least 1).
     pub fn with_max_turns(mut self, max_turns: usize) -> Self {
         self.max_turns = max_turns.max(1);
         self
     }
 }
+
+/// A gateway key of the config file (`[[gateway_key]]`): a key clients send like those of
+/// `--gateway-keys`, with a name (for `/metrics` and the logs), the roles it may use and its
+/// limits. Its `Debug` never shows the key.
+///
+/// Non-exhaustive: build it with [`GatewayKey::new`] and the `with_*` setters.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GatewayKey {
+    /// The key's name (`name`).
+    pub name: String,
+    /// The key itself (read from the variable `key_env` when the file is read).
+    pub key: String,
+    /// The roles it may use (`roles`); `None`: every role. A key with roles never reaches
+    /// `PROVIDER/MODEL` strings.
+    pub roles: Option<Vec<String>>,
+    /// Requests per minute (`requests_per_minute`).
+    pub requests_per_minute: Option<u64>,
+    /// Upstream tokens (input and output) per minute (`tokens_per_minute`).
+    pub tokens_per_minute: Option<u64>,
+    /// Upstream tokens per day (`tokens_per_day`).
+    pub tokens_per_day: Option<u64>,
+}
+
+impl std::fmt::Debug for GatewayKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayKey")
+            .field("name", &self.name)
+            .field("key", &"<redacted>")
+            .field("roles", &self.roles)
+            .field("requests_per_minute", &self.requests_per_minute)
+            .field("tokens_per_minute", &self.tokens_per_minute)
+            .field("tokens_per_day", &self.tokens_per_day)
+            .finish()
+    }
+}
+
+impl GatewayKey {
+    /// A key named `name`, for every role, without limits.
+    pub fn new(name: impl Into<String>, key: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            key: key.into().trim().to_owned(),
+            roles: None,
+            requests_per_minute: None,
+            tokens_per_minute: None,
+            tokens_per_day: None,
+        }
+    }
+
+    /// Only these roles (and their fallbacks) may be used with the key.
+    pub fn with_roles(mut self, roles: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.roles = Some(roles.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the limits (`None`: no limit).
+    pub fn with_limits(
+        mut self,
+        requests_per_minute: Option<u64>,
+        tokens_per_minute: Option<u64>,
+        tokens_per_day: Option<u64>,
+    ) -> Self {
+        self.requests_per_minute = requests_per_minute;
+        self.tokens_per_minute = tokens_per_minute;
+        self.tokens_per_day = tokens_per_day;
+        self
+    }
+}
+
+/// What the gateway does when the shared limit store cannot be reached (`[limits] on_store_error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum StoreFailure {
+    /// Requests go on unlimited while the store is away (`"open"`, the default).
+    #[default]
+    Open,
+    /// Requests of keys with limits are refused with 503 while the store is away (`"closed"`).
+    Closed,
+}
+
+/// Where the gateway keys' counters live (`[limits]`).
+///
+/// Non-exhaustive: start from [`LimitsConfig::default`] and the `with_*` setters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LimitsConfig {
+    /// `redis://host:port[/db]` (Redis or Valkey), shared by every instance; `None`: in memory.
+    pub store: Option<String>,
+    /// What happens while the store is unreachable.
+    pub on_store_error: StoreFailure,
+    /// The length of a "minute" window (`window_secs`, default 60 s); a "day" is 1,440 of them.
+    /// Shorter windows are for tests.
+    pub window: Duration,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            store: None,
+            on_store_error: StoreFailure::Open,
+            window: Duration::from_secs(60),
+        }
+    }
+}
+
+impl LimitsConfig {
+    /// Shares the counters through the Redis at `url`.
+    pub fn with_store(mut self, url: impl Into<String>) -> Self {
+        self.store = Some(url.into());
+        self
+    }
+
+    /// Sets what happens while the store is unreachable.
+    pub fn with_on_store_error(mut self, failure: StoreFailure) -> Self {
+        self.on_store_error = failure;
+        self
+    }
+
+    /// Sets the length of a "minute" window (at least a millisecond).
+    pub fn with_window(mut self, window: Duration) -> Self {
+        self.window = window.max(Duration::from_millis(1));
+        self
+    }
+}
+
+/// The default [`ServerConfig::upstream_first_byte_timeout`]: 120 seconds.
+pub const DEFAULT_UPSTREAM_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How to run a server: port, roles, state file.
 ///
@@ -144,6 +302,19 @@ pub struct ServerConfig {
     /// state file (made on first start), else a random key per process. Instances that serve
     /// each other's conversations need the same key.
     pub state_key: Option<String>,
+    /// Gateway keys with names, roles and limits (`[[gateway_key]]`); they gate like
+    /// [`ServerConfig::gateway_keys`].
+    pub gateway_key_entries: Vec<GatewayKey>,
+    /// Where the gateway keys' counters live (`[limits]`).
+    pub limits: LimitsConfig,
+    /// `PROVIDER/MODEL` strings the gateway serves when it listens off loopback
+    /// (`allow_provider_models`; `"openai/*"` allows every model of a provider). On loopback
+    /// every `PROVIDER/MODEL` is served.
+    pub allow_provider_models: Vec<String>,
+    /// How long the gateway waits for an upstream's first byte before it moves to the next key
+    /// or fallback, or answers 504 (`upstream_first_byte_timeout_secs`,
+    /// [`DEFAULT_UPSTREAM_FIRST_BYTE_TIMEOUT`]).
+    pub upstream_first_byte_timeout: Duration,
 }
 
 /// The default [`ServerConfig::header_timeout`]: 10 seconds.
@@ -183,7 +354,38 @@ impl ServerConfig {
             max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
             cap_loopback_peers: false,
             state_key: None,
+            gateway_key_entries: Vec::new(),
+            limits: LimitsConfig::default(),
+            allow_provider_models: Vec::new(),
+            upstream_first_byte_timeout: DEFAULT_UPSTREAM_FIRST_BYTE_TIMEOUT,
         }
+    }
+
+    /// Adds gateway keys with names, roles and limits.
+    pub fn with_gateway_key_entries(mut self, keys: impl IntoIterator<Item = GatewayKey>) -> Self {
+        self.gateway_key_entries.extend(keys);
+        self
+    }
+
+    /// Sets where the gateway keys' counters live.
+    pub fn with_limits(mut self, limits: LimitsConfig) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets the `PROVIDER/MODEL` strings served off loopback.
+    pub fn with_allow_provider_models(
+        mut self,
+        models: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.allow_provider_models = models.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets how long the gateway waits for an upstream's first byte (zero is refused at start).
+    pub fn with_upstream_first_byte_timeout(mut self, timeout: Duration) -> Self {
+        self.upstream_first_byte_timeout = timeout;
+        self
     }
 
     /// Sets the key sealing the state the gateway hands out in call ids.
@@ -304,13 +506,27 @@ impl ServerConfig {
             Error::input(at, message)
         };
         let roles = parse_roles(&text).map_err(at_line)?;
+        let gateway = parse_gateway(&text).map_err(at_line)?;
+        let mut this = self
+            .with_gateway_key_entries(gateway.keys)
+            .with_limits(gateway.limits)
+            .with_allow_provider_models(gateway.allow_provider_models);
+        if let Some(first_byte) = gateway.first_byte {
+            this = this.with_upstream_first_byte_timeout(first_byte);
+        }
         #[cfg(feature = "mcp")]
         let config = Self {
             mcp: super::mount::parse(&text).map_err(at_line)?,
-            ..self.with_roles(roles)
+            ..this.with_roles(roles)
         };
         #[cfg(not(feature = "mcp"))]
-        let config = self.with_roles(roles);
+        let config = this.with_roles(roles);
+        config.check_gateway().map_err(|e| match e {
+            Error::Input { path: at, message } => {
+                Error::input(path.display().to_string(), format!("{at}: {message}"))
+            }
+            other => other,
+        })?;
         Ok(config)
     }
 
@@ -323,6 +539,7 @@ impl ServerConfig {
         if let Some(addr) = self.listen
             && !super::gate::is_loopback_peer(addr.ip())
             && self.gateway_keys.is_empty()
+            && self.gateway_key_entries.is_empty()
         {
             return Err(Error::input(
                 "listen",
@@ -366,8 +583,89 @@ impl ServerConfig {
                 ));
             }
         }
+        self.check_gateway()?;
         #[cfg(feature = "mcp")]
         super::mount::check(&self.mcp, self.roles.iter().map(|r| r.name.as_str()))?;
+        Ok(())
+    }
+
+    /// Checks the gateway's parts: fallbacks and key roles name roles, key names are unique and
+    /// keys are not empty, the limit store is a Redis URL, the first-byte timeout is positive.
+    fn check_gateway(&self) -> Result<()> {
+        let known = |name: &str| self.roles.iter().any(|r| r.name == name);
+        for (i, role) in self.roles.iter().enumerate() {
+            for fallback in &role.fallbacks {
+                if fallback == &role.name || !known(fallback) {
+                    return Err(Error::input(
+                        format!("roles[{i}].fallbacks"),
+                        format!(
+                            "role {:?}: fallback {fallback:?} is not another role of the config",
+                            role.name
+                        ),
+                    ));
+                }
+            }
+        }
+        for (i, key) in self.gateway_key_entries.iter().enumerate() {
+            let at = format!("gateway_key[{i}]");
+            if key.name.trim().is_empty() || key.name.len() > 64 {
+                return Err(Error::input(
+                    format!("{at}.name"),
+                    "a gateway key needs a name of 1 to 64 bytes",
+                ));
+            }
+            if self.gateway_key_entries[..i]
+                .iter()
+                .any(|k| k.name == key.name)
+            {
+                return Err(Error::input(
+                    format!("{at}.name"),
+                    format!("gateway key {:?} is defined twice", key.name),
+                ));
+            }
+            if key.key.is_empty() {
+                return Err(Error::input(
+                    format!("{at}.key_env"),
+                    format!("gateway key {:?}: the key is empty", key.name),
+                ));
+            }
+            for role in key.roles.iter().flatten() {
+                if !known(role) {
+                    return Err(Error::input(
+                        format!("{at}.roles"),
+                        format!(
+                            "gateway key {:?}: {role:?} is not a role of the config",
+                            key.name
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(store) = &self.limits.store {
+            let redis = store.starts_with("redis://") || store.starts_with("rediss://");
+            // Refused rather than ignored: N instances counting apart would let N times the
+            // limit through.
+            if !redis {
+                return Err(Error::input(
+                    "limits.store",
+                    format!("{store:?} is not a redis:// URL"),
+                ));
+            }
+            if !cfg!(feature = "redis") {
+                return Err(Error::input(
+                    "limits.store",
+                    format!(
+                        "{store:?}: counters shared through Redis need toolwire built with the `redis` feature"
+                    ),
+                ));
+            }
+        }
+        if self.upstream_first_byte_timeout.is_zero() {
+            return Err(Error::input(
+                "upstream_first_byte_timeout",
+                "must be more than zero",
+            ));
+        }
         Ok(())
     }
 }
@@ -393,6 +691,120 @@ struct File {
     /// MCP servers to mount, read by `super::mount::parse` (feature `mcp`).
     #[serde(default)]
     mcp: Vec<toml::Table>,
+    #[serde(default)]
+    gateway_key: Vec<GatewayKeyEntry>,
+    #[serde(default)]
+    limits: Option<LimitsEntry>,
+    #[serde(default)]
+    allow_provider_models: Vec<String>,
+    #[serde(default)]
+    upstream_first_byte_timeout_secs: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GatewayKeyEntry {
+    name: String,
+    key_env: String,
+    #[serde(default)]
+    roles: Option<Vec<String>>,
+    #[serde(default)]
+    requests_per_minute: Option<u64>,
+    #[serde(default)]
+    tokens_per_minute: Option<u64>,
+    #[serde(default)]
+    tokens_per_day: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsEntry {
+    #[serde(default)]
+    store: Option<String>,
+    #[serde(default)]
+    on_store_error: Option<String>,
+    #[serde(default)]
+    window_secs: Option<f64>,
+}
+
+/// The gateway's sections of a config file.
+#[derive(Debug)]
+struct GatewayParts {
+    keys: Vec<GatewayKey>,
+    limits: LimitsConfig,
+    allow_provider_models: Vec<String>,
+    first_byte: Option<Duration>,
+}
+
+/// The gateway's sections of a config file (keys read from their variables now), or the reason.
+fn parse_gateway(text: &str) -> std::result::Result<GatewayParts, (Option<usize>, String)> {
+    let file: File = toml::from_str(text).map_err(|e| (None, e.message().to_owned()))?;
+    let mut keys = Vec::new();
+    for (i, entry) in file.gateway_key.into_iter().enumerate() {
+        let at = format!("gateway_key #{} ({})", i + 1, entry.name);
+        let key = std::env::var(&entry.key_env).unwrap_or_default();
+        if key.trim().is_empty() {
+            return Err((
+                None,
+                format!("{at}: the variable {} is not set or empty", entry.key_env),
+            ));
+        }
+        let mut k = GatewayKey::new(entry.name, key).with_limits(
+            entry.requests_per_minute,
+            entry.tokens_per_minute,
+            entry.tokens_per_day,
+        );
+        k.roles = entry.roles;
+        keys.push(k);
+    }
+    let mut limits = LimitsConfig::default();
+    if let Some(entry) = file.limits {
+        limits.store = entry.store;
+        limits.on_store_error = match entry.on_store_error.as_deref() {
+            None | Some("open") => StoreFailure::Open,
+            Some("closed") => StoreFailure::Closed,
+            Some(other) => {
+                return Err((
+                    None,
+                    format!("limits.on_store_error: {other:?} is neither \"open\" nor \"closed\""),
+                ));
+            }
+        };
+        if let Some(secs) = entry.window_secs {
+            let window = Duration::try_from_secs_f64(secs)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    (
+                        None,
+                        format!("limits.window_secs: {secs} is not a positive duration"),
+                    )
+                })?;
+            limits.window = window;
+        }
+    }
+    let first_byte = match file.upstream_first_byte_timeout_secs {
+        None => None,
+        Some(secs) => Some(
+            Duration::try_from_secs_f64(secs)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    (
+                        None,
+                        format!(
+                            "upstream_first_byte_timeout_secs: {secs} is not a positive duration"
+                        ),
+                    )
+                })?,
+        ),
+    };
+    Ok(GatewayParts {
+        keys,
+        limits,
+        allow_provider_models: file.allow_provider_models,
+        first_byte,
+    })
 }
 
 #[derive(Deserialize)]
@@ -413,6 +825,10 @@ struct RoleEntry {
     max_turns: Option<usize>,
     #[serde(default)]
     drop_unsupported: Option<bool>,
+    #[serde(default)]
+    api_key_envs: Vec<String>,
+    #[serde(default)]
+    fallbacks: Vec<String>,
 }
 
 /// The roles of a config file, or the 1-based line (when known) and the reason.
@@ -472,6 +888,8 @@ fn parse_roles(text: &str) -> std::result::Result<Vec<RoleConfig>, (Option<usize
             api_key_env: entry.api_key_env,
             max_turns: entry.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
             drop_unsupported: entry.drop_unsupported.unwrap_or(false),
+            api_key_envs: entry.api_key_envs,
+            fallbacks: entry.fallbacks,
         };
         roles.push(role);
     }
@@ -551,6 +969,77 @@ name = "offline"
         assert!(message.contains("no [[role]]"), "{message}");
         let (_, message) = parse_roles("[[role]]\nname = \"a\"\nmax_turns = 0\n").unwrap_err();
         assert!(message.contains("max_turns"), "{message}");
+    }
+
+    #[test]
+    fn gateway_sections_parse_and_are_checked() {
+        let text = r#"
+allow_provider_models = ["openai/gpt-4o-mini", "gemini/*"]
+upstream_first_byte_timeout_secs = 2.5
+
+[[role]]
+name = "smart"
+provider = "anthropic"
+model = "claude-sonnet-4-5"
+api_key_envs = ["ANTHROPIC_KEY_1", "ANTHROPIC_KEY_2"]
+fallbacks = ["fast"]
+
+[[role]]
+name = "fast"
+
+[limits]
+on_store_error = "closed"
+window_secs = 0.5
+
+[[gateway_key]]
+name = "team-a"
+key_env = "CARGO_PKG_NAME"
+roles = ["smart"]
+requests_per_minute = 60
+tokens_per_minute = 200000
+tokens_per_day = 5000000
+"#;
+        let roles = parse_roles(text).unwrap();
+        assert_eq!(
+            roles[0].key_vars().collect::<Vec<_>>(),
+            ["ANTHROPIC_KEY_1", "ANTHROPIC_KEY_2"]
+        );
+        assert_eq!(roles[0].fallbacks, ["fast"]);
+        let parts = parse_gateway(text).unwrap();
+        assert_eq!(parts.keys.len(), 1);
+        let key = &parts.keys[0];
+        assert_eq!(key.key, env!("CARGO_PKG_NAME"));
+        assert!(!format!("{key:?}").contains(env!("CARGO_PKG_NAME")));
+        assert_eq!(key.roles.as_deref(), Some(&["smart".to_owned()][..]));
+        assert_eq!(
+            (
+                key.requests_per_minute,
+                key.tokens_per_minute,
+                key.tokens_per_day
+            ),
+            (Some(60), Some(200_000), Some(5_000_000))
+        );
+        assert_eq!(parts.limits.on_store_error, StoreFailure::Closed);
+        assert_eq!(parts.limits.window, Duration::from_millis(500));
+        assert_eq!(parts.first_byte, Some(Duration::from_millis(2_500)));
+        assert_eq!(parts.allow_provider_models.len(), 2);
+
+        // A fallback that is no role, a key for a role that does not exist, an unset key
+        // variable, a store this build cannot share through: each refused, named.
+        let (_, m) = parse_roles("[[role]]\nname = \"a\"\nfallbacks = [\"b\"]\n").unwrap_err();
+        assert!(m.contains("fallback \"b\""), "{m}");
+        let unset = "[[role]]\nname = \"a\"\n[[gateway_key]]\nname = \"k\"\n\
+                     key_env = \"TOOLWIRE_TEST_SURELY_UNSET_VARIABLE\"\n";
+        let (_, m) = parse_gateway(unset).unwrap_err();
+        assert!(m.contains("TOOLWIRE_TEST_SURELY_UNSET_VARIABLE"), "{m}");
+        let config = ServerConfig::new()
+            .with_gateway_key_entries([GatewayKey::new("k", "s").with_roles(["nobody"])]);
+        assert!(config.check().unwrap_err().to_string().contains("nobody"));
+        let config =
+            ServerConfig::new().with_limits(LimitsConfig::default().with_store("http://x"));
+        assert!(config.check().unwrap_err().to_string().contains("redis://"));
+        let (_, m) = parse_gateway("[limits]\non_store_error = \"maybe\"\n").unwrap_err();
+        assert!(m.contains("maybe"), "{m}");
     }
 
     #[cfg(feature = "mcp")]

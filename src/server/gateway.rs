@@ -4,10 +4,9 @@
 //! each client wire); this file does the IO: model resolution, the upstream call, streaming the
 //! re-encoded events out as they are decoded, errors in the client wire's shape.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
@@ -16,13 +15,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::json;
-use tokio::sync::OnceCell;
 
 use super::app::App as Shared;
-use super::offline;
-use crate::client::{Client, RetryPolicy};
+use super::config::GatewayKey;
+use super::fallback::{Answered, Failed, UpstreamSettings, Upstreams};
+use super::limits::{Limit, Limiter, Refusal};
 use crate::error::{ApiError, Error};
-use crate::mock::{MockServer, Script};
 use crate::provider::{Answer, ClientRequest, ProviderKind, StreamWriter};
 use crate::providers;
 use crate::seal::Seal;
@@ -143,17 +141,63 @@ struct Counters {
     open_streams: AtomicU64,
 }
 
-/// What the gateway keeps between requests: upstream clients by model name, the offline
-/// upstream, counters.
-#[derive(Debug, Default)]
+/// What the gateway keeps between requests: the upstreams ([`Upstreams`]: clients, resting
+/// keys, attempt counters), the keys clients send and their limits, counters.
+#[derive(Debug)]
 pub(crate) struct Gateway {
-    clients: Mutex<HashMap<String, (Client, String)>>,
-    offline: OnceCell<MockServer>,
+    upstreams: Upstreams,
     counters: [Counters; WIRES.len()],
     /// The keys clients must send; empty keeps the gateway loopback-only.
-    keys: Vec<String>,
+    keys: Vec<Admission>,
+    /// The named keys (`[[gateway_key]]`), their roles and limits.
+    named: Vec<GatewayKey>,
+    limiter: Limiter,
     /// The key sealing the provider state handed to clients in call ids.
     seal: Option<Seal>,
+}
+
+/// A key clients may send, and which named key it is (`None`: one of `--gateway-keys`).
+#[derive(Debug, Clone)]
+struct Admission {
+    secret: String,
+    named: Option<usize>,
+}
+
+/// Which key let a request in, kept in the request's extensions by [`gate`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Admitted(Option<usize>);
+
+/// The gateway's part of the server's config.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    keys: Vec<String>,
+    named: Vec<GatewayKey>,
+    limits: super::config::LimitsConfig,
+    upstreams: UpstreamSettings,
+    /// The key sealing the provider state handed to clients in call ids (set by the server's
+    /// start, which finds it: [`super::state_key`]).
+    pub(crate) seal: Option<Seal>,
+}
+
+impl Settings {
+    /// The gateway's settings from the server's config: `PROVIDER/MODEL` is served to anyone
+    /// only while the server listens on loopback.
+    pub(crate) fn from_config(config: &super::config::ServerConfig) -> Self {
+        let on_loopback = config
+            .listen
+            .is_none_or(|addr| super::gate::is_loopback_peer(addr.ip()));
+        Self {
+            keys: config.gateway_keys.clone(),
+            named: config.gateway_key_entries.clone(),
+            limits: config.limits.clone(),
+            upstreams: UpstreamSettings {
+                first_byte: config.upstream_first_byte_timeout,
+                any_provider_model: on_loopback,
+                allow_provider_models: config.allow_provider_models.clone(),
+            },
+            seal: None,
+        }
+    }
 }
 
 /// A request refused before it reached an upstream: status, code, message.
@@ -197,6 +241,76 @@ fn upstream_error(e: &Error) -> ApiError {
             )
         }
         _ => refuse(502, "upstream_error", e.to_string()),
+    }
+}
+
+/// A request over one of its key's limits: 429 naming the limit, with `retry-after`.
+fn over_limit(over: &Refusal) -> ApiError {
+    let mut e = if over.limit == Limit::Store {
+        refuse(
+            503,
+            "limit_store_unreachable",
+            "the gateway cannot reach its limit store; retry shortly",
+        )
+    } else {
+        refuse(
+            429,
+            "rate_limit_exceeded",
+            format!(
+                "this gateway key is over its {} limit; retry after the window ends",
+                over.limit.name()
+            ),
+        )
+    };
+    e.retry_after = Some(over.retry_after);
+    e
+}
+
+/// The tokens of one answer, charged to its gateway key when the answer ends (or is cut).
+struct Charge {
+    app: Arc<App>,
+    key: usize,
+    request_bytes: usize,
+}
+
+impl Charge {
+    fn new(app: &Arc<App>, key: usize, request_bytes: usize) -> Self {
+        Self {
+            app: Arc::clone(app),
+            key,
+            request_bytes,
+        }
+    }
+
+    /// Charges the upstream's usage, or an estimate (a token per 4 bytes of the request and of
+    /// what was written) when it sent none.
+    fn settle(self, usage: Option<&crate::types::Usage>, written: usize) {
+        let (tokens, estimated) = match usage {
+            Some(u) => (u.input_tokens.saturating_add(u.output_tokens), false),
+            None => (((self.request_bytes + written) as u64).div_ceil(4), true),
+        };
+        if estimated {
+            tracing::info!(
+                key = self
+                    .app
+                    .gateway
+                    .limiter
+                    .names()
+                    .get(self.key)
+                    .map_or("", String::as_str),
+                tokens,
+                "the upstream sent no usage; charging an estimate"
+            );
+        }
+        let app = self.app;
+        let key = self.key;
+        let charge = async move { app.gateway.limiter.charge(key, tokens, estimated).await };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(charge);
+            }
+            Err(_) => tracing::warn!("no runtime to charge the tokens of an answer"),
+        }
     }
 }
 
@@ -269,105 +383,43 @@ fn answer_id(prefix: &str) -> String {
 }
 
 impl Gateway {
-    /// A gateway that takes clients sending one of `keys` from anywhere (none: loopback only).
-    pub(crate) fn new(keys: Vec<String>, seal: Seal) -> Self {
+    /// A gateway that takes clients sending one of its keys from anywhere (none: loopback
+    /// only).
+    pub(crate) fn new(settings: Settings) -> Self {
+        let mut keys: Vec<Admission> = settings
+            .keys
+            .into_iter()
+            .map(|secret| Admission {
+                secret,
+                named: None,
+            })
+            .collect();
+        keys.extend(settings.named.iter().enumerate().map(|(i, k)| Admission {
+            secret: k.key.clone(),
+            named: Some(i),
+        }));
         Self {
+            upstreams: Upstreams::new(settings.upstreams),
+            counters: Default::default(),
             keys,
-            seal: Some(seal),
-            ..Self::default()
+            limiter: Limiter::new(&settings.named, &settings.limits),
+            named: settings.named,
+            seal: settings.seal,
         }
     }
 
-    /// Whether `sent` is one of the keys, compared in time independent of where they differ.
-    fn admits(&self, sent: &str) -> bool {
-        self.keys.iter().fold(false, |found, key| {
-            let (a, b) = (key.as_bytes(), sent.as_bytes());
+    /// Which key `sent` is, compared in time independent of where they differ.
+    fn admits(&self, sent: &str) -> Option<Admitted> {
+        self.keys.iter().fold(None, |found, key| {
+            let (a, b) = (key.secret.as_bytes(), sent.as_bytes());
             let same =
                 a.len() == b.len() && a.iter().zip(b).fold(0_u8, |d, (x, y)| d | (x ^ y)) == 0;
-            found | same
-        })
-    }
-
-    /// The client and upstream model for a model name: a role of the config, or
-    /// `PROVIDER/MODEL` with the provider's default URL and key variables.
-    async fn resolve(&self, app: &App, model: &str) -> Result<(Client, String), ApiError> {
-        if let Some(found) = self
-            .clients
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(model)
-        {
-            return Ok(found.clone());
-        }
-        let resolved = if let Some(role) = app.role(model) {
-            let config = &role.config;
-            match config.provider {
-                None => (self.offline_client().await?, config.model.clone()),
-                Some(kind) => {
-                    let mut b = Client::builder(kind).retry(RetryPolicy::none());
-                    if let Some(url) = &config.base_url {
-                        b = b.base_url(url.as_str());
-                    }
-                    if let Some(var) = &config.api_key_env {
-                        let key = std::env::var(var).unwrap_or_default();
-                        if key.trim().is_empty() {
-                            return Err(refuse(
-                                500,
-                                "upstream_key_missing",
-                                format!("model {model:?}: the server has no key in ${var}"),
-                            ));
-                        }
-                        b = b.api_key(key);
-                    }
-                    let client = b.build().map_err(|e| {
-                        refuse(500, "upstream_config", format!("model {model:?}: {e}"))
-                    })?;
-                    (client, config.model.clone())
-                }
+            if same && found.is_none() {
+                Some(Admitted(key.named))
+            } else {
+                found
             }
-        } else if model.contains('/') {
-            // The same PROVIDER/MODEL strings as `client::Router`.
-            let (kind, name) = crate::providers::parse_model(model)
-                .map_err(|e| refuse(404, "model_not_found", format!("model {model:?}: {e}")))?;
-            let client = Client::builder(kind)
-                .retry(RetryPolicy::none())
-                .build()
-                .map_err(|e| refuse(500, "upstream_config", format!("model {model:?}: {e}")))?;
-            (client, name.to_owned())
-        } else {
-            let roles: Vec<&str> = app.roles.iter().map(|r| r.config.name.as_str()).collect();
-            return Err(refuse(
-                404,
-                "model_not_found",
-                format!(
-                    "model {model:?} is neither a role of this server ({}) nor PROVIDER/MODEL",
-                    roles.join(", ")
-                ),
-            ));
-        };
-        self.clients
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(model.to_owned(), resolved.clone());
-        Ok(resolved)
-    }
-
-    /// A client of the offline upstream (one loopback mock for the whole server).
-    async fn offline_client(&self) -> Result<Client, ApiError> {
-        let mock = self
-            .offline
-            .get_or_try_init(|| async {
-                let script = Script::new().respond_with(offline::respond);
-                MockServer::start(ProviderKind::OpenAi, script).await
-            })
-            .await
-            .map_err(|e| refuse(500, "offline_upstream", e.to_string()))?;
-        Client::builder(ProviderKind::OpenAi)
-            .base_url(mock.url())
-            .api_key("offline")
-            .retry(RetryPolicy::none())
-            .build()
-            .map_err(|e| refuse(500, "offline_upstream", e.to_string()))
+        })
     }
 }
 
@@ -394,8 +446,10 @@ pub(crate) async fn gate(
     let admitted = bearer
         .into_iter()
         .chain(api_key)
-        .any(|k| app.gateway.admits(k.trim()));
-    if admitted {
+        .find_map(|k| app.gateway.admits(k.trim()));
+    if let Some(admitted) = admitted {
+        let mut request = request;
+        request.extensions_mut().insert(admitted);
         return next.run(request).await;
     }
     let wire = Wire::at(request.uri().path()).unwrap_or(Wire(0));
@@ -466,14 +520,21 @@ impl Drop for OpenStream {
     }
 }
 
-async fn serve(app: Arc<App>, wire: Wire, headers: HeaderMap, raw: Body) -> Response {
+async fn serve(
+    app: Arc<App>,
+    wire: Wire,
+    admitted: Option<Admitted>,
+    headers: HeaderMap,
+    raw: Body,
+) -> Response {
     use tracing::Instrument;
     let span = tracing::info_span!(
         "gateway",
         route = wire.route(),
         model = tracing::field::Empty
     );
-    serve_in(app, wire, headers, raw, span.clone())
+    let key = admitted.and_then(|a| a.0);
+    serve_in(app, wire, key, headers, raw, span.clone())
         .instrument(span)
         .await
 }
@@ -481,6 +542,7 @@ async fn serve(app: Arc<App>, wire: Wire, headers: HeaderMap, raw: Body) -> Resp
 async fn serve_in(
     app: Arc<App>,
     wire: Wire,
+    key: Option<usize>,
     headers: HeaderMap,
     raw: Body,
     span: tracing::Span,
@@ -496,7 +558,7 @@ async fn serve_in(
         Err(e) => return refused(e),
     };
     if let Some(head) = super::passthrough::peek(&bytes)
-        && let Some(response) = same_wire(&app, wire, &headers, &bytes, head, &span).await
+        && let Some(response) = same_wire(&app, wire, key, &headers, &bytes, head, &span).await
     {
         return response;
     }
@@ -517,42 +579,51 @@ async fn serve_in(
     };
     let model = std::mem::take(&mut asked.request.model);
     span.record("model", model.as_str());
-    let (client, upstream_model) = match app.gateway.resolve(&app, &model).await {
-        Ok(c) => c,
+    let named = key.and_then(|k| app.gateway.named.get(k));
+    let steps = match app.gateway.upstreams.plan(&app, &model, named).await {
+        Ok(steps) => steps,
         Err(e) => return refused(e),
     };
-    asked.request.model = upstream_model;
-    let dropped = dropped_settings(&app, &model, &client, &mut asked);
-    if !asked.stream {
-        return match client.chat(&asked.request).await {
-            Ok(response) => {
-                let id = answer_id(wire.get().id_prefix);
-                let answer = Answer::new(&id, &model, now()).with_seal(seal);
-                let mut response = (
-                    [(
-                        header::CONTENT_TYPE,
-                        HeaderValue::from_static("application/json"),
-                    )],
-                    (wire.get().body)(&response, &answer),
-                )
-                    .into_response();
-                name_dropped(&mut response, dropped.as_ref());
-                response
-            }
-            Err(e) => {
-                counters.upstream_errors.fetch_add(1, Ordering::Relaxed);
-                error_response(wire, &upstream_error(&e))
-            }
-        };
+    if let Some(key) = key
+        && let Err(over) = app.gateway.limiter.admit(key).await
+    {
+        return refused(over_limit(&over));
     }
-    counters.streams.fetch_add(1, Ordering::Relaxed);
-    let upstream = match client.stream(&asked.request).await {
-        Ok(s) => s,
-        Err(e) => {
+    let called = app
+        .gateway
+        .upstreams
+        .call(steps, &mut asked.request, asked.stream)
+        .await;
+    let (answered, dropped) = match called {
+        Ok(a) => a,
+        Err(Failed::Refused(e)) => return refused(e),
+        Err(Failed::Upstream(e)) => {
             counters.upstream_errors.fetch_add(1, Ordering::Relaxed);
             return error_response(wire, &upstream_error(&e));
         }
     };
+    let charge = key.map(|k| Charge::new(&app, k, bytes.len()));
+    let (upstream, first_item) = match answered {
+        Answered::Whole(response) => {
+            if let Some(charge) = charge {
+                charge.settle(response.usage.as_ref(), 0);
+            }
+            let id = answer_id(wire.get().id_prefix);
+            let answer = Answer::new(&id, &model, now()).with_seal(seal);
+            let mut response = (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                (wire.get().body)(&response, &answer),
+            )
+                .into_response();
+            name_dropped(&mut response, dropped.as_ref());
+            return response;
+        }
+        Answered::Stream(upstream, first) => (upstream, first),
+    };
+    counters.streams.fetch_add(1, Ordering::Relaxed);
     counters.open_streams.fetch_add(1, Ordering::Relaxed);
     let guard = OpenStream(Arc::clone(&app), wire.slot());
     let id = answer_id(wire.get().id_prefix);
@@ -565,14 +636,34 @@ async fn serve_in(
     // client takes bytes, and dropping this stream (the client left) drops the upstream request.
     struct Run {
         upstream: futures::stream::ReadyChunks<crate::client::ChatStream>,
+        /// The stream's first item, read before the answer began.
+        first: Option<crate::error::Result<crate::types::StreamEvent>>,
         writer: Box<dyn StreamWriter>,
         done: bool,
+        /// The upstream ended while the first batch was gathered.
+        ended: bool,
+        /// Bytes written to the client (an estimate of the output when usage is unknown).
+        written: usize,
+        charge: Option<Charge>,
         _guard: OpenStream,
     }
+    impl Drop for Run {
+        fn drop(&mut self) {
+            // The stream ended or was cut: its tokens are charged either way.
+            if let Some(charge) = self.charge.take() {
+                let usage = self.upstream.get_ref().response().and_then(|r| r.usage);
+                charge.settle(usage.as_ref(), self.written);
+            }
+        }
+    }
     let run = Run {
-        upstream: upstream.ready_chunks(64),
+        upstream: (*upstream).ready_chunks(64),
+        first: first_item,
         writer,
         done: false,
+        ended: false,
+        written: 0,
+        charge,
         _guard: guard,
     };
     let rest = futures::stream::unfold(run, |mut run| async move {
@@ -580,7 +671,22 @@ async fn serve_in(
             return None;
         }
         let mut out = Vec::new();
-        match run.upstream.next().await {
+        let next = if run.ended {
+            None
+        } else if let Some(item) = run.first.take() {
+            // The first item goes out with those ready beside it (a call's state may follow
+            // its opener in the same read), as the batches below.
+            let mut batch = vec![item];
+            match futures::FutureExt::now_or_never(run.upstream.next()) {
+                Some(Some(more)) => batch.extend(more),
+                Some(None) => run.ended = true,
+                None => {}
+            }
+            Some(batch)
+        } else {
+            run.upstream.next().await
+        };
+        match next {
             Some(items) => {
                 let mut events = Vec::with_capacity(items.len());
                 let mut failed = None;
@@ -617,6 +723,7 @@ async fn serve_in(
                 run.done = true;
             }
         }
+        run.written += out.len();
         Some((Ok::<Bytes, Infallible>(Bytes::from(out)), run))
     });
     let stream = futures::stream::once(async move { Ok::<Bytes, Infallible>(Bytes::from(first)) })
@@ -637,6 +744,7 @@ async fn serve_in(
 async fn same_wire(
     app: &Arc<App>,
     wire: Wire,
+    key: Option<usize>,
     headers: &HeaderMap,
     bytes: &[u8],
     head: super::passthrough::Head,
@@ -650,13 +758,19 @@ async fn same_wire(
         return None;
     }
     let counters = &app.gateway.counters[wire.slot()];
-    let (client, upstream_model) = match app.gateway.resolve(app, &head.model).await {
-        Ok(c) => c,
+    let named = key.and_then(|k| app.gateway.named.get(k));
+    let steps = match app.gateway.upstreams.plan(app, &head.model, named).await {
+        Ok(steps) => steps,
         Err(e) => {
             counters.client_errors.fetch_add(1, Ordering::Relaxed);
             return Some(error_response(wire, &e));
         }
     };
+    // A key pool or fallback roles take the canonical path (the attempt loop).
+    let [step] = steps.as_slice() else {
+        return None;
+    };
+    let (client, upstream_model) = (step.client().clone(), step.model().to_owned());
     if !passthrough::same_wire(
         (wire.route(), wire.get().provider),
         &client,
@@ -664,6 +778,13 @@ async fn same_wire(
     ) {
         return None;
     }
+    if let Some(key) = key
+        && let Err(over) = app.gateway.limiter.admit(key).await
+    {
+        counters.client_errors.fetch_add(1, Ordering::Relaxed);
+        return Some(error_response(wire, &over_limit(&over)));
+    }
+    let charge = key.map(|k| Charge::new(app, k, bytes.len()));
     span.record("model", head.model.as_str());
     let body = passthrough::splice(bytes, &head.range, &upstream_model);
     let sent = passthrough::wire_headers(headers, wire.get().headers);
@@ -676,6 +797,9 @@ async fn same_wire(
     };
     let model = head.model;
     let done: passthrough::Done = Box::new(move |response| {
+        if let Some(charge) = charge {
+            charge.settle(response.and_then(|r| r.usage.as_ref()), 0);
+        }
         if let Some(usage) = response.and_then(|r| r.usage) {
             tracing::debug!(
                 model = model.as_str(),
@@ -707,27 +831,6 @@ async fn same_wire(
             Some(error_response(wire, &upstream_error(&e)))
         }
     }
-}
-
-/// With the role's `drop_unsupported`, the settings the upstream wire cannot carry are left
-/// out; this names them (`None` when nothing was left out). An encoding error is left for the
-/// upstream call to report.
-fn dropped_settings(
-    app: &App,
-    model: &str,
-    client: &Client,
-    asked: &mut ClientRequest,
-) -> Option<String> {
-    asked.request.drop_unsupported = app.role(model).is_some_and(|r| r.config.drop_unsupported);
-    if !asked.request.drop_unsupported {
-        return None;
-    }
-    let http = client
-        .provider()
-        .encode(&asked.request, asked.stream)
-        .ok()?;
-    let names: Vec<&str> = http.dropped.iter().map(|d| d.setting.as_str()).collect();
-    (!names.is_empty()).then(|| names.join(", "))
 }
 
 /// The `toolwire-dropped: a, b` header naming settings left out.
@@ -788,6 +891,7 @@ pub(crate) async fn model(
 /// the `toolwire-count: estimate` header): the body's JSON length in bytes divided by four.
 pub(crate) async fn count_tokens(
     State(app): State<Arc<App>>,
+    admitted: Option<axum::Extension<Admitted>>,
     headers: HeaderMap,
     raw: Body,
 ) -> Response {
@@ -808,10 +912,18 @@ pub(crate) async fn count_tokens(
         .role(&head.model)
         .is_some_and(|r| r.config.provider.is_none());
     if !offline {
-        let (client, upstream_model) = match app.gateway.resolve(&app, &head.model).await {
-            Ok(c) => c,
+        let named = admitted
+            .and_then(|a| a.0.0)
+            .and_then(|k| app.gateway.named.get(k));
+        let steps = match app.gateway.upstreams.plan(&app, &head.model, named).await {
+            Ok(steps) => steps,
             Err(e) => return error_response(wire, &e),
         };
+        // The first upstream of the role counts (its key pool and fallbacks are not tried).
+        let Some(step) = steps.first() else {
+            return error_response(wire, &refuse(503, "no_upstream", "no upstream to ask"));
+        };
+        let (client, upstream_model) = (step.client().clone(), step.model().to_owned());
         if super::passthrough::same_wire(
             (wire.route(), wire.get().provider),
             &client,
@@ -896,6 +1008,7 @@ pub(crate) async fn metrics(State(app): State<Arc<App>>) -> Response {
             out.push_str(&format!("{name}{{route=\"{}\"}} {value}\n", wire.route()));
         }
     }
+    key_metrics(&app.gateway, &mut out);
     (
         [(
             header::CONTENT_TYPE,
@@ -904,6 +1017,88 @@ pub(crate) async fn metrics(State(app): State<Arc<App>>) -> Response {
         out,
     )
         .into_response()
+}
+
+/// The label value `v` in the Prometheus text format (backslash, quote and newline escaped).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// One per-key metric: name, help, and its value.
+type KeySeries = (
+    &'static str,
+    &'static str,
+    fn(&super::limits::KeyCounters) -> u64,
+);
+
+/// The per-key and per-attempt series of `GET /metrics`.
+fn key_metrics(gateway: &Gateway, out: &mut String) {
+    use std::fmt::Write;
+    let limiter = &gateway.limiter;
+    let keyed: [KeySeries; 3] = [
+        (
+            "toolwire_gateway_key_requests_total",
+            "Requests a named gateway key made that its limits let through.",
+            |c| c.requests.load(Ordering::Relaxed),
+        ),
+        (
+            "toolwire_gateway_key_tokens_total",
+            "Upstream tokens (input and output) charged to a named gateway key.",
+            |c| c.tokens.load(Ordering::Relaxed),
+        ),
+        (
+            "toolwire_gateway_key_estimated_tokens_total",
+            "Of those, tokens estimated because the upstream sent no usage.",
+            |c| c.estimated_tokens.load(Ordering::Relaxed),
+        ),
+    ];
+    for (name, help, get) in keyed {
+        let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} counter\n");
+        for (i, key) in limiter.names().iter().enumerate() {
+            if let Some(c) = limiter.counters(i) {
+                let _ = writeln!(out, "{name}{{key=\"{}\"}} {}", label(key), get(c));
+            }
+        }
+    }
+    let name = "toolwire_gateway_key_refusals_total";
+    let _ = write!(
+        out,
+        "# HELP {name} Requests of a named gateway key refused by a limit.\n# TYPE {name} counter\n"
+    );
+    for (i, key) in limiter.names().iter().enumerate() {
+        if let Some(c) = limiter.counters(i) {
+            for limit in Limit::ALL {
+                let n = c.refused[limit as usize].load(Ordering::Relaxed);
+                let _ = writeln!(
+                    out,
+                    "{name}{{key=\"{}\",limit=\"{}\"}} {n}",
+                    label(key),
+                    limit.name()
+                );
+            }
+        }
+    }
+    let name = "toolwire_gateway_upstream_attempts_total";
+    let _ = write!(
+        out,
+        "# HELP {name} Upstream attempts by role, key variable and outcome.\n# TYPE {name} counter\n"
+    );
+    for ((role, key, outcome), n) in gateway.upstreams.attempts() {
+        let _ = writeln!(
+            out,
+            "{name}{{role=\"{}\",key=\"{}\",outcome=\"{outcome}\"}} {n}",
+            label(&role),
+            label(&key)
+        );
+    }
+    let name = "toolwire_gateway_fallbacks_total";
+    let _ = write!(
+        out,
+        "# HELP {name} Attempts after the first of their request (another key or a fallback role).\n# TYPE {name} counter\n{name} {}\n",
+        gateway.upstreams.fallbacks.load(Ordering::Relaxed)
+    );
 }
 
 /// The gateway area's state: what every area shares, and the gateway's own ([`Gateway`]).
@@ -924,19 +1119,22 @@ impl std::ops::Deref for App {
 /// The gateway's routes: every client wire of [`WIRES`], `GET /v1/models` and `GET /metrics`,
 /// behind [`gate`]: loopback
 /// only, or anyone with one of `keys`.
-pub(crate) fn routes(shared: Arc<Shared>, keys: Vec<String>, seal: Seal) -> axum::Router {
+pub(crate) fn routes(shared: Arc<Shared>, settings: Settings) -> axum::Router {
     use axum::routing::{get, post};
     let app = Arc::new(App {
         shared,
-        gateway: Gateway::new(keys, seal),
+        gateway: Gateway::new(settings),
     });
     let mut router = axum::Router::new();
     for wire in Wire::all() {
         router = router.route(
             wire.route(),
             post(
-                move |State(app): State<Arc<App>>, headers: HeaderMap, body: Body| {
-                    serve(app, wire, headers, body)
+                move |State(app): State<Arc<App>>,
+                      admitted: Option<axum::Extension<Admitted>>,
+                      headers: HeaderMap,
+                      body: Body| {
+                    serve(app, wire, admitted.map(|a| a.0), headers, body)
                 },
             ),
         );

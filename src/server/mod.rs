@@ -12,9 +12,11 @@ pub(crate) mod body;
 mod bounds;
 mod chat;
 mod config;
+mod fallback;
 pub(crate) mod gate;
 mod gateway;
 mod ledger;
+mod limits;
 mod listen;
 mod live;
 #[cfg(feature = "mcp")]
@@ -25,12 +27,15 @@ mod offline;
 mod page;
 mod passthrough;
 mod state_key;
+#[cfg(feature = "redis")]
+mod redis_limits;
 mod store;
 
 pub use config::{
     DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_PORT, DEFAULT_ROLE, OFFLINE_MODEL, RoleConfig,
-    ServerConfig,
+    DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_PORT, DEFAULT_ROLE,
+    DEFAULT_UPSTREAM_FIRST_BYTE_TIMEOUT, GatewayKey, LimitsConfig, OFFLINE_MODEL, RoleConfig,
+    ServerConfig, StoreFailure,
 };
 pub use gate::{is_loopback_host, is_loopback_peer};
 #[cfg(feature = "mcp")]
@@ -50,7 +55,6 @@ use tokio::task::JoinHandle;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::seal::Seal;
 use crate::tools::ToolRegistry;
 use app::{App, Role};
 use body::Reject;
@@ -188,7 +192,9 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         drain: config.drain,
     };
     let stopping = app.shutdown.clone();
-    let router = router(app, config.gateway_keys.clone(), seal);
+    let mut gateway = gateway::Settings::from_config(&config);
+    gateway.seal = Some(seal);
+    let router = router(app, gateway);
     let task = tokio::spawn(listen::serve(listener, router, limits, stopping));
     Ok(ServerHandle {
         addr,
@@ -248,7 +254,7 @@ fn client_for(role: &RoleConfig) -> Result<Option<Client>> {
 
 /// Every area's routes, merged: the local areas behind the loopback gate, the gateway behind
 /// its own (loopback, or a key).
-fn router(app: Arc<App>, gateway_keys: Vec<String>, seal: Seal) -> Router {
+fn router(app: Arc<App>, gateway: gateway::Settings) -> Router {
     Router::new()
         .merge(page::routes())
         .merge(api::routes())
@@ -258,7 +264,7 @@ fn router(app: Arc<App>, gateway_keys: Vec<String>, seal: Seal) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(Arc::clone(&app))
         .layer(axum::middleware::from_fn(gate::loopback_only))
-        .merge(gateway::routes(app, gateway_keys, seal))
+        .merge(gateway::routes(app, gateway))
 }
 
 async fn not_found() -> Response {
