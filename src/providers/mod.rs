@@ -20,6 +20,7 @@ pub mod deepseek;
 pub mod gemini;
 pub mod gemini_interactions;
 pub mod glm;
+pub(crate) mod hosted;
 pub mod kimi;
 pub(crate) mod lenient;
 pub mod minimax;

@@ -4,6 +4,7 @@
 mod call;
 mod content;
 mod event;
+mod hosted;
 mod message;
 mod provider_kind;
 mod reasoning;
@@ -14,6 +15,7 @@ mod tool;
 pub use call::{ArgumentsError, ArgumentsErrorKind, ToolCall, parse_arguments};
 pub use content::{Content, Part, Source};
 pub use event::StreamEvent;
+pub use hosted::HostedCall;
 pub use message::{AssistantMessage, Message, ToolResult};
 pub use provider_kind::ProviderKind;
 pub use reasoning::{Effort, Reasoning, ReasoningSummary};

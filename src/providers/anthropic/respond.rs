@@ -59,6 +59,7 @@ pub(super) fn stop_reason(r: &ChatResponse) -> Result<String> {
         FinishReason::ToolCalls => "tool_use".into(),
         FinishReason::Length => "max_tokens".into(),
         FinishReason::ContentFilter => "refusal".into(),
+        FinishReason::Pause => "pause_turn".into(),
         FinishReason::Other(s) => s.clone(),
         FinishReason::Error => {
             return Err(unsupported(
@@ -422,6 +423,7 @@ mod tests {
             text: Some("Checking the weather and the time for you, one moment please.".into()),
             reasoning: Some("The user wants two facts. Then the clock.".into()),
             tool_calls: vec![first, second],
+            hosted_calls: Vec::new(),
             finish_reason: FinishReason::ToolCalls,
             usage: Some(Usage {
                 input_tokens: 40,

@@ -55,6 +55,8 @@ fn stop_reason(r: &ChatResponse) -> Result<String> {
         FinishReason::ToolCalls => "tool_use".into(),
         FinishReason::Length => "max_tokens".into(),
         FinishReason::ContentFilter => "content_filtered".into(),
+        // Converse has no pause: the Messages value, verbatim, as before.
+        FinishReason::Pause => "pause_turn".into(),
         FinishReason::Other(s) => s.clone(),
         FinishReason::Error => {
             return Err(unsupported(

@@ -25,6 +25,7 @@ fn wire_finish(reason: &FinishReason) -> Result<String> {
         FinishReason::Stop | FinishReason::ToolCalls => "STOP".into(),
         FinishReason::Length => "MAX_TOKENS".into(),
         FinishReason::ContentFilter => "SAFETY".into(),
+        FinishReason::Pause => "pause_turn".into(),
         FinishReason::Other(s) => s.clone(),
         FinishReason::Error => {
             return Err(unsupported(
@@ -297,6 +298,7 @@ mod tests {
             text: Some("Checking the weather and the time for you, one moment please.".into()),
             reasoning: Some("The user wants two facts.".into()),
             tool_calls: vec![first, second],
+            hosted_calls: Vec::new(),
             finish_reason: FinishReason::ToolCalls,
             // What the mock provider sends for it, so a decode of the encoding is identical.
             raw_finish_reason: Some("STOP".into()),

@@ -113,6 +113,7 @@ pub(super) fn status(reason: &FinishReason) -> Result<(&'static str, Option<Valu
         FinishReason::Stop | FinishReason::ToolCalls => ("completed", None),
         FinishReason::Length => incomplete("max_output_tokens"),
         FinishReason::ContentFilter => incomplete("content_filter"),
+        FinishReason::Pause => incomplete("pause_turn"),
         FinishReason::Other(why) => incomplete(why),
         FinishReason::Error => {
             return Err(unsupported(
@@ -527,6 +528,7 @@ mod tests {
             text: Some("Looking it up, one moment please.".into()),
             reasoning: Some("Plan.\n\nAct.".into()),
             tool_calls: vec![weather, sql],
+            hosted_calls: Vec::new(),
             finish_reason: FinishReason::ToolCalls,
             usage: Some(Usage {
                 input_tokens: 40,
