@@ -310,11 +310,6 @@ impl Assembler {
         self.hosted.get_mut(index)
     }
 
-    /// How many hosted calls the turn has so far.
-    pub(crate) fn hosted_count(&self) -> usize {
-        self.hosted.len()
-    }
-
     /// The result of the hosted call at `index` arrived (`status` the wire's word, or
     /// `completed`).
     pub(crate) fn hosted_done(

@@ -62,6 +62,9 @@ pub use crate::provider::Respond;
 pub use crate::providers::responder_for;
 
 /// One scripted answer.
+// A response is the common reply and is built once per scripted turn: boxing it would cost
+// every script a `Box::new` for no gain.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum MockReply {

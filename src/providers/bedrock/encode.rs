@@ -8,6 +8,7 @@ use super::{REASONING_BLOCKS, bedrock_name};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::anthropic::encode::claude_reasoning;
+use crate::providers::hosted::{Piece, foreign_as_text, interleave};
 use crate::providers::settings::{
     ANTHROPIC_REASONING, Policy, ReasoningForm, SamplingNames, rule_for,
 };
@@ -243,8 +244,14 @@ fn reasoning_blocks(extra: &Map<String, Value>) -> impl Iterator<Item = Value> +
 /// the models that take reasoning back take it only signed.
 fn assistant_blocks(a: &AssistantMessage, names: &NameMap, ids: &NameMap) -> Vec<Value> {
     let mut blocks: Vec<Value> = reasoning_blocks(&a.extra).collect();
-    if let Some(text) = a.content.as_deref().filter(|t| !t.trim().is_empty()) {
-        blocks.push(json!({"text": text}));
+    // Text, with the server tool blocks Bedrock sent (only its own: `history` turned other
+    // wires' calls into text) back in their places, verbatim.
+    for piece in interleave(a.content.as_deref(), &a.hosted_calls) {
+        match piece {
+            Piece::Text(text) if !text.trim().is_empty() => blocks.push(json!({"text": text})),
+            Piece::Text(_) => {}
+            Piece::Hosted(call) => blocks.extend(call.blocks.iter().cloned()),
+        }
     }
     for call in &a.tool_calls {
         blocks.push(json!({"toolUse": {
@@ -490,7 +497,9 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     }
     let names = NameMap::build(request_names(req), bedrock_name)?;
     let ids = NameMap::build(history_ids(&req.messages), bedrock_id)?;
-    let (system, messages) = history(&req.messages, &names, &ids)?;
+    let mut downgrades = Vec::new();
+    let turns = foreign_as_text(&req.messages, ProviderKind::Bedrock.name(), &mut downgrades);
+    let (system, messages) = history(&turns, &names, &ids)?;
 
     let mut body = Map::new();
     body.insert("messages".into(), Value::Array(messages));
@@ -566,6 +575,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     let mut http =
         HttpRequest::new(path(&req.model, stream), Value::Object(body)).with_names(names);
     http.dropped = policy.dropped;
+    http.downgrades = downgrades;
     if stream {
         http = http.with_header("accept", "application/vnd.amazon.eventstream");
     }
