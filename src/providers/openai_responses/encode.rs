@@ -5,6 +5,9 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 
 use super::{CUSTOM_FORMAT, CUSTOM_TOOL, ITEM_ID, REASONING_ITEMS};
+use crate::providers::hosted::{Piece, foreign_as_text, interleave};
+
+const KIND: ProviderKind = ProviderKind::OpenAiResponses;
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::openai::openai_name;
@@ -208,8 +211,28 @@ fn call_item(call: &ToolCall, names: &NameMap) -> Value {
 /// reasoning items, in the order the model produced them.
 fn assistant_items(a: &AssistantMessage, names: &NameMap, stateless: bool, input: &mut Vec<Value>) {
     input.extend(reasoning_items(&a.extra, stateless).cloned());
-    if let Some(text) = a.content.as_deref().filter(|t| !t.is_empty()) {
-        input.push(json!({"role": "assistant", "content": text}));
+    // Text, with the hosted items OpenAI sent (only its own: `encode` turned other wires'
+    // calls into text) back in their places, verbatim: with `store: false` they are the
+    // history. The blank line the decoder put between message items starts the text after.
+    let mut after_hosted = false;
+    for piece in interleave(a.content.as_deref(), &a.hosted_calls) {
+        match piece {
+            Piece::Text(text) => {
+                let text = if after_hosted {
+                    text.strip_prefix("\n\n").unwrap_or(text)
+                } else {
+                    text
+                };
+                if !text.is_empty() {
+                    input.push(json!({"role": "assistant", "content": text}));
+                }
+                after_hosted = false;
+            }
+            Piece::Hosted(call) => {
+                input.extend(call.blocks.iter().cloned());
+                after_hosted = true;
+            }
+        }
     }
     for call in &a.tool_calls {
         input.extend(reasoning_items(&call.extra, stateless).cloned());
@@ -235,9 +258,11 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         .map(|c| c.id.as_str())
         .collect();
 
+    let mut downgrades = Vec::new();
+    let turns = foreign_as_text(&req.messages, KIND.name(), &mut downgrades);
     let mut instructions: Vec<&str> = Vec::new();
     let mut input = Vec::new();
-    for (i, m) in req.messages.iter().enumerate() {
+    for (i, m) in turns.iter().enumerate() {
         match m {
             // Leading system messages are the instructions; a later one stays in place.
             Message::System { content } if input.is_empty() => instructions.push(content),
@@ -342,7 +367,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         headers: Vec::new(),
         body: Value::Object(body),
         names,
-        downgrades: Vec::new(),
+        downgrades,
         dropped: policy.dropped,
         text_calls: None,
     })
