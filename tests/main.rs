@@ -42,6 +42,8 @@ mod foreign_body;
 mod gateway;
 mod gateway_cancel;
 mod gateway_sdk;
+#[cfg(all(feature = "agent", feature = "mock", feature = "client"))]
+mod hosted;
 #[cfg(feature = "cli")]
 mod hostile;
 #[cfg(feature = "cli")]

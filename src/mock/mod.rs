@@ -36,6 +36,7 @@
 //! # Ok(()) }
 //! ```
 
+mod hosted;
 mod http;
 
 use std::collections::VecDeque;
@@ -60,6 +61,8 @@ pub use crate::provider::Respond;
 /// The provider for `kind`, able to answer as the mock server (read from
 /// [`crate::providers::BUILTINS`]).
 pub use crate::providers::responder_for;
+
+pub use hosted::hosted_call;
 
 /// One scripted answer.
 // A response is the common reply and is built once per scripted turn: boxing it would cost

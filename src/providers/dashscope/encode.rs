@@ -192,13 +192,19 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Res
     let names = NameMap::build(request_names(req), openai_name)?;
     let multimodal = endpoint.is_multimodal(&req.model);
     let mut downgrades = Vec::new();
+    // Calls another wire's provider ran go as text, each with a note.
+    let turns = crate::providers::hosted::foreign_as_text(
+        &req.messages,
+        ProviderKind::DashScope.name(),
+        &mut downgrades,
+    );
     let moved = tool_media_after_runs(
         &req.messages,
         ProviderKind::DashScope.name(),
         &mut downgrades,
     );
     let mut messages = Vec::with_capacity(req.messages.len() + moved.len());
-    for (i, m) in req.messages.iter().enumerate() {
+    for (i, m) in turns.iter().enumerate() {
         messages.push(message_json(m, i, &names, multimodal)?);
         if let Some(parts) = moved.get(&i) {
             let at = format!("messages[{i}] (tool result media)");

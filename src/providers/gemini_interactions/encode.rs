@@ -374,7 +374,14 @@ pub(crate) fn encode(
             ));
         }
     };
-    let (system, input) = history(&req.messages, &names, from)?;
+    // Calls another wire's provider ran go as text, each with a note.
+    let mut downgrades = Vec::new();
+    let turns = crate::providers::hosted::foreign_as_text(
+        &req.messages,
+        crate::provider::ProviderKind::GeminiInteractions.name(),
+        &mut downgrades,
+    );
+    let (system, input) = history(&turns, &names, from)?;
 
     let mut body = Map::new();
     body.insert("model".into(), json!(req.model));
@@ -438,7 +445,9 @@ pub(crate) fn encode(
         body.insert("stream".into(), json!(true));
     }
     merge_extra_body(&mut body, &req.extra_body);
-    Ok(HttpRequest::new(PATH, Value::Object(body)).with_names(names))
+    let mut http = HttpRequest::new(PATH, Value::Object(body)).with_names(names);
+    http.downgrades = downgrades;
+    Ok(http)
 }
 
 #[cfg(test)]

@@ -139,9 +139,15 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         .collect();
     // Tool messages take text only: a result's media goes in a user message after the run.
     let mut downgrades = Vec::new();
+    // Calls another wire's provider ran go as text, each with a note.
+    let turns = crate::providers::hosted::foreign_as_text(
+        &req.messages,
+        ProviderKind::Ollama.name(),
+        &mut downgrades,
+    );
     let moved = tool_media_after_runs(&req.messages, ProviderKind::Ollama.name(), &mut downgrades);
     let mut messages = Vec::with_capacity(req.messages.len() + moved.len());
-    for (i, m) in req.messages.iter().enumerate() {
+    for (i, m) in turns.iter().enumerate() {
         messages.push(match m {
             Message::System { content } => json!({"role": "system", "content": content}),
             Message::User {

@@ -427,10 +427,16 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
     check_dialect(dialect, req)?;
     let names = NameMap::build(request_names(req), dialect.valid_name)?;
     let mut downgrades = Vec::new();
+    // Calls another wire's provider ran go as text, each with a note.
+    let turns = crate::providers::hosted::foreign_as_text(
+        &req.messages,
+        dialect.info.kind.name(),
+        &mut downgrades,
+    );
     let moved = tool_media_after_runs(&req.messages, dialect.info.kind.name(), &mut downgrades);
     let ids = wire_call_ids(dialect.call_ids, &req.messages);
     let mut messages = Vec::with_capacity(req.messages.len() + moved.len());
-    for (i, m) in req.messages.iter().enumerate() {
+    for (i, m) in turns.iter().enumerate() {
         messages.push(message_json(dialect, i, m, &names, &ids)?);
         if let Some(parts) = moved.get(&i) {
             let at = format!("messages[{i}] (tool result media)");
