@@ -135,6 +135,6 @@ pub mod __private {
 
 pub use types::{
     ArgumentsError, ArgumentsErrorKind, AssistantMessage, ChatRequest, ChatResponse, FinishReason,
-    HostedCall, Message, SchemaMode, StreamEvent, TextCallFormat, ToolCall, ToolChoice,
+    HostedCall, HostedTool, Message, SchemaMode, StreamEvent, TextCallFormat, ToolCall, ToolChoice,
     ToolDefinition, ToolResult, Usage,
 };

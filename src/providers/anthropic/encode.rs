@@ -616,9 +616,14 @@ pub(crate) fn encode(
         }
     }
     body.insert("messages".into(), Value::Array(messages));
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req.tools.iter().map(|t| tool(t, &names)).collect();
+    let hosted = crate::providers::hosted_tools::place(ProviderKind::Anthropic, req)?;
+    if !req.tools.is_empty() || !hosted.tools.is_empty() {
+        let mut tools: Vec<Value> = req.tools.iter().map(|t| tool(t, &names)).collect();
+        tools.extend(hosted.tools);
         body.insert("tools".into(), Value::Array(tools));
+    }
+    for (key, value) in hosted.top {
+        body.insert(key, value);
     }
     if let Some(choice) = tool_choice(req, &names)? {
         body.insert("tool_choice".into(), choice);
@@ -662,11 +667,13 @@ pub(crate) fn encode(
     crate::providers::shared::merge_extra_body(&mut body, &req.extra_body);
     Ok(HttpRequest {
         path: "/v1/messages".into(),
-        headers: vec![("anthropic-version".into(), API_VERSION.into())],
+        headers: std::iter::once(("anthropic-version".into(), API_VERSION.into()))
+            .chain(hosted.headers)
+            .collect(),
         body: Value::Object(body),
         names,
         downgrades,
-        dropped: policy.dropped,
+        dropped: policy.dropped.into_iter().chain(hosted.dropped).collect(),
         text_calls: None,
     })
 }

@@ -561,7 +561,15 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     if !inference.is_empty() {
         body.insert("inferenceConfig".into(), Value::Object(inference));
     }
-    if let Some(config) = tool_config(req, &names)? {
+    let hosted = crate::providers::hosted_tools::place(ProviderKind::Bedrock, req)?;
+    let mut config = tool_config(req, &names)?;
+    if !hosted.tools.is_empty() {
+        let config = config.get_or_insert_with(|| json!({"tools": []}));
+        if let Some(tools) = config.get_mut("tools").and_then(Value::as_array_mut) {
+            tools.extend(hosted.tools.iter().cloned());
+        }
+    }
+    if let Some(config) = config {
         body.insert("toolConfig".into(), config);
     }
     policy.no_summary()?;
@@ -574,7 +582,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     crate::providers::shared::merge_extra_body(&mut body, &req.extra_body);
     let mut http =
         HttpRequest::new(path(&req.model, stream), Value::Object(body)).with_names(names);
-    http.dropped = policy.dropped;
+    http.dropped = policy.dropped.into_iter().chain(hosted.dropped).collect();
     http.downgrades = downgrades;
     if stream {
         http = http.with_header("accept", "application/vnd.amazon.eventstream");

@@ -133,6 +133,8 @@ fn check(req: &ChatRequest) -> Result<()> {
 /// The whole request body.
 pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     check_tools(req)?;
+    // No hosted tools on this wire: each is refused by name (or left out and listed).
+    let hosted_dropped = crate::providers::hosted_tools::place(KIND, req)?.dropped;
     crate::providers::shared::refuse_text_calls(req, ProviderKind::Cohere)?;
     check(req)?;
     let names = NameMap::build(request_names(req), openai_name)?;
@@ -217,7 +219,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body: Value::Object(body),
         names,
         downgrades,
-        dropped: policy.dropped,
+        dropped: policy.dropped.into_iter().chain(hosted_dropped).collect(),
         text_calls: None,
     })
 }

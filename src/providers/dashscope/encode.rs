@@ -187,6 +187,9 @@ fn check_thinking_choice(req: &ChatRequest) -> Result<()> {
 /// The whole request.
 pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Result<HttpRequest> {
     check_tools(req)?;
+    // No hosted tools on this wire: each is refused by name (or left out and listed).
+    let hosted_dropped =
+        crate::providers::hosted_tools::place(ProviderKind::DashScope, req)?.dropped;
     crate::providers::shared::refuse_text_calls(req, ProviderKind::DashScope)?;
     check_thinking_choice(req)?;
     let names = NameMap::build(request_names(req), openai_name)?;
@@ -282,7 +285,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Res
         body: Value::Object(body),
         names,
         downgrades,
-        dropped: policy.dropped,
+        dropped: policy.dropped.into_iter().chain(hosted_dropped).collect(),
         text_calls: None,
     })
 }

@@ -519,6 +519,7 @@ pub(crate) fn encode(
     if !system.is_empty() {
         body.insert("systemInstruction".into(), json!({"parts": system}));
     }
+    let hosted = crate::providers::hosted_tools::place(ProviderKind::Gemini, req)?;
     if !req.tools.is_empty() {
         let mode = req.schema_mode.unwrap_or(default_mode);
         let declarations = req
@@ -527,13 +528,14 @@ pub(crate) fn encode(
             .enumerate()
             .map(|(i, t)| declaration(t, i, mode, &names))
             .collect::<Result<Vec<_>>>()?;
-        body.insert(
-            "tools".into(),
-            json!([{"functionDeclarations": declarations}]),
-        );
+        let mut tools = vec![json!({"functionDeclarations": declarations})];
+        tools.extend(hosted.tools.iter().cloned());
+        body.insert("tools".into(), Value::Array(tools));
         if let Some(choice) = &req.tool_choice {
             body.insert("toolConfig".into(), tool_config(choice, &names));
         }
+    } else if !hosted.tools.is_empty() {
+        body.insert("tools".into(), Value::Array(hosted.tools.clone()));
     } else if req.tool_choice == Some(ToolChoice::Required) {
         return Err(Error::input(
             "tool_choice",
@@ -594,7 +596,7 @@ pub(crate) fn encode(
         body: Value::Object(body),
         names,
         downgrades,
-        dropped: policy.dropped,
+        dropped: policy.dropped.into_iter().chain(hosted.dropped).collect(),
         text_calls: None,
     })
 }

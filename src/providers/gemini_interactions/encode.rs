@@ -354,6 +354,8 @@ pub(crate) fn encode(
     store: bool,
 ) -> Result<HttpRequest> {
     check_tools(req)?;
+    // No hosted tools on this wire: each is refused by name (or left out and listed).
+    let hosted_dropped = crate::providers::hosted_tools::place(KIND, req)?.dropped;
     refuse_text_calls(req, KIND)?;
     if req.model.trim().is_empty() {
         return Err(Error::input("model", "the model name is empty"));
@@ -447,6 +449,7 @@ pub(crate) fn encode(
     merge_extra_body(&mut body, &req.extra_body);
     let mut http = HttpRequest::new(PATH, Value::Object(body)).with_names(names);
     http.downgrades = downgrades;
+    http.dropped.extend(hosted_dropped);
     Ok(http)
 }
 

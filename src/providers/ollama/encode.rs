@@ -105,6 +105,8 @@ fn tool(r: &ToolResult, synthetic: &HashMap<&str, bool>, names: &NameMap) -> Val
 /// The whole request.
 pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     check_tools(req)?;
+    // No hosted tools on this wire: each is refused by name (or left out and listed).
+    let hosted_dropped = crate::providers::hosted_tools::place(ProviderKind::Ollama, req)?.dropped;
     if req.model.trim().is_empty() {
         return Err(Error::input("model", "the model name is empty"));
     }
@@ -232,7 +234,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body: Value::Object(body),
         names,
         downgrades,
-        dropped: policy.dropped,
+        dropped: policy.dropped.into_iter().chain(hosted_dropped).collect(),
         text_calls,
     })
 }

@@ -424,6 +424,8 @@ pub(crate) fn check_keys(dialect: &Dialect, tool: &ToolDefinition) -> Result<()>
 /// The whole request body.
 pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     check_tools(req)?;
+    // No hosted tools on this wire: each is refused by name (or left out and listed).
+    let hosted_dropped = crate::providers::hosted_tools::place(dialect.info.kind, req)?.dropped;
     check_dialect(dialect, req)?;
     let names = NameMap::build(request_names(req), dialect.valid_name)?;
     let mut downgrades = Vec::new();
@@ -522,7 +524,7 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
         body: Value::Object(body),
         names,
         downgrades,
-        dropped: policy.dropped,
+        dropped: policy.dropped.into_iter().chain(hosted_dropped).collect(),
         text_calls,
     })
 }

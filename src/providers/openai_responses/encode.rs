@@ -299,8 +299,10 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body.insert("instructions".into(), json!(instructions.join("\n\n")));
     }
     body.insert("input".into(), Value::Array(input));
-    if !req.tools.is_empty() {
-        let tools = req.tools.iter().map(|t| tool_json(t, &names)).collect();
+    let hosted = crate::providers::hosted_tools::place(KIND, req)?;
+    if !req.tools.is_empty() || !hosted.tools.is_empty() {
+        let mut tools: Vec<Value> = req.tools.iter().map(|t| tool_json(t, &names)).collect();
+        tools.extend(hosted.tools);
         body.insert("tools".into(), Value::Array(tools));
         if let Some(parallel) = req.parallel_tool_calls {
             body.insert("parallel_tool_calls".into(), json!(parallel));
@@ -368,7 +370,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body: Value::Object(body),
         names,
         downgrades,
-        dropped: policy.dropped,
+        dropped: policy.dropped.into_iter().chain(hosted.dropped).collect(),
         text_calls: None,
     })
 }
