@@ -298,6 +298,150 @@ fn bedrock(req: &ChatRequest, at: &str, tool: &HostedTool, p: &mut Placed) -> Re
     })))
 }
 
+/// Search options from a client's tool object (`max_uses`, `allowed_domains`,
+/// `blocked_domains`, `user_location`); `None` when a field has an unexpected type.
+fn read_options(tool: &Map<String, Value>, allowed: Option<&Value>) -> Option<SearchOptions> {
+    let strings = |v: Option<&Value>| -> Option<Vec<String>> {
+        match v {
+            None | Some(Value::Null) => Some(Vec::new()),
+            Some(Value::Array(list)) => {
+                list.iter().map(|s| s.as_str().map(str::to_owned)).collect()
+            }
+            Some(_) => None,
+        }
+    };
+    let max_uses = match tool.get("max_uses") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(u32::try_from(v.as_u64()?).ok()?),
+    };
+    Some(SearchOptions {
+        max_uses,
+        allowed_domains: strings(allowed.or_else(|| tool.get("allowed_domains")))?,
+        blocked_domains: strings(tool.get("blocked_domains"))?,
+        user_location: tool.get("user_location").filter(|v| !v.is_null()).cloned(),
+    })
+}
+
+/// Whether `tool` has only these keys (anything else: the tool goes verbatim, not mapped).
+fn only(tool: &Map<String, Value>, keys: &[&str]) -> bool {
+    tool.keys().all(|k| keys.contains(&k.as_str()))
+}
+
+/// A Messages client's server tool as a [`HostedTool`]: `web_search_*`, `web_fetch_*`,
+/// `code_execution_*` and `tool_search_tool_*` with the options that map; any other typed tool
+/// (bash, text editor, computer, memory, or one with options toolwire has no name for) as a
+/// verbatim Anthropic tool. `None` for a client tool (no type, or `custom`).
+pub(crate) fn read_anthropic(tool: &Value) -> Option<HostedTool> {
+    let Value::Object(t) = tool else { return None };
+    let kind = t.get("type").and_then(Value::as_str)?;
+    if kind == "custom" {
+        return None;
+    }
+    let verbatim = || HostedTool::Provider {
+        provider: ProviderKind::Anthropic.name().into(),
+        tool: tool.clone(),
+    };
+    let search = [
+        "type",
+        "name",
+        "max_uses",
+        "allowed_domains",
+        "blocked_domains",
+    ];
+    let mapped = if kind.starts_with("web_search_")
+        && only(t, &[&search[..], &["user_location"]].concat())
+    {
+        read_options(t, None).map(HostedTool::WebSearch)
+    } else if kind.starts_with("web_fetch_") && only(t, &search) {
+        read_options(t, None).map(HostedTool::WebFetch)
+    } else if kind.starts_with("code_execution_") && only(t, &["type", "name"]) {
+        Some(HostedTool::CodeExecution)
+    } else if kind.starts_with("tool_search_tool_") && only(t, &["type", "name"]) {
+        Some(HostedTool::ToolSearch)
+    } else {
+        None
+    };
+    Some(mapped.unwrap_or_else(verbatim))
+}
+
+/// A Responses client's hosted tool as a [`HostedTool`]: `web_search` (and
+/// `web_search_preview`), `file_search`, `code_interpreter`, `mcp` and `tool_search` with the
+/// options that map; any other (image generation, computer use, shell, or options toolwire has
+/// no name for) as a verbatim Responses tool. `None` for a function or custom tool.
+pub(crate) fn read_responses(tool: &Value) -> Option<HostedTool> {
+    let Value::Object(t) = tool else { return None };
+    let kind = t.get("type").and_then(Value::as_str).unwrap_or("function");
+    if matches!(kind, "function" | "custom") {
+        return None;
+    }
+    let verbatim = || HostedTool::Provider {
+        provider: ProviderKind::OpenAiResponses.name().into(),
+        tool: tool.clone(),
+    };
+    let text = |k: &str| t.get(k).and_then(Value::as_str).map(str::to_owned);
+    let mapped = match kind {
+        "web_search" | "web_search_preview" if only(t, &["type", "filters", "user_location"]) => {
+            let filters = t.get("filters").and_then(Value::as_object);
+            if filters.is_some_and(|f| !only(f, &["allowed_domains"])) {
+                None
+            } else {
+                let allowed = filters.and_then(|f| f.get("allowed_domains"));
+                read_options(t, allowed).map(HostedTool::WebSearch)
+            }
+        }
+        "file_search" if only(t, &["type", "vector_store_ids", "max_num_results"]) => {
+            let ids = t.get("vector_store_ids").and_then(Value::as_array);
+            let ids: Option<Vec<String>> = ids.map(|l| {
+                l.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            });
+            let max = t.get("max_num_results").and_then(Value::as_u64);
+            ids.map(|store_ids| HostedTool::FileSearch {
+                store_ids,
+                max_results: max.and_then(|n| u32::try_from(n).ok()),
+            })
+        }
+        "code_interpreter"
+            if only(t, &["type", "container"])
+                && t.get("container")
+                    .is_none_or(|c| c.get("type").and_then(Value::as_str) == Some("auto")) =>
+        {
+            Some(HostedTool::CodeExecution)
+        }
+        "tool_search" if only(t, &["type"]) => Some(HostedTool::ToolSearch),
+        "mcp"
+            if only(
+                t,
+                &[
+                    "type",
+                    "server_label",
+                    "server_url",
+                    "authorization",
+                    "allowed_tools",
+                ],
+            ) =>
+        {
+            let allowed = t.get("allowed_tools").and_then(Value::as_array).map(|l| {
+                l.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            });
+            match (text("server_label"), text("server_url")) {
+                (Some(server_label), Some(server_url)) => Some(HostedTool::Mcp {
+                    server_label,
+                    server_url,
+                    authorization: text("authorization"),
+                    allowed_tools: allowed.unwrap_or_default(),
+                }),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    Some(mapped.unwrap_or_else(verbatim))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,5 +532,45 @@ mod tests {
         let p = place(ProviderKind::Anthropic, &req(vec![verbatim.clone()])).unwrap();
         assert_eq!(p.tools[0]["name"], "memory");
         assert!(place(ProviderKind::Gemini, &req(vec![verbatim])).is_err());
+    }
+
+    #[test]
+    fn client_tools_read_back_as_hosted_tools() {
+        let search = json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 2, "blocked_domains": ["x.org"]});
+        assert_eq!(
+            read_anthropic(&search),
+            Some(HostedTool::WebSearch(
+                SearchOptions::default()
+                    .with_max_uses(2)
+                    .with_blocked_domains(["x.org"])
+            ))
+        );
+        let bash = json!({"type": "bash_20250124", "name": "bash"});
+        assert!(matches!(
+            read_anthropic(&bash),
+            Some(HostedTool::Provider { .. })
+        ));
+        assert_eq!(
+            read_anthropic(&json!({"name": "f", "input_schema": {}})),
+            None
+        );
+        let ws = json!({"type": "web_search", "filters": {"allowed_domains": ["a.org"]}});
+        assert_eq!(
+            read_responses(&ws),
+            Some(HostedTool::WebSearch(
+                SearchOptions::default().with_allowed_domains(["a.org"])
+            ))
+        );
+        let ci = json!({"type": "code_interpreter", "container": {"type": "auto"}});
+        assert_eq!(read_responses(&ci), Some(HostedTool::CodeExecution));
+        let image = json!({"type": "image_generation"});
+        assert!(matches!(
+            read_responses(&image),
+            Some(HostedTool::Provider { .. })
+        ));
+        assert_eq!(
+            read_responses(&json!({"type": "function", "name": "f"})),
+            None
+        );
     }
 }
