@@ -887,7 +887,10 @@ mod tests {
         let mut body = base;
         body["tools"] = json!([{"type": "web_search_20250305", "name": "web_search"}]);
         let read = req(body).unwrap();
-        assert_eq!(read.request.hosted_tools, [crate::types::HostedTool::web_search()]);
+        assert_eq!(
+            read.request.hosted_tools,
+            [crate::types::HostedTool::web_search()]
+        );
         assert!(read.request.tools.is_empty());
     }
 
