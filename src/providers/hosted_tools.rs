@@ -298,6 +298,7 @@ fn bedrock(req: &ChatRequest, at: &str, tool: &HostedTool, p: &mut Placed) -> Re
     })))
 }
 
+#[cfg(feature = "respond")]
 /// Search options from a client's tool object (`max_uses`, `allowed_domains`,
 /// `blocked_domains`, `user_location`); `None` when a field has an unexpected type.
 fn read_options(tool: &Map<String, Value>, allowed: Option<&Value>) -> Option<SearchOptions> {
@@ -322,11 +323,13 @@ fn read_options(tool: &Map<String, Value>, allowed: Option<&Value>) -> Option<Se
     })
 }
 
+#[cfg(feature = "respond")]
 /// Whether `tool` has only these keys (anything else: the tool goes verbatim, not mapped).
 fn only(tool: &Map<String, Value>, keys: &[&str]) -> bool {
     tool.keys().all(|k| keys.contains(&k.as_str()))
 }
 
+#[cfg(feature = "respond")]
 /// A Messages client's server tool as a [`HostedTool`]: `web_search_*`, `web_fetch_*`,
 /// `code_execution_*` and `tool_search_tool_*` with the options that map; any other typed tool
 /// (bash, text editor, computer, memory, or one with options toolwire has no name for) as a
@@ -364,6 +367,7 @@ pub(crate) fn read_anthropic(tool: &Value) -> Option<HostedTool> {
     Some(mapped.unwrap_or_else(verbatim))
 }
 
+#[cfg(feature = "respond")]
 /// A Responses client's hosted tool as a [`HostedTool`]: `web_search` (and
 /// `web_search_preview`), `file_search`, `code_interpreter`, `mcp` and `tool_search` with the
 /// options that map; any other (image generation, computer use, shell, or options toolwire has
@@ -534,6 +538,7 @@ mod tests {
         assert!(place(ProviderKind::Gemini, &req(vec![verbatim])).is_err());
     }
 
+    #[cfg(feature = "respond")]
     #[test]
     fn client_tools_read_back_as_hosted_tools() {
         let search = json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 2, "blocked_domains": ["x.org"]});
