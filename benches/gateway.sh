@@ -2,7 +2,10 @@
 # toolwire's gateway and LiteLLM's proxy in front of the same fake upstream
 # (examples/gateway_upstream.rs: an OpenAI Chat Completions server answering at once, keeping
 # connections alive), loaded with oha in the same run. Prints the Markdown table the README
-# publishes: added latency (p50/p99 over calling the upstream directly) of non-streamed
+# publishes, one row per gateway path: toolwire on the same wire (a Chat client to the
+# OpenAI-compatible upstream: the body passed through, only `model` spliced), toolwire across
+# wires (a Messages client to the same upstream: read, translated, re-encoded), LiteLLM:
+# added latency (p50/p99 over calling the upstream directly) of non-streamed
 # requests at a fixed rate, added time to first byte of streams, requests/s at 32 connections
 # (streamed and not), resident memory idle and per open stream.
 #
@@ -73,9 +76,15 @@ LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY=true LITELLM_LOCAL_MODEL_COS
 ll_pid=$!
 pids+=($ll_pid)
 
+wire=chat # the client wire of the requests below: chat, or messages (Anthropic Messages)
 body() { # $1: model, $2: stream
-    printf '{"model":"%s","stream":%s,"messages":[{"role":"user","content":"Weather in Paris and Tokyo?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string"}}}}}]}' "$1" "$2"
+    if [[ $wire == messages ]]; then
+        printf '{"model":"%s","stream":%s,"max_tokens":256,"messages":[{"role":"user","content":"Weather in Paris and Tokyo?"}],"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string"}}}}]}' "$1" "$2"
+    else
+        printf '{"model":"%s","stream":%s,"messages":[{"role":"user","content":"Weather in Paris and Tokyo?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string"}}}}}]}' "$1" "$2"
+    fi
 }
+route() { if [[ $wire == messages ]]; then echo /v1/messages; else echo /v1/chat/completions; fi; }
 ready() { # $1: base URL
     for _ in $(seq 300); do
         if curl -s -o /dev/null -w '%{http_code}' -H 'content-type: application/json' \
@@ -107,7 +116,7 @@ load() { # $1: URL, $2: stream, then oha flags
     local url=$1 stream=$2
     shift 2
     oha --no-tui "${json[@]}" -z "${secs}s" "$@" -m POST -H 'content-type: application/json' \
-        -d "$(body up "$stream")" "$url/v1/chat/completions" |
+        -d "$(body up "$stream")" "$url$(route)" |
         python3 -c 'import json,sys; r=json.load(sys.stdin); p=r["latencyPercentiles"]; s=r["summary"]
 print("%.3f %.3f %.0f %.3f" % (p["p50"]*1000, p["p99"]*1000, s["requestsPerSec"], s["successRate"]))'
 }
@@ -115,7 +124,7 @@ print("%.3f %.3f %.0f %.3f" % (p["p50"]*1000, p["p99"]*1000, s["requestsPerSec"]
 # connection (one curl for all, so neither connecting nor starting curl is counted).
 ttfb() {
     local urls=() i
-    for i in $(seq "$n"); do urls+=(-o /dev/null "$1/v1/chat/completions"); done
+    for i in $(seq "$n"); do urls+=(-o /dev/null "$1$(route)"); done
     curl -s -w '%{time_starttransfer}\n' -H 'content-type: application/json' \
         -d "$(body up true)" "${urls[@]}" |
         sort -n | awk '{a[NR]=$1} END {printf "%.3f\n", a[int((NR+1)/2)]*1000}'
@@ -125,7 +134,7 @@ per_stream() { # $1: URL, $2: pid, $3: idle KiB
     local cpids=() p
     for _ in $(seq "$streams"); do
         curl -s -N -o /dev/null -m 30 -H 'content-type: application/json' -d "$(body hold true)" \
-            "$1/v1/chat/completions" &
+            "$1$(route)" &
         cpids+=($!)
     done
     sleep 5
@@ -137,33 +146,39 @@ per_stream() { # $1: URL, $2: pid, $3: idle KiB
 }
 
 declare -A lat ttf rps srps
-for who in direct toolwire litellm; do
+for who in direct toolwire toolwire-cross litellm; do
+    wire=chat
     case $who in
         direct) url=$up ;;
         toolwire) url="http://127.0.0.1:$tw_port" ;;
+        toolwire-cross) url="http://127.0.0.1:$tw_port" wire=messages ;;
         litellm) url="http://127.0.0.1:$ll_port" ;;
     esac
     oha --no-tui -z 2s -c 8 -m POST -H 'content-type: application/json' -d "$(body up false)" \
-        "$url/v1/chat/completions" >/dev/null # warm up
+        "$url$(route)" >/dev/null # warm up
     lat[$who]=$(load "$url" false -q "$rate" -c 32)
     ttf[$who]=$(ttfb "$url")
     rps[$who]=$(load "$url" false -c 32)
     srps[$who]=$(load "$url" true -c 32)
 done
+wire=chat
 tw_stream=$(per_stream "http://127.0.0.1:$tw_port" $tw_pid "$(rss $tw_pid)")
+wire=messages
+tx_stream=$(per_stream "http://127.0.0.1:$tw_port" $tw_pid "$(rss $tw_pid)")
+wire=chat
 ll_stream=$(per_stream "http://127.0.0.1:$ll_port" $ll_pid "$(rss $ll_pid)")
 
 read -r d50 d99 _ _ <<<"${lat[direct]}"
 read -r _ _ drps _ <<<"${rps[direct]}"
 read -r _ _ dsrps _ <<<"${srps[direct]}"
 dttfb=${ttf[direct]}
-row() { # $1: name, $2: idle KiB, $3: KiB per stream
+row() { # $1: name, $2: idle KiB, $3: KiB per stream, $4: the name shown (default $1)
     local p50 p99 got ok r sr
     read -r p50 p99 got ok <<<"${lat[$1]}"
     read -r _ _ r _ <<<"${rps[$1]}"
     read -r _ _ sr _ <<<"${srps[$1]}"
     printf '| %s | %.2f ms | %.2f ms | %s/s (%.0f%% ok) | %.2f ms | %s | %s | %.1f MiB | %s KiB |\n' \
-        "$1" "$(echo "$p50 - $d50" | bc)" "$(echo "$p99 - $d99" | bc)" "$got" "$(echo "$ok * 100" | bc)" \
+        "${4:-$1}" "$(echo "$p50 - $d50" | bc)" "$(echo "$p99 - $d99" | bc)" "$got" "$(echo "$ok * 100" | bc)" \
         "$(echo "${ttf[$1]} - $dttfb" | bc)" "$r" "$sr" "$(echo "$2 / 1024" | bc -l)" "$3"
 }
 litellm_version=$("$venv/bin/pip" show litellm 2>/dev/null | awk '/^Version:/ {print $2}')
@@ -174,5 +189,6 @@ echo "upstream alone: p50 ${d50} ms, p99 ${d99} ms at ${rate}/s; first byte ${dt
 echo
 echo "| gateway | added p50 at ${rate}/s | added p99 | achieved | added first byte (stream) | req/s at 32 conns | streams/s at 32 conns | RSS idle | RSS per open stream |"
 echo "|---|---|---|---|---|---|---|---|---|"
-row toolwire "$tw_idle" "$tw_stream"
+row toolwire "$tw_idle" "$tw_stream" "toolwire, same wire (Chat to OpenAI-compatible, passed through)"
+row toolwire-cross "$tw_idle" "$tx_stream" "toolwire, across wires (Messages to Chat, translated)"
 row litellm "$ll_idle" "$ll_stream"

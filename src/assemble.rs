@@ -407,6 +407,43 @@ impl Assembler {
         }
     }
 
+    /// The signature of the reasoning block in progress, as an event: the block itself is kept
+    /// by the decoder (on the response's or a call's `extra`), so only the stream carries it
+    /// here.
+    pub(crate) fn reasoning_signature(&mut self, signature: &str, out: &mut Vec<StreamEvent>) {
+        if !signature.is_empty() && self.finalized.is_none() {
+            out.push(StreamEvent::ReasoningSignature {
+                signature: signature.into(),
+            });
+        }
+    }
+
+    /// A reasoning block that arrived encrypted whole, as an event (kept like
+    /// [`Assembler::reasoning_signature`]'s block).
+    pub(crate) fn redacted_reasoning(&mut self, data: &str, out: &mut Vec<StreamEvent>) {
+        if self.finalized.is_none() {
+            out.push(StreamEvent::RedactedReasoning { data: data.into() });
+        }
+    }
+
+    /// A reasoning item's opaque state, as an event (the item is kept like
+    /// [`Assembler::reasoning_signature`]'s block).
+    pub(crate) fn reasoning_state(
+        &mut self,
+        id: Option<&str>,
+        encrypted_content: Option<&str>,
+        out: &mut Vec<StreamEvent>,
+    ) {
+        let id = id.filter(|s| !s.is_empty());
+        let encrypted_content = encrypted_content.filter(|s| !s.is_empty());
+        if self.finalized.is_none() && (id.is_some() || encrypted_content.is_some()) {
+            out.push(StreamEvent::ReasoningState {
+                id: id.map(str::to_owned),
+                encrypted_content: encrypted_content.map(str::to_owned),
+            });
+        }
+    }
+
     /// Records usage; the last report wins (several providers repeat running totals).
     pub(crate) fn usage(&mut self, usage: Usage, out: &mut Vec<StreamEvent>) {
         if self.usage != Some(usage) {

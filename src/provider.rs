@@ -297,6 +297,14 @@ pub trait Respond: Provider {
         let body = serde_json::json!({"error": {"code": error.code, "message": error.message}});
         (error.status.unwrap_or(500), body.to_string().into_bytes())
     }
+
+    /// Whether a request to `path` asks for a stream by its path alone (Bedrock's
+    /// `…/converse-stream`), besides an `Accept: text/event-stream` header or `"stream": true`
+    /// in the body, which the mock reads for every wire.
+    fn streams_at(&self, path: &str) -> bool {
+        let _ = path;
+        false
+    }
 }
 
 /// Writes a live canonical stream in a wire, event by event: the gateway's writer, and the

@@ -378,6 +378,7 @@ const LAYERS: &[&[&str]] = &[
         "server/live",
         "server/mount",
         "server/listen",
+        "server/passthrough",
     ],
     &["server/config"],
     &["server/app"],

@@ -269,19 +269,16 @@ async fn upstream_errors_answer_in_the_client_wire() {
         assert_eq!(body["type"], "error");
         assert_eq!(body["error"]["type"], "rate_limit_error");
     }
-    // A field the gateway does not translate: 400 naming it, in each wire's shape.
-    let mut bad = chat_body(false);
-    bad["logit_bias"] = json!({"50256": -100});
-    let (status, _, bytes) = post(&format!("{}/v1/chat/completions", server.url()), &bad).await;
-    assert_eq!(status, 400);
-    let body: Value = serde_json::from_slice(&bytes).unwrap();
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("logit_bias"),
-        "{body}"
-    );
+    // On the same wire (Chat to an OpenAI upstream) a field the gateway does not model goes
+    // through as sent, and the upstream's answer (here its 429) comes back.
+    let mut bias = chat_body(false);
+    bias["logit_bias"] = json!({"50256": -100});
+    let (status, _, _) = post(&format!("{}/v1/chat/completions", server.url()), &bias).await;
+    assert_eq!(status, 429);
+    let sent = upstream.requests().last().unwrap().body.clone();
+    assert_eq!(sent["logit_bias"], json!({"50256": -100}));
+    assert_eq!(sent["model"], "model-x");
+    // Across wires, a field the gateway does not translate: 400 naming it, in the wire's shape.
     let mut bad = messages_body(false);
     bad["container"] = json!("c");
     let (status, _, bytes) = post(&format!("{}/v1/messages", server.url()), &bad).await;
@@ -404,6 +401,13 @@ async fn provider_state_survives_every_client_wire_and_a_second_process() {
             if kind == ProviderKind::GeminiInteractions && client != "responses" {
                 continue;
             }
+            // On a same-wire route the client's own echo carries the state (the upstream's
+            // answer reaches it unchanged, tests/passthrough.rs); this test echoes only calls.
+            if (kind, client) == (ProviderKind::Anthropic, "messages")
+                || (kind, client) == (ProviderKind::OpenAiResponses, "responses")
+            {
+                continue;
+            }
             let (answer, marker) = stateful(kind);
             let script = Script::new().then(answer).then(MockReply::text("Done."));
             let upstream = MockServer::start(kind, script).await.unwrap();
@@ -411,9 +415,9 @@ async fn provider_state_survives_every_client_wire_and_a_second_process() {
             let second = gateway(kind, &upstream).await;
             // Turn one streamed for the Chat and Messages clients, whole for Responses (whose
             // clients echo `output` verbatim). A Responses upstream's encrypted-only reasoning
-            // shows nothing while its calls stream, so their openers go out before the state is
-            // known (docs/gateway.md); its whole answers carry it, and are tested here.
-            let stream = kind != ProviderKind::OpenAiResponses;
+            // shows no text, but its reasoning item is an event: the calls after it wait for
+            // their state.
+            let stream = true;
             let (path, turn1, body2) = match client {
                 "chat" => {
                     let (_, _, bytes) = post(
@@ -652,4 +656,190 @@ async fn any_upstream_chunking_gives_the_client_the_same_turn() {
             same_calls(kind, &got, &answer());
         }
     }
+}
+
+// Thinking and reasoning state through the gateway's streams: a streamed Anthropic thinking
+// block reaches a Messages client with its `signature_delta` (the signature exactly as the
+// upstream sent it), a Responses upstream's reasoning item reaches a Responses client with its
+// id and `encrypted_content`, and the second turn, echoed as a client echoes it, brings them
+// back to the upstream exactly.
+
+const SIGNATURE: &str = "RXFVS0NrWUlCaEFCR0FJcUFBLXNpZw==";
+const ENCRYPTED: &str = "Z0FBQUFBQm9fZW5jcnlwdGVkLXN0YXRl";
+
+/// The `data:` objects of an SSE stream, in order.
+fn events(bytes: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect()
+}
+
+/// An Anthropic turn that thinks (signed), then answers in text: the thinking block has no
+/// call to ride on, so only the stream's `signature_delta` can give it to the client.
+fn thinking_then_text(kind: ProviderKind) -> ChatResponse {
+    let mut r = ChatResponse::default()
+        .with_text("Sunny in Paris.")
+        .with_finish_reason(FinishReason::Stop);
+    r.reasoning = Some("Paris first.".into());
+    let (key, blocks) = if kind == ProviderKind::Bedrock {
+        (
+            "reasoning_blocks",
+            json!([{"reasoningText": {"text": "Paris first.", "signature": SIGNATURE}}]),
+        )
+    } else {
+        (
+            "thinking_blocks",
+            json!([{"type": "thinking", "thinking": "Paris first.", "signature": SIGNATURE}]),
+        )
+    };
+    r.extra.insert(key.into(), blocks);
+    r
+}
+
+/// A Messages client streams a thinking turn from an Anthropic upstream and from a Bedrock one
+/// (Claude on Bedrock signs its reasoning too; a route across wires, so the gateway's own
+/// writer): the thinking block it reads carries the upstream's signature; echoed back to
+/// Anthropic, it reaches the upstream exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_thinking_block_reaches_a_messages_client_signed() {
+    for (kind, model) in [
+        (ProviderKind::Anthropic, "model-x"),
+        (
+            ProviderKind::Bedrock,
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        ),
+    ] {
+        let script = Script::new()
+            .then(thinking_then_text(kind))
+            .then(MockReply::text("Done."));
+        let upstream = MockServer::start(kind, script).await.unwrap();
+        let role = RoleConfig::live("up", kind, model)
+            .with_base_url(upstream.url())
+            .with_api_key_env(KEY_VAR);
+        let server = toolwire::server::start(ServerConfig::new().with_port(0).with_roles([role]))
+            .await
+            .unwrap();
+        let url = format!("{}/v1/messages", server.url());
+        let turn1 = json!({"model": "up", "max_tokens": 4096, "stream": true,
+            "thinking": {"type": "enabled", "budget_tokens": 1024},
+            "messages": [{"role": "user", "content": "Weather in Paris?"}]});
+        let (status, _, bytes) = post(&url, &turn1).await;
+        assert_eq!(status, 200, "{kind}: {}", String::from_utf8_lossy(&bytes));
+        let events = events(&bytes);
+        let signatures: Vec<&str> = events
+            .iter()
+            .filter(|e| e["delta"]["type"] == "signature_delta")
+            .filter_map(|e| e["delta"]["signature"].as_str())
+            .collect();
+        assert_eq!(signatures, [SIGNATURE], "{kind}: {events:?}");
+        // The signature closes the thinking block, before the text block opens.
+        let at = |pred: &dyn Fn(&Value) -> bool| events.iter().position(pred).unwrap();
+        let signed = at(&|e| e["delta"]["type"] == "signature_delta");
+        let text = at(&|e| e["content_block"]["type"] == "text");
+        assert!(signed < text, "{kind}: {events:?}");
+
+        // Claude Code's second turn: the block as it read it, then the tool-free next question.
+        let got =
+            toolwire::replay::replay(&toolwire::providers::anthropic::Anthropic::new(), &bytes)
+                .unwrap()
+                .response;
+        assert_eq!(got.text.as_deref(), Some("Sunny in Paris."));
+        let block = &got.extra["thinking_blocks"][0];
+        assert_eq!(block["signature"], SIGNATURE, "{kind}: {block}");
+        if kind != ProviderKind::Anthropic {
+            continue;
+        }
+        let mut turn2 = turn1.clone();
+        turn2["messages"] = json!([
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": [block, {"type": "text", "text": "Sunny in Paris."}]},
+            {"role": "user", "content": "And tomorrow?"}
+        ]);
+        let (status, _, bytes) = post(&url, &turn2).await;
+        assert_eq!(status, 200, "{kind}: {}", String::from_utf8_lossy(&bytes));
+        let sent = upstream.requests()[1].body.to_string();
+        assert!(sent.contains(SIGNATURE), "{kind}: signature lost: {sent}");
+        assert!(
+            sent.contains("Paris first."),
+            "{kind}: thinking lost: {sent}"
+        );
+    }
+}
+
+/// A Responses upstream's reasoning (encrypted, with a summary) before a call: a Responses
+/// client's stream shows the item with the upstream's id and `encrypted_content`; echoed
+/// back (as Codex does, `output` items in `input`), the upstream gets it exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_responses_client_streams_the_reasoning_item_with_its_encrypted_content() {
+    let item = json!({"type": "reasoning", "id": "rs_up_7", "encrypted_content": ENCRYPTED,
+        "summary": [{"type": "summary_text", "text": "Look it up."}]});
+    let mut call = ToolCall::new("call_w1", "get_weather", r#"{"city":"Paris"}"#);
+    call.extra.insert("reasoning_items".into(), json!([item]));
+    call.extra.insert("item_id".into(), json!("fc_up_1"));
+    let mut answer = ChatResponse::default()
+        .with_tool_calls([call])
+        .with_finish_reason(FinishReason::ToolCalls);
+    answer.reasoning = Some("Look it up.".into());
+    let script = Script::new().then(answer).then(MockReply::text("Sunny."));
+    let kind = ProviderKind::OpenAiResponses;
+    let upstream = MockServer::start(kind, script).await.unwrap();
+    let server = gateway(kind, &upstream).await;
+    let url = format!("{}/v1/responses", server.url());
+    let tools = json!([{"type": "function", "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]);
+    let turn1 = json!({"model": "up", "stream": true, "input": "Weather in Paris?",
+        "tools": tools, "include": ["reasoning.encrypted_content"], "store": false});
+    let (status, _, bytes) = post(&url, &turn1).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    let events = events(&bytes);
+    let done: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "response.output_item.done" && e["item"]["type"] == "reasoning")
+        .map(|e| &e["item"])
+        .collect();
+    let upstream_item = done
+        .iter()
+        .find(|i| i["id"] == "rs_up_7")
+        .unwrap_or_else(|| panic!("no reasoning item rs_up_7: {events:?}"));
+    assert_eq!(upstream_item["encrypted_content"], ENCRYPTED);
+    assert_eq!(upstream_item["summary"][0]["text"], "Look it up.");
+    let added = events
+        .iter()
+        .find(|e| e["type"] == "response.output_item.added" && e["item"]["type"] == "reasoning")
+        .unwrap();
+    assert_eq!(
+        added["item"]["id"], "rs_up_7",
+        "announced with the id it ends with"
+    );
+
+    // Codex's second turn: the finished output items, then the call's output.
+    let completed = events
+        .iter()
+        .find(|e| e["type"] == "response.completed")
+        .unwrap();
+    let mut input = vec![json!({"role": "user", "content": "Weather in Paris?"})];
+    let mut call_id = String::new();
+    for item in completed["response"]["output"].as_array().unwrap() {
+        if item["type"] == "function_call" {
+            call_id = item["call_id"].as_str().unwrap().to_owned();
+        }
+        input.push(item.clone());
+    }
+    input.push(json!({"type": "function_call_output", "call_id": call_id, "output": "sunny"}));
+    let mut turn2 = turn1.clone();
+    turn2["input"] = json!(input);
+    let (status, _, bytes) = post(&url, &turn2).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    let sent = &upstream.requests()[1].body;
+    let items: Vec<&Value> = sent["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "reasoning")
+        .collect();
+    assert_eq!(items.len(), 1, "{sent}");
+    assert_eq!(items[0]["id"], "rs_up_7", "{sent}");
+    assert_eq!(items[0]["encrypted_content"], ENCRYPTED, "{sent}");
 }

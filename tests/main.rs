@@ -42,6 +42,7 @@ mod foreign_body;
 mod gateway;
 mod gateway_cancel;
 mod gateway_sdk;
+mod gateway_settings;
 #[cfg(all(feature = "agent", feature = "mock", feature = "client"))]
 mod hosted;
 #[cfg(feature = "cli")]
@@ -53,19 +54,25 @@ mod one_path;
 #[cfg(feature = "cli")]
 mod partial_json;
 mod parts;
+mod passthrough;
 #[cfg(feature = "conformance")]
 mod props;
+#[cfg(feature = "mock")]
+mod real_clients;
 #[cfg(feature = "conformance")]
 mod realtime;
 #[cfg(feature = "cli")]
 mod realtime_cli;
 #[cfg(all(feature = "realtime", feature = "mock"))]
 mod realtime_session;
+#[cfg(feature = "mock")]
+mod reasoning_echo;
 mod second_turn;
 #[cfg(feature = "cli")]
 mod serve_hardening;
 #[cfg(feature = "cli")]
 mod server;
+mod settings;
 mod standalone;
 #[cfg(feature = "tools")]
 mod tool_macro;

@@ -37,6 +37,8 @@
 //! ```
 
 mod body;
+#[cfg(feature = "server")]
+mod raw;
 mod record;
 mod retry;
 mod router;

@@ -579,7 +579,8 @@ async fn serve(mut sock: TcpStream, shared: Arc<Shared>) {
     let wants_stream = request
         .header("accept")
         .is_some_and(|a| a.contains("text/event-stream"))
-        || body.get("stream") == Some(&Value::Bool(true));
+        || body.get("stream") == Some(&Value::Bool(true))
+        || shared.provider.streams_at(&request.path);
     let request_chars = match &body {
         Value::String(text) => text.chars().count(),
         json => json_chars(json),

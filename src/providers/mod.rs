@@ -267,9 +267,11 @@ fn not_builtin(kind: ProviderKind) -> Error {
 
 /// The provider for `kind` answering at `base_url` (`None`: the provider's own endpoint).
 ///
-/// A base URL other than OpenAI's own, for `openai`, means another OpenAI-compatible server
-/// (vLLM, Ollama, DeepSeek, a gateway), which gets [`openai::OpenAi::compatible`]; every other
-/// provider speaks its own wire wherever it is served. The client, its recorder and
+/// A base URL other than OpenAI's own, for `openai`, means another OpenAI-compatible server:
+/// on the host of a named dialect's documented base URL ([`COMPATIBLE_DIALECTS`]: DeepSeek,
+/// Kimi, OpenRouter, MiniMax) that dialect, else (vLLM, Ollama, a gateway)
+/// [`openai::OpenAi::compatible`]; every other provider speaks its own wire wherever it is
+/// served. The client, its recorder and
 /// [`crate::conformance`] all choose with this, so a recording is checked with the dialect that
 /// produced it.
 pub fn provider_for_base_url(
@@ -278,10 +280,31 @@ pub fn provider_for_base_url(
 ) -> Result<Box<dyn Provider>> {
     let default = provider_for(kind)?;
     let elsewhere = base_url.is_some_and(|url| !is_default_base_url(default.as_ref(), url));
-    if kind == ProviderKind::OpenAi && elsewhere {
-        return Ok(Box::new(openai::OpenAi::compatible()));
+    if kind == ProviderKind::OpenAi
+        && let Some(url) = base_url.filter(|_| elsewhere)
+    {
+        let named = COMPATIBLE_DIALECTS
+            .iter()
+            .map(|dialect| dialect())
+            .find(|p| host(p.info().base_url).eq_ignore_ascii_case(host(url)));
+        return Ok(Box::new(named.unwrap_or_else(openai::OpenAi::compatible)));
     }
     Ok(default)
+}
+
+/// The Chat Completions servers with a dialect of their own, picked by the host of their
+/// documented base URL (see [`provider_for_base_url`]).
+pub const COMPATIBLE_DIALECTS: &[fn() -> openai::OpenAi] = &[
+    deepseek::provider,
+    kimi::provider,
+    openrouter::provider,
+    minimax::provider,
+];
+
+/// The host (and port) of a URL: what sits between `scheme://` and the path.
+fn host(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    rest.split(['/', '?', '#']).next().unwrap_or("")
 }
 
 /// Whether `url` is `provider`'s own endpoint (a trailing `/` aside).
@@ -292,6 +315,44 @@ pub(crate) fn is_default_base_url(provider: &dyn Provider, url: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An `openai` base URL on a named dialect's host gets that dialect, with or without the
+    /// path its documentation shows (DeepSeek documents both `https://api.deepseek.com` and
+    /// `https://api.deepseek.com/v1`); any other host the generic compatible dialect.
+    #[test]
+    fn a_compatible_server_is_known_by_its_host() {
+        let kind = |url: &str| {
+            provider_for_base_url(ProviderKind::OpenAi, Some(url))
+                .unwrap()
+                .info()
+                .kind
+        };
+        assert_eq!(
+            kind("https://api.deepseek.com/v1"),
+            ProviderKind::Custom("deepseek")
+        );
+        assert_eq!(
+            kind("https://API.deepseek.com"),
+            ProviderKind::Custom("deepseek")
+        );
+        assert_eq!(
+            kind("https://api.moonshot.ai/v1/"),
+            ProviderKind::Custom("kimi")
+        );
+        assert_eq!(
+            kind("https://openrouter.ai/api/v1"),
+            ProviderKind::Custom("openrouter")
+        );
+        assert_eq!(
+            kind("https://api.minimax.io/v1"),
+            ProviderKind::Custom("minimax")
+        );
+        assert_eq!(kind("http://localhost:8000/v1"), ProviderKind::OpenAi);
+        assert_eq!(
+            kind("https://api.deepseek.com.example.org/v1"),
+            ProviderKind::OpenAi
+        );
+    }
 
     #[test]
     fn the_table_is_consistent() {

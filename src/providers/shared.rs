@@ -761,14 +761,13 @@ impl Fields {
     /// Takes an output verbosity (`verbosity`, `text.verbosity`): only the default, `medium`,
     /// is taken, since no other wire carries one; another value is refused by name.
     pub(crate) fn verbosity(&mut self, key: &str) -> Result<()> {
+        // A hint of the answer's length (OpenAI's `verbosity`, gpt-5 and later): across wires
+        // it is left out; the same wire passes it as sent.
         match self.string(key)?.as_deref() {
-            None | Some("medium") => Ok(()),
+            None | Some("low" | "medium" | "high") => Ok(()),
             Some(other) => Err(Error::input(
                 self.path(key),
-                format!(
-                    "{other:?}: the gateway carries only the default verbosity (medium) across \
-                     wires"
-                ),
+                format!("{}: expected low, medium or high", other.shown()),
             )),
         }
     }
@@ -1120,5 +1119,34 @@ impl CallGate {
                 self.open(index, held, emit);
             }
         }
+    }
+}
+
+/// A value as an error message names it: a string quoted as JSON would (`"custom"`), an
+/// absent one as `missing` (never Rust's `Some("custom")`).
+#[cfg(feature = "respond")]
+pub(crate) trait Shown {
+    /// The value as an error message shows it.
+    fn shown(&self) -> String;
+}
+
+#[cfg(feature = "respond")]
+impl Shown for Option<&str> {
+    fn shown(&self) -> String {
+        self.map_or_else(|| "missing".to_owned(), |s| s.shown())
+    }
+}
+
+#[cfg(feature = "respond")]
+impl Shown for &str {
+    fn shown(&self) -> String {
+        serde_json::Value::String((*self).to_owned()).to_string()
+    }
+}
+
+#[cfg(feature = "respond")]
+impl Shown for String {
+    fn shown(&self) -> String {
+        self.as_str().shown()
     }
 }

@@ -41,8 +41,8 @@ pub(crate) struct ClientWire {
     pub(crate) route: &'static str,
     /// How this wire's answer ids begin (`chatcmpl-`, `msg_`).
     pub(crate) id_prefix: &'static str,
-    /// The provider whose decoder reads what this wire writes (for the table's test).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// The provider whose decoder reads what this wire writes (for the table's test), and the
+    /// upstream provider a same-wire route passes through to.
     pub(crate) provider: ProviderKind,
     /// The smallest request of this wire (for the table's test).
     #[cfg_attr(not(test), allow(dead_code))]
@@ -55,6 +55,8 @@ pub(crate) struct ClientWire {
     pub(crate) body: fn(&ChatResponse, &Answer<'_>) -> Vec<u8>,
     /// The status and body of an error in this wire's shape.
     pub(crate) error: fn(&ApiError) -> (u16, Vec<u8>),
+    /// The client headers of this wire sent on to an upstream of the same wire (lowercase).
+    pub(crate) headers: &'static [&'static str],
 }
 
 /// One [`WIRES`] line: route, answer id prefix, the provider reading this wire, the wire's
@@ -70,6 +72,7 @@ macro_rules! client_wire {
             writer: $($module)::+::writer,
             body: $($module)::+::body,
             error: $($module)::+::encode_error,
+            headers: $($module)::+::WIRE_HEADERS,
         }
     };
 }
@@ -178,7 +181,32 @@ fn upstream_error(e: &Error) -> ApiError {
 }
 
 fn error_response(wire: Wire, error: &ApiError) -> Response {
+    error_response_at(wire, error, None)
+}
+
+/// An error body of the wire's shape, stamped: `param` (the field at fault, where the shape
+/// has one: OpenAI's `error.param`) and a `request_id` (Anthropic's top-level field; every
+/// wire's `request-id` and `x-request-id` headers).
+fn stamp(body: Vec<u8>, param: Option<&str>, request_id: &str) -> Vec<u8> {
+    let Ok(serde_json::Value::Object(mut top)) = serde_json::from_slice(&body) else {
+        return body;
+    };
+    if let (Some(param), Some(serde_json::Value::Object(e))) = (param, top.get_mut("error"))
+        && e.contains_key("param")
+    {
+        e.insert("param".into(), json!(param));
+    }
+    if top.get("type").and_then(serde_json::Value::as_str) == Some("error") {
+        top.insert("request_id".into(), json!(request_id));
+    }
+    serde_json::to_vec(&top).unwrap_or(body)
+}
+
+/// [`error_response`] naming the field at fault (`param`), when there is one.
+fn error_response_at(wire: Wire, error: &ApiError, param: Option<&str>) -> Response {
     let (status, body) = wire.error(error);
+    let request_id = answer_id("req_");
+    let body = stamp(body, param, &request_id);
     let mut response = (
         StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
         [(
@@ -188,6 +216,10 @@ fn error_response(wire: Wire, error: &ApiError) -> Response {
         body,
     )
         .into_response();
+    if let Ok(v) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("request-id", v.clone());
+        response.headers_mut().insert("x-request-id", v);
+    }
     if let Some(after) = error.retry_after {
         let secs = after.as_secs() + u64::from(after.subsec_nanos() > 0);
         if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
@@ -430,14 +462,17 @@ async fn serve_in(
         Ok(b) => b,
         Err(e) => return refused(e),
     };
+    if let Some(head) = super::passthrough::peek(&bytes)
+        && let Some(response) = same_wire(&app, wire, &headers, &bytes, head, &span).await
+    {
+        return response;
+    }
     let mut asked = match (wire.get().read)(&bytes) {
         Ok(a) => a,
         Err(Error::Input { path, message }) => {
-            return refused(refuse(
-                400,
-                "invalid_request_error",
-                format!("{path}: {message}"),
-            ));
+            counters.client_errors.fetch_add(1, Ordering::Relaxed);
+            let e = refuse(400, "invalid_request_error", format!("{path}: {message}"));
+            return error_response_at(wire, &e, Some(&path));
         }
         Err(e) => return refused(refuse(400, "invalid_request_error", e.to_string())),
     };
@@ -558,6 +593,83 @@ async fn serve_in(
     response
 }
 
+/// A same-wire route's answer (`super::passthrough`), or `None` when the model's upstream
+/// speaks another wire (or is the offline one), for the canonical path to answer.
+async fn same_wire(
+    app: &Arc<App>,
+    wire: Wire,
+    headers: &HeaderMap,
+    bytes: &[u8],
+    head: super::passthrough::Head,
+    span: &tracing::Span,
+) -> Option<Response> {
+    use super::passthrough;
+    if app
+        .role(&head.model)
+        .is_some_and(|r| r.config.provider.is_none())
+    {
+        return None;
+    }
+    let counters = &app.gateway.counters[wire.slot()];
+    let (client, upstream_model) = match app.gateway.resolve(app, &head.model).await {
+        Ok(c) => c,
+        Err(e) => {
+            counters.client_errors.fetch_add(1, Ordering::Relaxed);
+            return Some(error_response(wire, &e));
+        }
+    };
+    if !passthrough::same_wire(
+        (wire.route(), wire.get().provider),
+        &client,
+        &upstream_model,
+    ) {
+        return None;
+    }
+    span.record("model", head.model.as_str());
+    let body = passthrough::splice(bytes, &head.range, &upstream_model);
+    let sent = passthrough::wire_headers(headers, wire.get().headers);
+    let guard: Box<dyn Send> = if head.stream {
+        counters.streams.fetch_add(1, Ordering::Relaxed);
+        counters.open_streams.fetch_add(1, Ordering::Relaxed);
+        Box::new(OpenStream(Arc::clone(app), wire.slot()))
+    } else {
+        Box::new(())
+    };
+    let model = head.model;
+    let done: passthrough::Done = Box::new(move |response| {
+        if let Some(usage) = response.and_then(|r| r.usage) {
+            tracing::debug!(
+                model = model.as_str(),
+                input_tokens = usage.input_tokens,
+                output_tokens = usage.output_tokens,
+                "same-wire answer read"
+            );
+        }
+    });
+    match passthrough::forward(
+        &client,
+        &upstream_model,
+        body,
+        head.stream,
+        &sent,
+        guard,
+        done,
+    )
+    .await
+    {
+        Ok(response) => {
+            if !response.status().is_success() {
+                counters.upstream_errors.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(response)
+        }
+        Err(e) => {
+            counters.upstream_errors.fetch_add(1, Ordering::Relaxed);
+            Some(error_response(wire, &upstream_error(&e)))
+        }
+    }
+}
+
 /// With the role's `drop_unsupported`, the settings the upstream wire cannot carry are left
 /// out; this names them (`None` when nothing was left out). An encoding error is left for the
 /// upstream call to report.
@@ -590,15 +702,7 @@ fn name_dropped(response: &mut Response, dropped: Option<&String>) {
 /// `data[].id` the same way).
 pub(crate) async fn models(State(app): State<Arc<App>>) -> Response {
     let created = now();
-    let data: Vec<_> = app
-        .roles
-        .iter()
-        .map(|r| {
-            let owner = r.config.provider.map_or("mock", ProviderKind::name);
-            json!({"id": r.config.name, "object": "model", "created": created, "owned_by": owner,
-                   "type": "model", "display_name": r.config.name, "created_at": "1970-01-01T00:00:00Z"})
-        })
-        .collect();
+    let data: Vec<_> = app.roles.iter().map(|r| model_entry(r, created)).collect();
     let first = data
         .first()
         .and_then(|m| m["id"].as_str())
@@ -610,6 +714,97 @@ pub(crate) async fn models(State(app): State<Arc<App>>) -> Response {
     axum::Json(json!({"object": "list", "data": data, "has_more": false,
                       "first_id": first, "last_id": last}))
     .into_response()
+}
+
+/// One model's entry, as `GET /v1/models` lists it.
+fn model_entry(r: &super::app::Role, created: u64) -> serde_json::Value {
+    let owner = r.config.provider.map_or("mock", ProviderKind::name);
+    json!({"id": r.config.name, "object": "model", "created": created, "owned_by": owner,
+           "type": "model", "display_name": r.config.name, "created_at": "1970-01-01T00:00:00Z"})
+}
+
+/// `GET /v1/models/{id}`: one role, in the shape of a `GET /v1/models` entry (OpenAI's and
+/// Anthropic's SDKs read `id`); 404 in OpenAI's error shape for a name that is no role.
+pub(crate) async fn model(
+    State(app): State<Arc<App>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    match app.role(&id) {
+        Some(r) => axum::Json(model_entry(r, now())).into_response(),
+        None => error_response_at(
+            Wire(0),
+            &refuse(
+                404,
+                "model_not_found",
+                format!("model {id:?} is no role of this server"),
+            ),
+            Some("model"),
+        ),
+    }
+}
+
+/// `POST /v1/messages/count_tokens` (a Messages body, `max_tokens` optional): an Anthropic
+/// upstream's own count (its `/v1/messages/count_tokens`, the body passed as on the same wire);
+/// for any other upstream an estimate, said so in the answer (`"toolwire_estimate": true` and
+/// the `toolwire-count: estimate` header): the body's JSON length in bytes divided by four.
+pub(crate) async fn count_tokens(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    raw: Body,
+) -> Response {
+    let wire = Wire::at("/v1/messages").unwrap_or(Wire(0));
+    let bytes = match read_body(&headers, raw).await {
+        Ok(b) => b,
+        Err(e) => return error_response(wire, &e),
+    };
+    let Some(head) = super::passthrough::peek(&bytes) else {
+        let e = refuse(
+            400,
+            "invalid_request_error",
+            "model: a JSON object with a string model is required",
+        );
+        return error_response_at(wire, &e, Some("model"));
+    };
+    let offline = app
+        .role(&head.model)
+        .is_some_and(|r| r.config.provider.is_none());
+    if !offline {
+        let (client, upstream_model) = match app.gateway.resolve(&app, &head.model).await {
+            Ok(c) => c,
+            Err(e) => return error_response(wire, &e),
+        };
+        if super::passthrough::same_wire(
+            (wire.route(), wire.get().provider),
+            &client,
+            &upstream_model,
+        ) {
+            let body = super::passthrough::splice(&bytes, &head.range, &upstream_model);
+            let sent = super::passthrough::wire_headers(&headers, wire.get().headers);
+            let done: super::passthrough::Done = Box::new(|_| {});
+            return match super::passthrough::forward_at(
+                &client,
+                &upstream_model,
+                "/count_tokens",
+                body,
+                false,
+                &sent,
+                Box::new(()),
+                done,
+            )
+            .await
+            {
+                Ok(r) => r,
+                Err(e) => error_response(wire, &upstream_error(&e)),
+            };
+        }
+    }
+    let estimate = bytes.len().div_ceil(4);
+    let mut response =
+        axum::Json(json!({"input_tokens": estimate, "toolwire_estimate": true})).into_response();
+    response
+        .headers_mut()
+        .insert("toolwire-count", HeaderValue::from_static("estimate"));
+    response
 }
 
 /// One metric: name, type, help, and where its value is.
@@ -709,6 +904,8 @@ pub(crate) fn routes(shared: Arc<Shared>, keys: Vec<String>) -> axum::Router {
     }
     router
         .route("/v1/models", get(models))
+        .route("/v1/models/{id}", get(model))
+        .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/metrics", get(metrics))
         .with_state(Arc::clone(&app))
         .layer(axum::middleware::from_fn_with_state(app, gate))

@@ -22,6 +22,7 @@ mod mcp;
 mod mount;
 mod offline;
 mod page;
+mod passthrough;
 mod store;
 
 pub use config::{

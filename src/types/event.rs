@@ -22,6 +22,30 @@ pub enum StreamEvent {
         /// The new reasoning text.
         text: String,
     },
+    /// The signature that closes the reasoning block in progress (Anthropic's
+    /// `signature_delta`, a Bedrock `reasoningContent` signature): opaque, echoed back verbatim
+    /// on the next turn, so a writer of a wire that has signatures forwards it exactly.
+    /// Several pieces of one block concatenate. The block itself stays on the final response
+    /// (its provider `extra`), as before.
+    ReasoningSignature {
+        /// The signature text, exactly as received.
+        signature: String,
+    },
+    /// A reasoning block the provider sent encrypted whole (Anthropic's `redacted_thinking`):
+    /// no text to show, only `data` to echo back verbatim on the next turn.
+    RedactedReasoning {
+        /// The opaque data, exactly as received.
+        data: String,
+    },
+    /// The opaque state of a reasoning item (a Responses `reasoning` output item): its `id`
+    /// when the item begins, then again with its `encrypted_content` when the item is done (the
+    /// later event wins field by field). Reasoning text between the two belongs to this item.
+    ReasoningState {
+        /// The provider's item id.
+        id: Option<String>,
+        /// The item's `encrypted_content`, once the provider sent it.
+        encrypted_content: Option<String>,
+    },
     /// A call began; its id may still be unknown (minted at the end) and its name is known
     /// as far as the wire has sent it.
     ToolCallStarted {

@@ -206,9 +206,14 @@ impl Decoder {
             Some("thinking") => {
                 self.turn
                     .reasoning(block.thinking.as_deref().unwrap_or(""), out);
+                self.turn
+                    .reasoning_signature(block.signature.as_deref().unwrap_or(""), out);
                 self.keep_thinking(value.clone());
             }
-            Some("redacted_thinking") => self.keep_thinking(value.clone()),
+            Some("redacted_thinking") => {
+                self.turn.redacted_reasoning(redacted_data(value), out);
+                self.keep_thinking(value.clone());
+            }
             Some("tool_use") => {
                 self.content_seen = true;
                 let name = tool_name(&block, at)?;
@@ -303,12 +308,17 @@ impl Decoder {
             Some("thinking") => {
                 let text = block.thinking.unwrap_or_default();
                 self.turn.reasoning(&text, out);
+                self.turn
+                    .reasoning_signature(block.signature.as_deref().unwrap_or(""), out);
                 Open::Thinking {
                     text,
                     signature: block.signature.unwrap_or_default(),
                 }
             }
-            Some("redacted_thinking") => Open::Redacted(value),
+            Some("redacted_thinking") => {
+                self.turn.redacted_reasoning(redacted_data(&value), out);
+                Open::Redacted(value)
+            }
             Some("tool_use") => {
                 self.content_seen = true;
                 let name = tool_name(&block, "content_block_start")?;
@@ -366,7 +376,10 @@ impl Decoder {
                 text.push_str(&piece);
                 self.turn.reasoning(&piece, out);
             }
-            ("signature_delta", Open::Thinking { signature, .. }) => signature.push_str(&piece),
+            ("signature_delta", Open::Thinking { signature, .. }) => {
+                signature.push_str(&piece);
+                self.turn.reasoning_signature(&piece, out);
+            }
             ("input_json_delta", Open::Call { slot, streamed, .. }) => {
                 if !piece.is_empty() {
                     *streamed = true;
@@ -562,6 +575,11 @@ fn is_hosted_use(kind: &str) -> bool {
 /// `tool_search_tool_result`, `mcp_tool_result`, … (a client `tool_result` never comes back).
 fn is_hosted_result(kind: &str) -> bool {
     kind != "tool_result" && kind.ends_with("_tool_result")
+}
+
+/// A `redacted_thinking` block's opaque `data`.
+fn redacted_data(block: &Value) -> &str {
+    block.get("data").and_then(Value::as_str).unwrap_or("")
 }
 
 fn block_index(event: &Event, what: &str) -> Result<i64> {

@@ -8,6 +8,7 @@
 //! `content_block_start` / `content_block_delta`s / `content_block_stop` run per block,
 //! `message_delta` with the stop reason and usage, `message_stop`.
 
+use crate::providers::shared::Shown;
 use std::collections::HashMap;
 
 use serde::Serialize;
@@ -112,9 +113,10 @@ pub fn decode_request(body: &[u8]) -> Result<MessagesRequest> {
             Some("adaptive") => request.thinking = Some(true),
             Some("disabled") => request.thinking = Some(false),
             other => {
+                let other = other.shown();
                 return Err(Error::input(
                     "thinking.type",
-                    format!("{other:?}: expected enabled, adaptive or disabled"),
+                    format!("{other}: expected enabled, adaptive or disabled"),
                 ));
             }
         }
@@ -123,9 +125,10 @@ pub fn decode_request(body: &[u8]) -> Result<MessagesRequest> {
         match t.string("display")?.as_deref() {
             None | Some("summarized") | Some("omitted") => {}
             Some(other) => {
+                let other = other.shown();
                 return Err(Error::input(
                     "thinking.display",
-                    format!("{other:?}: expected summarized or omitted"),
+                    format!("{other}: expected summarized or omitted"),
                 ));
             }
         }
@@ -140,8 +143,45 @@ pub fn decode_request(body: &[u8]) -> Result<MessagesRequest> {
     }
     // A label for the client's own records; it changes nothing in the answer.
     f.ignore("metadata");
+    if let Some(management) = f.take("context_management") {
+        clears_nothing(management)?;
+    }
     f.finish()?;
     Ok(MessagesRequest { request, stream })
+}
+
+/// Reads `context_management` (<https://docs.claude.com/en/docs/build-with-claude/context-editing>):
+/// accepted, and left out, when its edits clear nothing (Claude Code's
+/// `{"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}`: every thinking block
+/// kept); an edit that clears context is Anthropic's alone and refused by name.
+fn clears_nothing(value: Value) -> Result<()> {
+    let mut c = Fields::of(value, "context_management")?;
+    for (i, edit) in c
+        .array("edits")?
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        let at = format!("context_management.edits[{i}]");
+        let mut e = Fields::of(edit, &at)?;
+        let kind = e.string("type")?;
+        let keeps_all = kind
+            .as_deref()
+            .is_some_and(|k| k.starts_with("clear_thinking_"))
+            && e.take("keep") == Some(Value::String("all".into()));
+        if !keeps_all {
+            return Err(Error::input(
+                at,
+                format!(
+                    "{}: context editing runs at Anthropic only; send it through an anthropic \
+                     role (the same wire passes it as sent)",
+                    kind.as_deref().shown()
+                ),
+            ));
+        }
+        e.finish()?;
+    }
+    c.finish()
 }
 
 /// A string, or text blocks joined (`system`, a tool result's text).
@@ -207,9 +247,10 @@ fn source(value: Value, at: &str) -> Result<(Source, bool)> {
             )
         }
         other => {
+            let other = other.shown();
             return Err(Error::input(
                 format!("{at}.type"),
-                format!("{other:?}: expected base64, url or text"),
+                format!("{other}: expected base64, url or text"),
             ));
         }
     };
@@ -250,6 +291,21 @@ fn turn(
         .ok_or_else(|| Error::input(format!("{at}.role"), "field required"))?;
     let content = m.need("content")?;
     m.finish()?;
+    if role == "system" {
+        // A system message inside `messages` (Claude Code sends one when its tools change
+        // mid-conversation): instructions at that point of the conversation.
+        out.push(Message::system(text_blocks(
+            content,
+            &format!("{at}.content"),
+        )?));
+        return Ok(());
+    }
+    if role != "user" && role != "assistant" {
+        return Err(Error::input(
+            format!("{at}.role"),
+            format!("unknown role {} (user, assistant or system)", role.shown()),
+        ));
+    }
     let blocks = match content {
         Value::String(s) => {
             out.push(match role.as_str() {
@@ -314,10 +370,11 @@ fn turn(
                                             content.push(media(kind, item, &at)?);
                                         }
                                         other => {
+                                            let other = other.shown();
                                             return Err(Error::input(
                                                 format!("{at}.type"),
                                                 format!(
-                                                    "{other:?}: a tool result takes text, image and document blocks"
+                                                    "{other}: a tool result takes text, image and document blocks"
                                                 ),
                                             ));
                                         }
@@ -343,10 +400,11 @@ fn turn(
                         out.push(Message::Tool(result));
                     }
                     other => {
+                        let other = other.shown();
                         return Err(Error::input(
                             format!("{at}.type"),
                             format!(
-                                "{other:?}: a user turn takes text, image, document and tool_result blocks"
+                                "{other}: a user turn takes text, image, document and tool_result blocks"
                             ),
                         ));
                     }
@@ -410,10 +468,11 @@ fn turn(
                         a.tool_calls.push(call);
                     }
                     other => {
+                        let other = other.shown();
                         return Err(Error::input(
                             format!("{at}.type"),
                             format!(
-                                "{other:?}: an assistant turn takes thinking, text and tool_use blocks"
+                                "{other}: an assistant turn takes thinking, text and tool_use blocks"
                             ),
                         ));
                     }
@@ -429,9 +488,10 @@ fn turn(
             out.push(Message::Assistant(a));
         }
         other => {
+            let other = other.shown();
             return Err(Error::input(
                 format!("{at}.role"),
-                format!("unknown role {other:?} (user or assistant)"),
+                format!("unknown role {other} (user, assistant or system)"),
             ));
         }
     }
@@ -520,7 +580,8 @@ pub fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
 enum Open {
     None,
     Text,
-    Thinking,
+    /// A thinking block; `true` once its signature went out.
+    Thinking(bool),
     Call(usize),
 }
 
@@ -657,7 +718,7 @@ impl EventWriter {
 
     /// Before a held call opens: the open thinking block gets the signature its call carries.
     fn sign(&mut self, outs: &[CallOut], out: &mut Vec<u8>) {
-        if self.open != Open::Thinking {
+        if self.open != Open::Thinking(false) {
             return;
         }
         for o in outs {
@@ -676,14 +737,31 @@ impl EventWriter {
                         .map(str::to_owned)
                 });
                 if let Some(signature) = signature {
-                    self.delta(
-                        self.next - 1,
-                        json!({"type": "signature_delta", "signature": signature}),
-                        out,
-                    );
+                    self.signature(&signature, out);
                 }
                 return;
             }
+        }
+    }
+
+    /// The open thinking block's `signature_delta`: the upstream's signature, exactly.
+    fn signature(&mut self, signature: &str, out: &mut Vec<u8>) {
+        self.delta(
+            self.next - 1,
+            json!({"type": "signature_delta", "signature": signature}),
+            out,
+        );
+        self.open = Open::Thinking(true);
+    }
+
+    /// A thinking block opened on the client's side, unless one is open already.
+    fn thinking(&mut self, out: &mut Vec<u8>) {
+        if !matches!(self.open, Open::Thinking(_)) {
+            self.begin(
+                Open::Thinking(false),
+                json!({"type": "thinking", "thinking": "", "signature": ""}),
+                out,
+            );
         }
     }
 
@@ -724,18 +802,40 @@ impl StreamWriter for EventWriter {
                 StreamEvent::ReasoningDelta { text } => {
                     self.flush(out);
                     self.calls.reasoning();
-                    if self.open != Open::Thinking {
-                        self.begin(
-                            Open::Thinking,
-                            json!({"type": "thinking", "thinking": "", "signature": ""}),
-                            out,
-                        );
+                    if self.open == Open::Thinking(true) {
+                        // A signed block is over: new reasoning is the next block.
+                        self.close(out);
                     }
+                    self.thinking(out);
                     self.delta(
                         self.next - 1,
                         json!({"type": "thinking_delta", "thinking": text}),
                         out,
                     );
+                }
+                StreamEvent::ReasoningSignature { signature } => {
+                    self.flush(out);
+                    self.calls.reasoning();
+                    // A signature for a block with no text (thinking shown as omitted) opens
+                    // its block; pieces of one signature follow each other.
+                    self.thinking(out);
+                    self.signature(signature, out);
+                }
+                StreamEvent::RedactedReasoning { data } => {
+                    self.flush(out);
+                    self.calls.reasoning();
+                    self.begin(
+                        Open::Thinking(true),
+                        json!({"type": "redacted_thinking", "data": data}),
+                        out,
+                    );
+                    self.close(out);
+                }
+                StreamEvent::ReasoningState { .. } => {
+                    // A reasoning item (Responses) this wire has no block for: the calls after
+                    // it wait until complete, so their ids carry it.
+                    self.flush(out);
+                    self.calls.reasoning();
                 }
                 other => {
                     let mut outs = Vec::new();
@@ -756,18 +856,14 @@ impl StreamWriter for EventWriter {
         self.calls.rest(response, true, &mut outs);
         self.sign(&outs, out);
         self.calls_out(outs, out);
-        if self.open == Open::Thinking {
+        if self.open == Open::Thinking(false) {
             let signature = blocks_of(&response.extra).iter().rev().find_map(|b| {
                 b.get("signature")
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             });
             if let Some(signature) = signature {
-                self.delta(
-                    self.next - 1,
-                    json!({"type": "signature_delta", "signature": signature}),
-                    out,
-                );
+                self.signature(&signature, out);
             }
         }
         self.close(out);
@@ -790,6 +886,9 @@ impl StreamWriter for EventWriter {
         event(out, "error", &respond::error_json(error));
     }
 }
+
+/// The client headers of this wire a same-wire upstream gets as sent: Anthropic's version and beta headers.
+pub const WIRE_HEADERS: &[&str] = &["anthropic-version", "anthropic-beta"];
 
 /// The smallest Messages request, for the gateway's table test.
 pub const EXAMPLE: &str =
@@ -894,6 +993,46 @@ mod tests {
         assert!(read.request.tools.is_empty());
     }
 
+    /// An Anthropic stream with a signed thinking block, a redacted one and text, decoded and
+    /// written again: the client reads the same blocks, signature and data exactly, in any
+    /// batching (<https://docs.claude.com/en/docs/build-with-claude/extended-thinking>: the
+    /// `signature_delta` just before the block's `content_block_stop`, `redacted_thinking`
+    /// blocks whole).
+    #[test]
+    fn thinking_signatures_and_redacted_blocks_pass_through_a_stream() {
+        use crate::provider::Respond;
+        let blocks = json!([
+            {"type": "thinking", "thinking": "Paris first.", "signature": "RXFVS0NrWUlC/sig=="},
+            {"type": "redacted_thinking", "data": "RW5jcnlwdGVkIGJsb2Nr"}
+        ]);
+        let mut upstream = ChatResponse::default()
+            .with_text("Sunny.")
+            .with_finish_reason(FinishReason::Stop);
+        upstream.reasoning = Some("Paris first.".into());
+        upstream
+            .extra
+            .insert(THINKING_BLOCKS.into(), blocks.clone());
+        let wire = Anthropic::new().encode_response(&upstream, true).unwrap();
+        let decoded = replay(&Anthropic::new(), &wire).unwrap();
+        assert!(decoded.events.contains(&StreamEvent::ReasoningSignature {
+            signature: "RXFVS0NrWUlC/sig==".into()
+        }));
+        for batch in [1, 2, decoded.events.len()] {
+            let mut w = EventWriter::new("msg_1", "m");
+            let mut out = Vec::new();
+            w.start(&mut out);
+            for b in decoded.events.chunks(batch) {
+                w.events(b, &mut out);
+            }
+            w.finish(&decoded.response, &mut out);
+            let back = replay(&Anthropic::new(), &out).unwrap().response;
+            assert_eq!(back.extra[THINKING_BLOCKS], blocks, "batch {batch}");
+            assert_eq!(back.text.as_deref(), Some("Sunny."));
+            let text = String::from_utf8_lossy(&out);
+            assert_eq!(text.matches("signature_delta").count(), 1, "{text}");
+        }
+    }
+
     /// What the writer sends reads back, through our own Messages decoder, as what it was given.
     #[test]
     fn written_streams_decode_back() {
@@ -976,5 +1115,37 @@ mod tests {
                 assert_eq!(body["error"]["type"], kind, "{who} at {status}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod real_client_fields {
+    use super::decode_request;
+    use crate::types::Message;
+
+    /// What Claude Code sends that changes nothing, or that is read: a `system` message in
+    /// `messages`, `thinking.display`, `context_management` clearing nothing.
+    #[test]
+    fn claude_code_fields_are_read_or_left_out() {
+        let body = br#"{"model":"m","max_tokens":64,
+            "thinking":{"type":"enabled","budget_tokens":31999,"display":"omitted"},
+            "context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},
+            "messages":[{"role":"user","content":"hi"},
+                        {"role":"system","content":[{"type":"text","text":"tools changed","cache_control":{"type":"ephemeral"}}]}]}"#;
+        let r = decode_request(body).unwrap();
+        assert!(
+            matches!(&r.request.messages[1], Message::System { content } if content == "tools changed"),
+            "{:?}",
+            r.request.messages
+        );
+        let clears = br#"{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"hi"}],
+            "context_management":{"edits":[{"type":"clear_tool_uses_20250919"}]}}"#;
+        let e = decode_request(clears).unwrap_err().to_string();
+        assert!(e.contains("context_management.edits[0]"), "{e}");
+        assert!(e.contains("\"clear_tool_uses_20250919\""), "{e}");
+        let bad = br#"{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"hi"}],"thinking":{"budget_tokens":5}}"#;
+        let e = decode_request(bad).unwrap_err().to_string();
+        assert!(e.contains("thinking.type: missing"), "{e}");
+        assert!(!e.contains("Some(") && !e.contains("None"), "{e}");
     }
 }

@@ -158,6 +158,12 @@ impl Decoder {
             {
                 self.turn.reasoning(text, out);
             }
+            if let Some(signature) = reasoning
+                .pointer("/reasoningText/signature")
+                .and_then(Value::as_str)
+            {
+                self.turn.reasoning_signature(signature, out);
+            }
             self.reasoning_blocks.push(reasoning.clone());
         } else {
             self.unknown = self.unknown.saturating_add(1);
@@ -346,6 +352,7 @@ impl Decoder {
             }
             if let Some(piece) = reasoning.get("signature").and_then(Value::as_str) {
                 signature.push_str(piece);
+                self.turn.reasoning_signature(piece, out);
             }
             if let Some(r) = reasoning.get("redactedContent") {
                 *redacted = Some(r.clone());

@@ -34,6 +34,14 @@ impl crate::provider::Respond for super::Bedrock {
         }
     }
 
+    /// ConverseStream is its own operation: `POST /model/{modelId}/converse-stream`
+    /// (<https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStream.html>).
+    fn streams_at(&self, path: &str) -> bool {
+        path.split('?')
+            .next()
+            .is_some_and(|p| p.ends_with("/converse-stream"))
+    }
+
     fn encode_error(&self, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
         encode_error(error, stream)
     }

@@ -9,6 +9,7 @@
 //! with the `finish_reason`, a usage-only chunk when `stream_options.include_usage` asked for
 //! it, and `data: [DONE]`.
 
+use crate::providers::shared::Shown;
 use std::collections::HashMap;
 
 use serde::Serialize;
@@ -92,6 +93,8 @@ pub fn decode_request(body: &[u8]) -> Result<ChatCompletionsRequest> {
     f.ignore("user");
     f.ignore("metadata");
     f.ignore("store");
+    // A prompt-cache routing hint: it changes no answer.
+    f.ignore("prompt_cache_key");
     f.finish()?;
     Ok(ChatCompletionsRequest {
         request,
@@ -108,15 +111,17 @@ fn text_of(value: Value, at: &str) -> Result<String> {
             for (j, p) in parts.into_iter().enumerate() {
                 let at = format!("{at}[{j}]");
                 let mut p = Fields::of(p, &at)?;
+                p.ignore("cache_control");
                 match p.string("type")?.as_deref() {
                     Some("text") => {
                         out.push_str(&p.string("text")?.unwrap_or_default());
                         p.finish()?;
                     }
                     other => {
+                        let other = other.shown();
                         return Err(Error::input(
                             format!("{at}.type"),
-                            format!("{other:?}: only text parts are taken here"),
+                            format!("{other}: only text parts are taken here"),
                         ));
                     }
                 }
@@ -135,6 +140,7 @@ fn text_of(value: Value, at: &str) -> Result<String> {
 
 fn user_part(value: Value, at: &str) -> Result<Part> {
     let mut p = Fields::of(value, at)?;
+    p.ignore("cache_control");
     let kind = p.string("type")?;
     let part = match kind.as_deref() {
         Some("text") => Part::text(p.string("text")?.unwrap_or_default()),
@@ -156,9 +162,10 @@ fn user_part(value: Value, at: &str) -> Result<Part> {
                 Some("wav") => "audio/wav",
                 Some("mp3") => "audio/mpeg",
                 other => {
+                    let other = other.shown();
                     return Err(Error::input(
                         format!("{at}.input_audio.format"),
-                        format!("{other:?}: expected wav or mp3"),
+                        format!("{other}: expected wav or mp3"),
                     ));
                 }
             };
@@ -191,9 +198,10 @@ fn user_part(value: Value, at: &str) -> Result<Part> {
             Part::File { source, filename }
         }
         other => {
+            let other = other.shown();
             return Err(Error::input(
                 format!("{at}.type"),
-                format!("unknown content part type {other:?}"),
+                format!("unknown content part type {other}"),
             ));
         }
     };
@@ -207,6 +215,9 @@ fn message(value: Value, at: &str, names: &mut HashMap<String, String>) -> Resul
         .string("role")?
         .ok_or_else(|| Error::input(format!("{at}.role"), "field required"))?;
     m.ignore("name");
+    // A prompt-cache hint (opencode adds Anthropic's whenever the model's name says claude):
+    // it changes no answer.
+    m.ignore("cache_control");
     let message = match role.as_str() {
         "system" | "developer" => {
             let content = m.need("content")?;
@@ -294,9 +305,10 @@ fn message(value: Value, at: &str, names: &mut HashMap<String, String>) -> Resul
             Message::Tool(ToolResult::new(id, name.clone(), Value::String(content)))
         }
         other => {
+            let other = other.shown();
             return Err(Error::input(
                 format!("{at}.role"),
-                format!("unknown role {other:?}"),
+                format!("unknown role {other}"),
             ));
         }
     };
@@ -379,10 +391,11 @@ fn response_format(value: Value) -> Result<Option<ResponseFormat>> {
             Some(format)
         }
         other => {
+            let other = other.shown();
             return Err(Error::input(
                 "response_format.type",
                 format!(
-                    "{other:?}: the gateway takes text or json_schema (a schema it can translate for every provider)"
+                    "{other}: the gateway takes text or json_schema (a schema it can translate for every provider)"
                 ),
             ));
         }
@@ -649,6 +662,14 @@ impl StreamWriter for ChunkWriter {
                     };
                     self.chunk(delta, None, out);
                 }
+                StreamEvent::ReasoningSignature { .. }
+                | StreamEvent::RedactedReasoning { .. }
+                | StreamEvent::ReasoningState { .. } => {
+                    // Reasoning state this wire has no place for: the calls after it wait until
+                    // complete, so their ids carry it, even when no reasoning text came.
+                    self.flush(out);
+                    self.calls.reasoning();
+                }
                 other => {
                     let mut outs = Vec::new();
                     self.calls.event(other, &mut outs);
@@ -691,6 +712,9 @@ impl StreamWriter for ChunkWriter {
         data(out, &String::from_utf8_lossy(&body));
     }
 }
+
+/// The client headers of this wire a same-wire upstream gets as sent: OpenAI's beta header.
+pub const WIRE_HEADERS: &[&str] = &["openai-beta"];
 
 /// The smallest Chat Completions request, for the gateway's table test.
 pub const EXAMPLE: &str = r#"{"model":"m","messages":[{"role":"user","content":"Hi"}]}"#;
@@ -903,5 +927,24 @@ mod tests {
                 assert_eq!(body["error"]["code"], json!(code), "{who} at {status}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod real_client_fields {
+    use super::read;
+
+    /// opencode's `cache_control` on Chat messages and parts, and `prompt_cache_key`, are left
+    /// out; an unknown part type is named without Rust's `Some(..)`.
+    #[test]
+    fn opencode_fields_are_left_out() {
+        let body = br#"{"model":"m","prompt_cache_key":"s-1","messages":[
+            {"role":"system","content":"s","cache_control":{"type":"ephemeral"}},
+            {"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}"#;
+        let r = read(body).unwrap();
+        assert_eq!(r.request.messages.len(), 2);
+        let bad = br#"{"model":"m","messages":[{"role":"user","content":[{"text":"hi"}]}]}"#;
+        let e = read(bad).map(|_| ()).unwrap_err().to_string();
+        assert!(!e.contains("Some(") && !e.contains("None"), "{e}");
     }
 }

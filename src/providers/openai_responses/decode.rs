@@ -406,6 +406,14 @@ impl Decoder {
         }
     }
 
+    /// A reasoning item's id and `encrypted_content`, as the stream's
+    /// [`StreamEvent::ReasoningState`] (the item itself is kept verbatim).
+    fn reasoning_state(&mut self, raw: &Value, out: &mut Vec<StreamEvent>) {
+        let field = |key: &str| raw.get(key).and_then(Value::as_str);
+        self.turn
+            .reasoning_state(field("id"), field("encrypted_content"), out);
+    }
+
     /// Appends reasoning text, with a blank line between parts (summary parts are paragraphs
     /// of their own).
     fn reasoning(&mut self, part: (i64, u8, i64), text: &str, out: &mut Vec<StreamEvent>) {
@@ -454,7 +462,8 @@ impl Decoder {
             Kind::Function | Kind::Custom => self.open_call(index, &item, &mut state, out)?,
             Kind::Message => self.text_reasoning.append(&mut self.pending),
             Kind::Hosted => state.hosted = Some(self.start_hosted(raw, out)),
-            Kind::Reasoning | Kind::Other => {}
+            Kind::Reasoning => self.reasoning_state(raw, out),
+            Kind::Other => {}
         }
         self.items.insert(index, state);
         Ok(())
@@ -719,6 +728,7 @@ impl Decoder {
                         self.reasoning((index, 1, i as i64), text, out);
                     }
                 }
+                self.reasoning_state(raw, out);
                 self.pending.push(raw.clone());
             }
             Kind::Message => {

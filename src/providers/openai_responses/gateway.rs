@@ -14,6 +14,7 @@
 //! opening thinking blocks) rides in a reasoning item whose `encrypted_content` the gateway
 //! made, which clients echo as they echo every reasoning item.
 
+use crate::providers::shared::Shown;
 use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, Error, Result};
@@ -121,9 +122,10 @@ pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
             Some("concise") => Some(ReasoningSummary::Concise),
             Some("detailed") => Some(ReasoningSummary::Detailed),
             Some(other) => {
+                let other = other.shown();
                 return Err(Error::input(
                     "reasoning.summary",
-                    format!("{other:?}: expected auto, concise or detailed"),
+                    format!("{other}: expected auto, concise or detailed"),
                 ));
             }
         };
@@ -157,9 +159,10 @@ pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
                     request.response_format = Some(format);
                 }
                 other => {
+                    let other = other.shown();
                     return Err(Error::input(
                         "text.format.type",
-                        format!("{other:?}: the gateway takes text or json_schema"),
+                        format!("{other}: the gateway takes text or json_schema"),
                     ));
                 }
             }
@@ -173,6 +176,10 @@ pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
     f.ignore("store");
     f.ignore("metadata");
     f.ignore("user");
+    // Codex's labels of its own session, and a prompt-cache routing hint: neither changes the
+    // answer (the same wire passes them as sent).
+    f.ignore("client_metadata");
+    f.ignore("prompt_cache_key");
     f.finish()?;
     Ok(ResponsesRequest { request, stream })
 }
@@ -193,9 +200,11 @@ impl Turn {
     fn end(&mut self, out: &mut Vec<Message>) {
         if !self.pending.is_empty() {
             let pending = std::mem::take(&mut self.pending);
+            // The items the gateway's state item carried verbatim win over their echoes.
             self.get()
                 .extra
-                .insert(super::REASONING_ITEMS.into(), Value::Array(pending));
+                .entry(super::REASONING_ITEMS)
+                .or_insert(Value::Array(pending));
         }
         if let Some(m) = self.message.take() {
             out.push(Message::Assistant(m));
@@ -327,10 +336,11 @@ fn read_items(items: Vec<Value>, out: &mut Vec<Message>) -> Result<()> {
                 out.push(Message::Tool(result));
             }
             (kind, role) => {
+                let (kind, role) = (kind.shown(), role.shown());
                 return Err(Error::input(
                     format!("{at}.type"),
                     format!(
-                        "an item of type {kind:?} (role {role:?}): the gateway takes messages, \
+                        "an item of type {kind} (role {role}): the gateway takes messages, \
                          reasoning, function_call and function_call_output items"
                     ),
                 ));
@@ -357,9 +367,10 @@ fn output_text(value: Value, at: &str) -> Result<String> {
                         p.ignore("logprobs");
                     }
                     other => {
+                        let other = other.shown();
                         return Err(Error::input(
                             format!("{at}.type"),
-                            format!("{other:?}: an assistant message takes output_text parts"),
+                            format!("{other}: an assistant message takes output_text parts"),
                         ));
                     }
                 }
@@ -431,9 +442,10 @@ fn input_parts(value: Value, at: &str) -> Result<Content> {
                 Part::File { source, filename }
             }
             other => {
+                let other = other.shown();
                 return Err(Error::input(
                     format!("{at}.type"),
-                    format!("unknown content part type {other:?}"),
+                    format!("unknown content part type {other}"),
                 ));
             }
         };
@@ -537,15 +549,34 @@ fn state_item(response: &ChatResponse) -> Option<Value> {
 }
 
 /// A whole `response` body for `response`. `id` and `created` are the caller's.
+///
+/// The reasoning items of a Responses upstream go out as it sent them (id, summary,
+/// `encrypted_content`), each before the call it came before; other reasoning is one item with
+/// the text as its summary.
 pub fn encode_body(response: &ChatResponse, id: &str, model: &str, created: u64) -> Vec<u8> {
+    let items = |extra: &Map<String, Value>| {
+        extra
+            .get(super::REASONING_ITEMS)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let upstream_items = response.extra.contains_key(super::REASONING_ITEMS)
+        || response
+            .tool_calls
+            .iter()
+            .any(|c| c.extra.contains_key(super::REASONING_ITEMS));
     let mut output = Vec::new();
-    if let Some(reasoning) = &response.reasoning {
+    if upstream_items {
+        output.extend(items(&response.extra));
+    } else if let Some(reasoning) = &response.reasoning {
         output.push(reasoning_item("rs_0", reasoning));
     }
     if let Some(text) = &response.text {
         output.push(message_item("msg_0", "completed", text));
     }
     for (i, call) in response.tool_calls.iter().enumerate() {
+        output.extend(items(&call.extra));
         output.push(call_item(
             &format!("fc_{i}"),
             &carry_id(call),
@@ -577,9 +608,20 @@ pub fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
 #[derive(Debug, Clone, PartialEq)]
 enum Open {
     None,
-    Reasoning { id: String, text: String },
-    Message { id: String, text: String },
-    Call { slot: usize },
+    /// A reasoning item: its id (the upstream's when it sent one), its summary text so far,
+    /// and the upstream's `encrypted_content` once known.
+    Reasoning {
+        id: String,
+        text: String,
+        encrypted: Option<String>,
+    },
+    Message {
+        id: String,
+        text: String,
+    },
+    Call {
+        slot: usize,
+    },
 }
 
 #[derive(Debug)]
@@ -641,7 +683,11 @@ impl EventWriter {
         let index = self.output.len();
         match std::mem::replace(&mut self.open, Open::None) {
             Open::None => {}
-            Open::Reasoning { id, text } => {
+            Open::Reasoning {
+                id,
+                text,
+                encrypted,
+            } => {
                 if !text.is_empty() {
                     let at = json!({"item_id": id, "output_index": index, "summary_index": 0});
                     self.event(
@@ -655,7 +701,10 @@ impl EventWriter {
                         out,
                     );
                 }
-                let item = reasoning_item(&id, &text);
+                let mut item = reasoning_item(&id, &text);
+                if let Some(encrypted) = encrypted {
+                    item["encrypted_content"] = Value::String(encrypted);
+                }
                 self.event(
                     "response.output_item.done",
                     json!({"output_index": index, "item": item}),
@@ -759,6 +808,44 @@ impl EventWriter {
         self.calls.flush(&mut outs);
         self.calls_out(outs, out);
     }
+
+    /// Opens a reasoning item, `id` or one of the writer's own.
+    fn open_reasoning(&mut self, id: Option<&str>, out: &mut Vec<u8>) {
+        self.close(out);
+        let index = self.output.len();
+        let id = id.map_or_else(|| format!("rs_{index}"), str::to_owned);
+        self.event(
+            "response.output_item.added",
+            json!({"output_index": index, "item": reasoning_item(&id, "")}),
+            out,
+        );
+        self.open = Open::Reasoning {
+            id,
+            text: String::new(),
+            encrypted: None,
+        };
+    }
+
+    /// A reasoning item's upstream state: the item it names is the open one, or opens now; its
+    /// `encrypted_content` goes out on the item when it is done.
+    fn reasoning_state(
+        &mut self,
+        id: Option<&str>,
+        encrypted_content: Option<&str>,
+        out: &mut Vec<u8>,
+    ) {
+        let same = match (&self.open, id) {
+            (Open::Reasoning { .. }, None) => true,
+            (Open::Reasoning { id: open, .. }, Some(id)) => open == id,
+            _ => false,
+        };
+        if !same {
+            self.open_reasoning(id, out);
+        }
+        if let (Open::Reasoning { encrypted, .. }, Some(e)) = (&mut self.open, encrypted_content) {
+            *encrypted = Some(e.to_owned());
+        }
+    }
 }
 
 fn merge(a: &Value, b: Value) -> Value {
@@ -821,32 +908,30 @@ impl StreamWriter for EventWriter {
                 StreamEvent::ReasoningDelta { text } => {
                     self.flush(out);
                     self.calls.reasoning();
-                    let index = self.output.len();
                     if !matches!(self.open, Open::Reasoning { .. }) {
-                        self.close(out);
-                        let id = format!("rs_{index}");
-                        self.event(
-                            "response.output_item.added",
-                            json!({"output_index": index, "item": reasoning_item(&id, "")}),
-                            out,
-                        );
-                        self.event(
-                            "response.reasoning_summary_part.added",
-                            json!({"item_id": id, "output_index": index, "summary_index": 0,
-                                   "part": {"type": "summary_text", "text": ""}}),
-                            out,
-                        );
-                        self.open = Open::Reasoning {
-                            id,
-                            text: String::new(),
-                        };
+                        self.open_reasoning(None, out);
                     }
-                    if let Open::Reasoning { id, text: all } = &mut self.open {
+                    let index = self.output.len();
+                    if let Open::Reasoning { id, text: all, .. } = &self.open
+                        && all.is_empty()
+                    {
+                        let at = json!({"item_id": id, "output_index": index, "summary_index": 0,
+                                        "part": {"type": "summary_text", "text": ""}});
+                        self.event("response.reasoning_summary_part.added", at, out);
+                    }
+                    if let Open::Reasoning { id, text: all, .. } = &mut self.open {
                         all.push_str(text);
                         let at = json!({"item_id": id, "output_index": index, "summary_index": 0,
                                         "delta": text});
                         self.event("response.reasoning_summary_text.delta", at, out);
                     }
+                }
+                StreamEvent::ReasoningState {
+                    id,
+                    encrypted_content,
+                } => {
+                    self.flush(out);
+                    self.reasoning_state(id.as_deref(), encrypted_content.as_deref(), out);
                 }
                 other => {
                     let mut outs = Vec::new();
@@ -918,6 +1003,9 @@ impl StreamWriter for EventWriter {
         self.event("response.failed", json!({"response": body}), out);
     }
 }
+
+/// The client headers of this wire a same-wire upstream gets as sent: OpenAI's beta header.
+pub const WIRE_HEADERS: &[&str] = &["openai-beta"];
 
 /// The smallest Responses request, for the gateway's table test.
 pub const EXAMPLE: &str = r#"{"model":"m","input":"Hi"}"#;
@@ -1034,6 +1122,47 @@ mod tests {
         assert_eq!(a.extra["thinking_blocks"][0]["signature"], "s");
     }
 
+    /// A Responses upstream's reasoning items reach a Responses client as they were sent, in a
+    /// body and in a stream: id, summary and `encrypted_content`
+    /// (<https://platform.openai.com/docs/guides/reasoning#encrypted-reasoning-items>: with
+    /// `store: false` the client sends them back itself).
+    #[test]
+    fn upstream_reasoning_items_reach_the_client_whole() {
+        use crate::provider::Respond;
+        let item = json!({"type": "reasoning", "id": "rs_up_1", "encrypted_content": "ZW5j",
+                          "summary": [{"type": "summary_text", "text": "Look it up."}]});
+        let mut call = ToolCall::new("call_1", "f", "{}");
+        call.extra
+            .insert(super::super::REASONING_ITEMS.into(), json!([item]));
+        let mut upstream = ChatResponse::default()
+            .with_tool_calls([call])
+            .with_finish_reason(FinishReason::ToolCalls);
+        upstream.reasoning = Some("Look it up.".into());
+        let body: Value = serde_json::from_slice(&encode_body(&upstream, "r", "m", 0)).unwrap();
+        assert_eq!(body["output"][0], item, "{body}");
+        assert_eq!(body["output"][1]["type"], "function_call", "{body}");
+
+        let wire = OpenAiResponses::new()
+            .encode_response(&upstream, true)
+            .unwrap();
+        let decoded = replay(&OpenAiResponses::new(), &wire).unwrap();
+        let mut w = EventWriter::new("r", "m", 0);
+        let mut out = Vec::new();
+        w.start(&mut out);
+        w.events(&decoded.events, &mut out);
+        w.finish(&decoded.response, &mut out);
+        let text = String::from_utf8_lossy(&out);
+        let done: Vec<Value> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .filter(|e| e["type"] == "response.output_item.done" && e["item"]["id"] == "rs_up_1")
+            .collect();
+        assert_eq!(done.len(), 1, "{text}");
+        assert_eq!(done[0]["item"]["encrypted_content"], "ZW5j");
+        assert_eq!(done[0]["item"]["summary"][0]["text"], "Look it up.");
+    }
+
     /// What the writer sends reads back, through our own Responses decoder, as what it was given.
     #[test]
     fn written_streams_decode_back() {
@@ -1117,6 +1246,45 @@ mod tests {
                 err.api().unwrap().code.as_deref(),
                 Some("server_error"),
                 "{who}"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod effort {
+    use crate::provider::Provider;
+    use crate::providers::{openai::OpenAi, openai_responses::OpenAiResponses};
+
+    /// Codex's `reasoning` (`{"effort": "medium", "summary": "auto"}`) reaches a Responses
+    /// upstream and a Chat Completions one as an effort.
+    #[test]
+    fn codex_reasoning_effort_arrives_as_an_effort() {
+        let body = br#"{"model":"m","input":"hi","reasoning":{"effort":"medium","summary":"auto"},"stream":true}"#;
+        let r = super::decode_request(body).unwrap();
+        let cases: [(Box<dyn Provider>, &str, &str); 4] = [
+            (
+                Box::new(OpenAiResponses::new()),
+                "gpt-5-codex",
+                "/reasoning/effort",
+            ),
+            (
+                Box::new(OpenAiResponses::new()),
+                "a-model",
+                "/reasoning/effort",
+            ),
+            (Box::new(OpenAi::new()), "gpt-5", "/reasoning_effort"),
+            (Box::new(OpenAi::compatible()), "qwen3", "/reasoning_effort"),
+        ];
+        for (p, model, pointer) in cases {
+            let mut q = r.request.clone();
+            q.model = model.into();
+            let w = p.encode(&q, true).unwrap();
+            assert_eq!(
+                w.body.pointer(pointer),
+                Some(&serde_json::json!("medium")),
+                "{model}: {}",
+                w.body
             );
         }
     }

@@ -1,0 +1,162 @@
+//! A raw send: a body the caller already has in the provider's own wire (the gateway's
+//! same-wire routes), posted to the provider's path with the client's base URL, auth, signing
+//! and extra headers, its answer handed back as it came (status, headers, body chunks). Nothing
+//! is encoded or decoded here; the caller may read the body alongside with [`Client::reader`].
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
+
+use super::body::{Body, BodyError, Deadlines};
+use super::{Client, after};
+use crate::error::{Result, TimeoutPhase};
+use crate::provider::HttpRequest;
+use crate::turn::TurnReader;
+use crate::types::{ChatRequest, Message};
+
+/// The upstream's answer to a raw send: its status, its headers, and its body as it arrives.
+#[derive(Debug)]
+pub(crate) struct RawAnswer {
+    /// The HTTP status, whatever it is (an error answer is handed back too).
+    pub(crate) status: u16,
+    /// The answer's headers.
+    pub(crate) headers: HeaderMap,
+    body: Body,
+    client: Client,
+}
+
+impl RawAnswer {
+    /// The next chunk of the body: `None` at its end, an error when a deadline passed or the
+    /// connection broke.
+    pub(crate) fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes>>> {
+        match self.body.poll_chunk(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(chunk)) => Poll::Ready(chunk.map(Ok)),
+            Poll::Ready(Err(e)) => {
+                let received = self.body.received();
+                let inner = &self.client.inner;
+                let e = match e {
+                    BodyError::Timeout(..) | BodyError::TooLarge(_) => {
+                        inner.body_error(e, None, received)
+                    }
+                    BodyError::Transport(e) => inner.redact(inner.transport(e)),
+                };
+                Poll::Ready(Some(Err(e)))
+            }
+        }
+    }
+}
+
+impl Client {
+    /// The path and provider headers this client posts a turn to (`stream` or not) for
+    /// `model`: those its provider's encoder writes for the smallest request.
+    fn route_of(&self, model: &str, stream: bool) -> Result<HttpRequest> {
+        let probe = ChatRequest::new(model, vec![Message::user(".")]);
+        self.inner.provider.encode(&probe, stream)
+    }
+
+    /// The path (query aside) this client posts turns of `model` to.
+    pub(crate) fn wire_path(&self, model: &str) -> Option<String> {
+        let wire = self.route_of(model, false).ok()?;
+        let path = wire.path.split('?').next().unwrap_or_default();
+        Some(path.to_owned())
+    }
+
+    /// A reader of this client's answers, for reading a raw answer alongside.
+    pub(crate) fn reader(&self) -> TurnReader<'static> {
+        TurnReader::shared(Arc::clone(&self.inner.provider), None).with_limits(self.inner.limits)
+    }
+
+    /// Posts `body` (already in this provider's wire, `model` in it) to the provider's path for
+    /// a turn with `suffix` appended (empty for a turn; `/count_tokens` beside Anthropic's
+    /// `/v1/messages`), with the provider's headers, then `headers` (the caller's, replacing
+    /// same-named ones), then the client's auth, signing and extra headers. One attempt: the
+    /// answer comes back whatever its status; only a failure to get one (connect, first-byte
+    /// deadline) is an error.
+    pub(crate) async fn send_raw_at(
+        &self,
+        model: &str,
+        suffix: &str,
+        body: Bytes,
+        stream: bool,
+        headers: &[(String, String)],
+    ) -> Result<RawAnswer> {
+        let inner = &self.inner;
+        let mut wire = self.route_of(model, stream)?;
+        if !suffix.is_empty() {
+            let (path, query) = wire.path.split_once('?').unwrap_or((&wire.path, ""));
+            wire.path = if query.is_empty() {
+                format!("{path}{suffix}")
+            } else {
+                format!("{path}{suffix}?{query}")
+            };
+        }
+        let url = inner.url(&wire);
+        let t = &inner.timeouts;
+        let total = after(t.total);
+        let first_byte = after(t.first_byte).min(total);
+        let mut request = inner
+            .http
+            .post(&url)
+            .header(CONTENT_TYPE, "application/json");
+        let mut all: Vec<(&str, &str)> = Vec::new();
+        for (name, value) in wire.headers.iter().chain(headers) {
+            all.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+            all.push((name, value));
+        }
+        if !all.iter().any(|(n, _)| n.eq_ignore_ascii_case("accept")) {
+            let accept = if stream {
+                "text/event-stream"
+            } else {
+                "application/json"
+            };
+            request = request.header(ACCEPT, accept);
+        }
+        for (name, value) in all {
+            request = request.header(name, value);
+        }
+        if let Some(signer) = &inner.signer {
+            request = inner.signed(signer.as_ref(), request, &url, &body)?;
+        }
+        if let Some((name, value)) = &inner.auth {
+            request = request.header(name.clone(), value.clone());
+        }
+        if !inner.headers.is_empty() {
+            request = request.headers(inner.headers.clone());
+        }
+        let response = match tokio::time::timeout_at(first_byte, request.body(body).send()).await {
+            Err(_) => {
+                let (phase, limit) = if first_byte >= total {
+                    (TimeoutPhase::Total, t.total)
+                } else {
+                    (TimeoutPhase::FirstByte, t.first_byte)
+                };
+                return Err(inner.timeout(phase, limit, None));
+            }
+            Ok(Err(e)) => return Err(inner.redact(inner.transport(e))),
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let deadlines = Deadlines {
+            first_byte,
+            first_byte_limit: t.first_byte,
+            idle: t.idle,
+            total,
+            total_limit: t.total,
+        };
+        let limit = if (200..300).contains(&status) {
+            inner.limits.max_body_bytes
+        } else {
+            inner.limits.max_error_body_bytes
+        };
+        Ok(RawAnswer {
+            status,
+            headers,
+            body: Body::new(response, deadlines, limit),
+            client: self.clone(),
+        })
+    }
+}
