@@ -7,7 +7,11 @@
 //! [`AgentEvent::ToolSummary`]; they never reach the model), and the end of each turn. Each
 //! call starts as soon as it is final (its `ToolCallComplete` event), while the rest of the turn
 //! still streams; calls run concurrently and their results join the conversation in call
-//! order. The loop ends when the model answers without calling a tool, when a stop condition or
+//! order. Calls the provider runs itself (web search, code execution: the response's
+//! `hosted_calls`) are never dispatched; they stay in the history and go back to the provider
+//! with it. A turn the provider paused (`finish_reason: pause`, Anthropic's `pause_turn`) is
+//! sent back as it is, so the provider continues it.
+//! The loop ends when the model answers without calling a tool, when a stop condition or
 //! a hook says so, or with [`Error::MaxTurns`]. Dropping the stream cancels everything in flight (the
 //! model request and the running tools).
 //!
@@ -112,7 +116,8 @@ use crate::error::{Error, Result};
 use crate::provider::ProviderKind;
 use crate::tools::{Progress, Reporter, ToolRegistry, ToolSelection, Update};
 use crate::types::{
-    AssistantMessage, ChatRequest, ChatResponse, Message, StreamEvent, ToolCall, ToolResult, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, StreamEvent, ToolCall,
+    ToolResult, Usage,
 };
 
 /// How many turns an agent runs unless told otherwise.
@@ -614,7 +619,10 @@ async fn drive(
             results: results.clone(),
         });
 
-        let mut go_on = !response.tool_calls.is_empty();
+        // A paused turn (the provider's own tool loop hit its limit: Anthropic `pause_turn`)
+        // goes back as it is, the assistant turn last, and the provider continues it.
+        let mut go_on =
+            !response.tool_calls.is_empty() || response.finish_reason == FinishReason::Pause;
         let outcome = |response: ChatResponse, stopped: Option<StopReason>| AgentOutcome {
             response,
             messages: lock(&shared.messages).clone(),

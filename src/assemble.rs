@@ -32,7 +32,9 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::text_calls::{Piece, Recogniser, TextCalls};
-use crate::types::{ChatResponse, FinishReason, ProviderKind, StreamEvent, ToolCall, Usage};
+use crate::types::{
+    ChatResponse, FinishReason, HostedCall, ProviderKind, StreamEvent, ToolCall, Usage,
+};
 
 /// One tool-call fragment as an OpenAI-style wire sends it. Empty strings mean absent.
 #[derive(Debug, Clone, Copy, Default)]
@@ -217,6 +219,8 @@ pub(crate) struct Assembler {
     raw_finish: Option<String>,
     finalized: Option<Vec<ToolCall>>,
     extra: Map<String, Value>,
+    /// Calls the provider ran itself, in wire order.
+    hosted: Vec<HostedCall>,
     /// Calls the wire already marked final, by position (see [`Assembler::complete_call`]).
     early: HashMap<usize, ToolCall>,
     /// Calls below this position were offered to [`Assembler::complete_calls_before`] already.
@@ -252,6 +256,7 @@ impl Assembler {
             raw_finish: None,
             finalized: None,
             extra: Map::new(),
+            hosted: Vec::new(),
             early: HashMap::new(),
             settled: 0,
             waiting: Vec::new(),
@@ -284,6 +289,46 @@ impl Assembler {
     /// Whether the turn has ended (a finish reason arrived).
     pub(crate) fn is_finished(&self) -> bool {
         self.finalized.is_some()
+    }
+
+    /// Starts a call the provider runs itself (`blocks` its wire blocks so far): it stands
+    /// after the text so far, and a [`StreamEvent::HostedCall`] says it runs. Returns its
+    /// position in the response's `hosted_calls`.
+    pub(crate) fn start_hosted(&mut self, call: HostedCall, out: &mut Vec<StreamEvent>) -> usize {
+        let index = self.hosted.len();
+        out.push(StreamEvent::HostedCall {
+            index,
+            name: call.name.clone(),
+            status: "running".into(),
+        });
+        self.hosted.push(call.with_at(self.text.len()));
+        index
+    }
+
+    /// The hosted call at `index`, to add its input, result or blocks.
+    pub(crate) fn hosted_mut(&mut self, index: usize) -> Option<&mut HostedCall> {
+        self.hosted.get_mut(index)
+    }
+
+    /// The result of the hosted call at `index` arrived (`status` the wire's word, or
+    /// `completed`).
+    pub(crate) fn hosted_done(
+        &mut self,
+        index: usize,
+        result: Option<Value>,
+        status: &str,
+        out: &mut Vec<StreamEvent>,
+    ) {
+        if let Some(call) = self.hosted.get_mut(index) {
+            if result.is_some() {
+                call.result = result;
+            }
+            out.push(StreamEvent::HostedCall {
+                index,
+                name: call.name.clone(),
+                status: status.into(),
+            });
+        }
     }
 
     /// Appends visible text (read for calls first, with [`Assembler::with_text_calls`]).
@@ -826,6 +871,7 @@ impl Assembler {
             text: (!self.text.is_empty()).then(|| std::mem::take(&mut self.text)),
             reasoning: (!self.reasoning.is_empty()).then(|| std::mem::take(&mut self.reasoning)),
             tool_calls: self.finalized.take().unwrap_or_default(),
+            hosted_calls: std::mem::take(&mut self.hosted),
             finish_reason: self.finish.take().unwrap_or(FinishReason::Error),
             raw_finish_reason: self.raw_finish.take(),
             usage: self.usage,

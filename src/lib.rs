@@ -137,6 +137,6 @@ pub mod __private {
 
 pub use types::{
     ArgumentsError, ArgumentsErrorKind, AssistantMessage, ChatRequest, ChatResponse, FinishReason,
-    Message, SchemaMode, StreamEvent, TextCallFormat, ToolCall, ToolChoice, ToolDefinition,
-    ToolResult, Usage,
+    HostedCall, HostedTool, Message, SchemaMode, StreamEvent, TextCallFormat, ToolCall, ToolChoice,
+    ToolDefinition, ToolResult, Usage,
 };

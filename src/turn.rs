@@ -809,6 +809,18 @@ fn events_of(response: &ChatResponse) -> Vec<StreamEvent> {
     if let Some(text) = &response.reasoning {
         out.push(StreamEvent::ReasoningDelta { text: text.clone() });
     }
+    // Calls the provider ran: each started and, with its result, finished.
+    for (index, call) in response.hosted_calls.iter().enumerate() {
+        let mut status = vec!["running"];
+        if call.result.is_some() {
+            status.push("completed");
+        }
+        out.extend(status.into_iter().map(|status| StreamEvent::HostedCall {
+            index,
+            name: call.name.clone(),
+            status: status.into(),
+        }));
+    }
     if let Some(text) = &response.text {
         out.push(StreamEvent::TextDelta { text: text.clone() });
     }

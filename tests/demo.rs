@@ -127,3 +127,29 @@ fn demo_takes_an_effort() {
         "{stderr}"
     );
 }
+
+/// On the wires with tools the provider runs itself, the demo's first turn has one: it is
+/// shown as it runs, never run by the agent, and the loop ends as on every other wire.
+#[test]
+fn demo_shows_a_hosted_call_where_the_wire_has_them() {
+    for (kind, name) in [
+        ("anthropic", "web_search"),
+        ("openai-responses", "web_search"),
+        ("gemini", "code_execution"),
+        ("bedrock", "nova_code_interpreter"),
+    ] {
+        let out = demo(&["--provider", kind, "--offline"]);
+        check_full_loop(&out, kind);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains(&format!("hosted [0] {name}: running (run by the provider")),
+            "{kind}: {stdout}"
+        );
+        assert!(
+            !stdout.contains(&format!("run  {name}")),
+            "{kind}: {stdout}"
+        );
+    }
+    let plain = demo(&["--provider", "openai", "--offline"]);
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("hosted ["));
+}

@@ -46,6 +46,8 @@ mod gateway_fallback;
 mod gateway_redis;
 mod gateway_sdk;
 mod gateway_settings;
+#[cfg(all(feature = "agent", feature = "mock", feature = "client"))]
+mod hosted;
 #[cfg(feature = "cli")]
 mod hostile;
 #[cfg(feature = "cli")]

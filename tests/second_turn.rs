@@ -650,7 +650,13 @@ fn check_bedrock(body: &Value, response: &ChatResponse, own: bool, out: &mut Pro
         return;
     };
     let blocks = blocks_of(&messages[at]);
-    let uses: Vec<&Value> = blocks.iter().filter_map(|b| b.get("toolUse")).collect();
+    // A `toolUse` Bedrock ran itself (`type: server_tool_use`, Nova's built-in tools) is not
+    // a client call: it goes back as it came, with its `toolResult`.
+    let uses: Vec<&Value> = blocks
+        .iter()
+        .filter_map(|b| b.get("toolUse"))
+        .filter(|u| str_of(u, "type") != Some("server_tool_use"))
+        .collect();
     let ids: Vec<String> = uses
         .iter()
         .map(|u| str_of(u, "toolUseId").unwrap_or_default().to_owned())

@@ -124,7 +124,7 @@ async fn offline(
     } else {
         Duration::ZERO
     };
-    let server = MockServer::start(kind, mock_model(pace))
+    let server = MockServer::start(kind, mock_model(kind, pace))
         .await
         .map_err(|e| CliError::from_error("mock provider", &e))?;
     let client = Client::builder(kind)
@@ -421,6 +421,15 @@ impl Printer {
             AgentEvent::Model(StreamEvent::Finish { reason }) => {
                 self.line(&format!("  finish: {reason}"));
             }
+            AgentEvent::Model(StreamEvent::HostedCall {
+                index,
+                name,
+                status,
+            }) => {
+                self.line(&format!(
+                    "hosted [{index}] {name}: {status} (run by the provider, never here)"
+                ));
+            }
             AgentEvent::Model(_) => {}
             AgentEvent::ToolStarted(call) => {
                 self.tools.insert(call.id.clone(), Instant::now());
@@ -676,12 +685,19 @@ pub(super) fn demo_tools() -> toolwire::Result<ToolRegistry> {
 /// The mock model: three turns, its final answer built from the same data the tools use.
 #[cfg(feature = "mock")]
 /// The scripted model; `pace` spaces its stream events so a terminal shows them forming.
-fn mock_model(pace: Duration) -> toolwire::mock::Script {
+fn mock_model(kind: ProviderKind, pace: Duration) -> toolwire::mock::Script {
     use toolwire::mock::{MockReply, Script};
 
+    // On a wire with tools the provider runs itself, the first turn also has one: a web
+    // search (Anthropic, Responses) or a code run (Gemini, Bedrock). It is shown, kept and
+    // sent back, never run here.
+    let hosted = hosted_demo_call(kind);
+
     let turn = |text: Option<&str>, calls: Vec<ToolCall>| {
+        let first = calls.len() == 3;
         let mut r = ChatResponse::default()
             .with_tool_calls(calls)
+            .with_hosted_calls(hosted.clone().filter(|_| first))
             .with_finish_reason(FinishReason::Stop);
         r.text = text.map(str::to_owned);
         r.settle_finish_reason();
@@ -728,6 +744,36 @@ fn mock_model(pace: Duration) -> toolwire::mock::Script {
             )],
         ))
         .then(turn(Some(&answer), Vec::new()))
+}
+
+/// The hosted call the demo's first turn makes on `kind`'s wire, where it has them.
+#[cfg(feature = "mock")]
+fn hosted_demo_call(kind: ProviderKind) -> Option<toolwire::HostedCall> {
+    let (name, input, result) = match kind {
+        ProviderKind::Anthropic => (
+            "web_search",
+            json!({"query": "Paris Tokyo distance"}),
+            json!([{"type": "web_search_result", "url": "https://example.org/paris-tokyo",
+                    "title": "Paris to Tokyo", "encrypted_content": "ZGVtbw=="}]),
+        ),
+        ProviderKind::OpenAiResponses => (
+            "web_search",
+            json!({"action": {"type": "search", "query": "Paris Tokyo distance"}}),
+            Value::Null,
+        ),
+        ProviderKind::Gemini => (
+            "code_execution",
+            json!({"language": "PYTHON", "code": "print(len(['Paris', 'Tokyo']))"}),
+            json!({"outcome": "OUTCOME_OK", "output": "2\n"}),
+        ),
+        ProviderKind::Bedrock => (
+            "nova_code_interpreter",
+            json!({"code": "print(len(['Paris', 'Tokyo']))"}),
+            json!({"stdOut": "2", "exitCode": 0}),
+        ),
+        _ => return None,
+    };
+    toolwire::mock::hosted_call(kind, "srv_demo_1", name, input, result).ok()
 }
 
 #[cfg(test)]

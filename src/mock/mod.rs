@@ -36,6 +36,7 @@
 //! # Ok(()) }
 //! ```
 
+mod hosted;
 mod http;
 
 use std::collections::VecDeque;
@@ -61,7 +62,12 @@ pub use crate::provider::Respond;
 /// [`crate::providers::BUILTINS`]).
 pub use crate::providers::responder_for;
 
+pub use hosted::hosted_call;
+
 /// One scripted answer.
+// A response is the common reply and is built once per scripted turn: boxing it would cost
+// every script a `Box::new` for no gain.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum MockReply {

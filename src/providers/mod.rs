@@ -20,6 +20,8 @@ pub mod deepseek;
 pub mod gemini;
 pub mod gemini_interactions;
 pub mod glm;
+pub(crate) mod hosted;
+pub(crate) mod hosted_tools;
 pub mod kimi;
 pub(crate) mod lenient;
 pub mod minimax;

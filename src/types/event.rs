@@ -70,6 +70,17 @@ pub enum StreamEvent {
         /// The final call.
         call: ToolCall,
     },
+    /// A call the provider runs itself started or finished (a UI shows "searching…"). Such a
+    /// call is never in `tool_calls`; it ends in [`crate::ChatResponse::hosted_calls`].
+    HostedCall {
+        /// Position of the call in [`crate::ChatResponse::hosted_calls`].
+        index: usize,
+        /// What runs, as the wire names it (`web_search`, `code_execution`, …).
+        name: String,
+        /// `running` when the call starts, `completed` when its result arrived (or the wire's
+        /// own status word: `searching`, `in_progress`, `failed`, …).
+        status: String,
+    },
     /// Token counts so far (the last one wins).
     Usage {
         /// The counts.

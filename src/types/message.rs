@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Content, Part, ToolCall};
+use super::{Content, HostedCall, Part, ToolCall};
 
 /// One message of a conversation. JSON: `{"role": "system" | "user" | "assistant" | "tool", ...}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,6 +66,10 @@ pub struct AssistantMessage {
     /// The calls the model made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
+    /// The calls the provider ran itself, as the response reported them: sent back verbatim
+    /// to the wire they came from, as text to another.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosted_calls: Vec<HostedCall>,
     /// Provider data to echo back (e.g. a signature on the text); flattened into the object.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -90,6 +94,12 @@ impl AssistantMessage {
         self
     }
 
+    /// Adds calls the provider ran itself.
+    pub fn with_hosted_calls(mut self, calls: impl IntoIterator<Item = HostedCall>) -> Self {
+        self.hosted_calls.extend(calls);
+        self
+    }
+
     /// Adds one provider field to echo back, flattened into the JSON object.
     pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
         self.extra.insert(key.into(), value);
@@ -103,6 +113,7 @@ impl From<crate::ChatResponse> for AssistantMessage {
             content: r.text,
             reasoning: r.reasoning,
             tool_calls: r.tool_calls,
+            hosted_calls: r.hosted_calls,
             extra: r.extra,
         }
     }

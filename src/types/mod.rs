@@ -4,6 +4,8 @@
 mod call;
 mod content;
 mod event;
+mod hosted;
+mod hosted_tool;
 mod message;
 mod provider_kind;
 mod reasoning;
@@ -14,6 +16,8 @@ mod tool;
 pub use call::{ArgumentsError, ArgumentsErrorKind, ToolCall, parse_arguments};
 pub use content::{Content, Part, Source};
 pub use event::StreamEvent;
+pub use hosted::HostedCall;
+pub use hosted_tool::{HostedTool, SearchOptions};
 pub use message::{AssistantMessage, Message, ToolResult};
 pub use provider_kind::ProviderKind;
 pub use reasoning::{Effort, Reasoning, ReasoningSummary};

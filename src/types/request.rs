@@ -154,6 +154,10 @@ pub struct ChatRequest {
     /// Tools the model may call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolDefinition>,
+    /// Tools the provider runs itself (web search, code execution, …), offered beside
+    /// `tools`; their calls come back as the response's `hosted_calls`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosted_tools: Vec<super::HostedTool>,
     /// Which tools the model may or must call; `None` leaves the provider's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
@@ -312,6 +316,12 @@ impl ChatRequest {
     /// Sets the frequency penalty.
     pub fn with_frequency_penalty(mut self, penalty: f64) -> Self {
         self.frequency_penalty = Some(penalty);
+        self
+    }
+
+    /// Adds tools the provider runs itself.
+    pub fn with_hosted_tools(mut self, tools: impl IntoIterator<Item = super::HostedTool>) -> Self {
+        self.hosted_tools.extend(tools);
         self
     }
 

@@ -5,7 +5,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::ToolCall;
+use super::{HostedCall, ToolCall};
 
 /// Why the model stopped.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -22,6 +22,9 @@ pub enum FinishReason {
     ContentFilter,
     /// The provider failed while generating.
     Error,
+    /// The provider paused a long turn of its own tool calls (Anthropic `pause_turn`): send
+    /// the turn back as it is to let it continue.
+    Pause,
     /// Any other value, verbatim as the provider sent it.
     Other(String),
 }
@@ -35,6 +38,7 @@ impl FinishReason {
             Self::Length => "length",
             Self::ContentFilter => "content_filter",
             Self::Error => "error",
+            Self::Pause => "pause",
             Self::Other(s) => s,
         }
     }
@@ -47,6 +51,7 @@ impl FinishReason {
             "length" => Self::Length,
             "content_filter" => Self::ContentFilter,
             "error" => Self::Error,
+            "pause" => Self::Pause,
             other => Self::Other(other.to_owned()),
         }
     }
@@ -145,6 +150,10 @@ pub struct ChatResponse {
     pub reasoning: Option<String>,
     /// The tool calls, in the order the model made them.
     pub tool_calls: Vec<ToolCall>,
+    /// The calls the provider ran itself (web search, code execution, …), in the order they
+    /// came: never in `tool_calls`, never dispatched. Not serialized when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosted_calls: Vec<HostedCall>,
     /// Why the turn ended, in canonical terms.
     pub finish_reason: FinishReason,
     /// The provider's own finish value, verbatim (GLM `sensitive`, Gemini `MAX_TOKENS`, the
@@ -182,6 +191,12 @@ impl ChatResponse {
     /// Adds tool calls (the finish reason stays as set).
     pub fn with_tool_calls(mut self, calls: impl IntoIterator<Item = ToolCall>) -> Self {
         self.tool_calls.extend(calls);
+        self
+    }
+
+    /// Adds calls the provider ran itself.
+    pub fn with_hosted_calls(mut self, calls: impl IntoIterator<Item = HostedCall>) -> Self {
+        self.hosted_calls.extend(calls);
         self
     }
 

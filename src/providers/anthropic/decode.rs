@@ -15,20 +15,21 @@ use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
 use crate::providers::lenient::Kept;
 use crate::providers::shared::{foreign_body, or_foreign, stops_mid_json};
-use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
+use crate::types::{ChatResponse, FinishReason, HostedCall, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::Anthropic;
 
 /// Anthropic's `stop_reason` in canonical terms: `end_turn` and `stop_sequence` are a normal
 /// end, `tool_use` is `tool_calls`, `max_tokens` and `model_context_window_exceeded` are
-/// `length`, `refusal` is `content_filter`; `pause_turn` (a server-tool loop paused: send the
-/// turn back to continue) and any value added later are kept verbatim.
+/// `length`, `refusal` is `content_filter`, `pause_turn` (a server-tool loop paused: send the
+/// turn back to continue) is `pause`; any value added later is kept verbatim.
 pub(crate) fn finish_reason(wire: &str) -> FinishReason {
     match wire {
         "end_turn" | "stop_sequence" => FinishReason::Stop,
         "tool_use" => FinishReason::ToolCalls,
         "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
         "refusal" => FinishReason::ContentFilter,
+        "pause_turn" => FinishReason::Pause,
         other => FinishReason::Other(other.to_owned()),
     }
 }
@@ -75,7 +76,14 @@ enum Open {
         streamed: bool,
         input: String,
     },
-    /// A block type toolwire does not model (server tools, citations, …): skipped.
+    /// A `server_tool_use` / `mcp_tool_use` block: a call Anthropic runs (its position in
+    /// `hosted_calls`), its input text so far, and the start's block.
+    Hosted {
+        index: usize,
+        input: String,
+        block: Value,
+    },
+    /// A block type toolwire does not model (citations, …): skipped.
     Other,
 }
 
@@ -103,6 +111,8 @@ pub(crate) struct Decoder {
     content_seen: bool,
     stop: Stop,
     unknown_events: u64,
+    /// The hosted calls by id, for their result blocks.
+    hosted_ids: HashMap<String, usize>,
 }
 
 impl Decoder {
@@ -117,6 +127,7 @@ impl Decoder {
             content_seen: false,
             stop: Stop::default(),
             unknown_events: 0,
+            hosted_ids: HashMap::new(),
         }
     }
 
@@ -211,9 +222,55 @@ impl Decoder {
                 self.turn.append_arguments(slot, &raw, out);
                 self.turn.complete_call(slot, out);
             }
+            Some(kind) if is_hosted_use(kind) => {
+                let index = self.start_hosted(value, &block, out);
+                self.turn.hosted_done(index, None, "input", out);
+            }
+            Some(kind) if is_hosted_result(kind) => self.hosted_result(value, kind, out),
             _ => self.content_seen = true,
         }
         Ok(())
+    }
+
+    /// A `server_tool_use` (or `mcp_tool_use`) block starts a hosted call.
+    fn start_hosted(&mut self, value: &Value, block: &Block, out: &mut Vec<StreamEvent>) -> usize {
+        let name = block.name.clone().unwrap_or_default();
+        let input = match &block.input {
+            Some(v @ Value::Object(_)) => v.clone(),
+            _ => Value::Object(Map::new()),
+        };
+        let call = HostedCall::new(block.id.clone().unwrap_or_default(), name, KIND.name())
+            .with_input(input)
+            .with_blocks([value.clone()]);
+        let index = self.turn.start_hosted(call, out);
+        if let Some(id) = &block.id {
+            self.hosted_ids.insert(id.clone(), index);
+        }
+        index
+    }
+
+    /// A `*_tool_result` block of a server tool: joins the call it answers (by
+    /// `tool_use_id`), or stands alone as a call of its own when none came before.
+    fn hosted_result(&mut self, value: &Value, kind: &str, out: &mut Vec<StreamEvent>) {
+        let id = value.get("tool_use_id").and_then(Value::as_str);
+        let result = value.get("content").cloned().unwrap_or(Value::Null);
+        let index = match id.and_then(|id| self.hosted_ids.get(id).copied()) {
+            Some(i) => i,
+            None => {
+                let name = kind.strip_suffix("_tool_result").unwrap_or(kind);
+                let call = HostedCall::new(id.unwrap_or(""), name, KIND.name());
+                self.turn.start_hosted(call, out)
+            }
+        };
+        if let Some(call) = self.turn.hosted_mut(index) {
+            call.blocks.push(value.clone());
+        }
+        let failed = result
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.ends_with("_error"));
+        let status = if failed { "failed" } else { "completed" };
+        self.turn.hosted_done(index, Some(result), status, out);
     }
 
     fn message(&mut self, message: &Message, at: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
@@ -272,6 +329,18 @@ impl Decoder {
                     input: input_text(block.input.as_ref()),
                 }
             }
+            Some(kind) if is_hosted_use(kind) => {
+                let index = self.start_hosted(&value, &block, out);
+                Open::Hosted {
+                    index,
+                    input: String::new(),
+                    block: value,
+                }
+            }
+            Some(kind) if is_hosted_result(kind) => {
+                self.hosted_result(&value, kind, out);
+                Open::Other
+            }
             _ => {
                 self.content_seen = true;
                 Open::Other
@@ -318,6 +387,19 @@ impl Decoder {
                     self.turn.append_arguments(slot, &piece, out);
                 }
             }
+            ("input_json_delta", Open::Hosted { input, .. }) => {
+                if input.len().saturating_add(piece.len()) > crate::providers::hosted::MAX_INPUT {
+                    return Err(Error::decode(
+                        KIND,
+                        "content_block_delta",
+                        format!(
+                            "the input of server tool block {index} passed {} bytes",
+                            crate::providers::hosted::MAX_INPUT
+                        ),
+                    ));
+                }
+                input.push_str(&piece);
+            }
             (_, Open::Other) | ("citations_delta", _) => {}
             ("text_delta" | "thinking_delta" | "signature_delta" | "input_json_delta", open) => {
                 return Err(Error::decode(
@@ -359,6 +441,30 @@ impl Decoder {
                 if !cut {
                     self.turn.complete_call(slot, out);
                 }
+            }
+            Some(Open::Hosted {
+                index,
+                input,
+                mut block,
+            }) => {
+                // The input streamed as text: it replaces the start's `{}` in the block kept.
+                if !input.is_empty() {
+                    let parsed: Value = serde_json::from_str(&input).map_err(|e| {
+                        Error::decode(
+                            KIND,
+                            "content_block_stop",
+                            format!("the input of server tool block {index} is not JSON: {e}"),
+                        )
+                    })?;
+                    if let Some(b) = block.as_object_mut() {
+                        b.insert("input".into(), parsed.clone());
+                    }
+                    if let Some(call) = self.turn.hosted_mut(index) {
+                        call.input = parsed;
+                        call.blocks = vec![block];
+                    }
+                }
+                self.turn.hosted_done(index, None, "input", out);
             }
             Some(Open::Text | Open::Other) | None => {}
         }
@@ -452,9 +558,23 @@ impl Open {
             Self::Thinking { .. } => "thinking block",
             Self::Redacted(_) => "redacted_thinking block",
             Self::Call { .. } => "tool_use block",
+            Self::Hosted { .. } => "server_tool_use block",
             Self::Other => "block of another type",
         }
     }
+}
+
+/// A block of a call Anthropic runs itself: `server_tool_use` (web search, web fetch, code
+/// execution, tool search) and `mcp_tool_use` (the MCP connector).
+fn is_hosted_use(kind: &str) -> bool {
+    matches!(kind, "server_tool_use" | "mcp_tool_use")
+}
+
+/// The result block of such a call: `web_search_tool_result`, `web_fetch_tool_result`,
+/// `code_execution_tool_result`, `bash_code_execution_tool_result`,
+/// `tool_search_tool_result`, `mcp_tool_result`, … (a client `tool_result` never comes back).
+fn is_hosted_result(kind: &str) -> bool {
+    kind != "tool_result" && kind.ends_with("_tool_result")
 }
 
 /// A `redacted_thinking` block's opaque `data`.
@@ -658,5 +778,56 @@ mod tests {
         .unwrap();
         assert_eq!(r.extra[UNKNOWN_EVENTS], 2);
         assert_eq!(r.finish_reason, FinishReason::Stop);
+    }
+
+    #[test]
+    fn a_server_tool_is_a_hosted_call_with_events_never_a_tool_call() {
+        let (events, r) = stream(&[
+            START,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srvtoolu_a","name":"web_search","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"query\":\"x\"}"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"web_search_tool_result","tool_use_id":"srvtoolu_a","content":{"type":"web_search_tool_result_error","error_code":"max_uses_exceeded"}}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"pause_turn"}}"#,
+            r#"{"type":"message_stop"}"#,
+        ])
+        .unwrap();
+        let statuses: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::HostedCall {
+                    index: 0,
+                    name,
+                    status,
+                } if name == "web_search" => Some(status.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(statuses, ["running", "input", "failed"]);
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, StreamEvent::ToolCallStarted { .. }))
+        );
+        assert!(r.tool_calls.is_empty());
+        assert_eq!(r.finish_reason, FinishReason::Pause);
+        let h = &r.hosted_calls[0];
+        assert_eq!(h.input, serde_json::json!({"query": "x"}));
+        assert_eq!(h.blocks.len(), 2);
+        assert_eq!(h.blocks[0]["input"]["query"], "x");
+        assert_eq!(
+            h.result.as_ref().unwrap()["error_code"],
+            "max_uses_exceeded"
+        );
+        // A server tool's input that is not JSON is a decode error, not a silent `{}`.
+        let err = stream(&[
+            START,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srvtoolu_a","name":"web_search","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"query\":"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+        ])
+        .unwrap_err();
+        assert!(matches!(err, Error::Decode { .. }), "{err}");
     }
 }

@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 use super::{API_VERSION, THINKING_BLOCKS, anthropic_name};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
+use crate::providers::hosted::{Piece, foreign_as_text, interleave};
 use crate::providers::settings::{
     ANTHROPIC_REASONING, Plan, Policy, ReasoningForm, SamplingNames, rule_for,
 };
@@ -258,13 +259,19 @@ fn call_input(call: &ToolCall) -> Value {
     }
 }
 
-/// An assistant turn's content blocks: its opening thinking blocks, its text, then each call
+/// An assistant turn's content blocks: its opening thinking blocks, its text (with the server
+/// tool blocks in place), then each call
 /// (after the thinking blocks that preceded it). Reasoning without blocks (from another
 /// provider) cannot be sent: Anthropic only takes signed thinking.
 fn assistant_blocks(a: &AssistantMessage, names: &NameMap, ids: &NameMap) -> Vec<Value> {
     let mut blocks: Vec<Value> = thinking_blocks(&a.extra).cloned().collect();
-    if let Some(text) = a.content.as_deref().filter(|t| !t.is_empty()) {
-        blocks.push(json!({"type": "text", "text": text}));
+    // Text, with the server tool blocks Anthropic sent (only its own: `history` turned other
+    // wires' calls into text) back in their places, verbatim.
+    for piece in interleave(a.content.as_deref(), &a.hosted_calls) {
+        match piece {
+            Piece::Text(text) => blocks.push(json!({"type": "text", "text": text})),
+            Piece::Hosted(call) => blocks.extend(call.blocks.iter().cloned()),
+        }
     }
     for call in &a.tool_calls {
         blocks.extend(thinking_blocks(&call.extra).cloned());
@@ -571,6 +578,9 @@ pub(crate) const ANTHROPIC_SAMPLING: SamplingNames = SamplingNames::NONE
     .with_top_k(Some("top_k"))
     .with_stop(Some("stop_sequences"), None);
 
+/// The wire name hosted calls made here carry.
+const KIND_NAME: &str = "anthropic";
+
 /// The whole request.
 pub(crate) fn encode(
     req: &ChatRequest,
@@ -584,7 +594,9 @@ pub(crate) fn encode(
     }
     let names = NameMap::build(request_names(req), anthropic_name)?;
     let ids = NameMap::build(history_ids(&req.messages), anthropic_id)?;
-    let (system, messages) = history(&req.messages, &names, &ids)?;
+    let mut downgrades = Vec::new();
+    let turns = foreign_as_text(&req.messages, KIND_NAME, &mut downgrades);
+    let (system, messages) = history(&turns, &names, &ids)?;
     let max_tokens = req.max_tokens.unwrap_or(default_max_tokens);
 
     let mut body = Map::new();
@@ -604,9 +616,14 @@ pub(crate) fn encode(
         }
     }
     body.insert("messages".into(), Value::Array(messages));
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req.tools.iter().map(|t| tool(t, &names)).collect();
+    let hosted = crate::providers::hosted_tools::place(ProviderKind::Anthropic, req)?;
+    if !req.tools.is_empty() || !hosted.tools.is_empty() {
+        let mut tools: Vec<Value> = req.tools.iter().map(|t| tool(t, &names)).collect();
+        tools.extend(hosted.tools);
         body.insert("tools".into(), Value::Array(tools));
+    }
+    for (key, value) in hosted.top {
+        body.insert(key, value);
     }
     if let Some(choice) = tool_choice(req, &names)? {
         body.insert("tool_choice".into(), choice);
@@ -650,11 +667,13 @@ pub(crate) fn encode(
     crate::providers::shared::merge_extra_body(&mut body, &req.extra_body);
     Ok(HttpRequest {
         path: "/v1/messages".into(),
-        headers: vec![("anthropic-version".into(), API_VERSION.into())],
+        headers: std::iter::once(("anthropic-version".into(), API_VERSION.into()))
+            .chain(hosted.headers)
+            .collect(),
         body: Value::Object(body),
         names,
-        downgrades: Vec::new(),
-        dropped: policy.dropped,
+        downgrades,
+        dropped: policy.dropped.into_iter().chain(hosted.dropped).collect(),
         text_calls: None,
     })
 }

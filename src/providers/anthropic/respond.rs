@@ -12,9 +12,10 @@ use super::{
 };
 use crate::error::{ApiError, Error, Result};
 use crate::provider::ProviderKind;
+use crate::providers::hosted::{Piece, interleave};
 use crate::providers::shared::carry_id;
 use crate::providers::split::pieces;
-use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
+use crate::types::{ChatResponse, FinishReason, HostedCall, ToolCall, Usage};
 
 /// Longest text or argument piece of one delta, in characters.
 const PIECE_CHARS: usize = 24;
@@ -59,6 +60,7 @@ pub(super) fn stop_reason(r: &ChatResponse) -> Result<String> {
         FinishReason::ToolCalls => "tool_use".into(),
         FinishReason::Length => "max_tokens".into(),
         FinishReason::ContentFilter => "refusal".into(),
+        FinishReason::Pause => "pause_turn".into(),
         FinishReason::Other(s) => s.clone(),
         FinishReason::Error => {
             return Err(unsupported(
@@ -145,8 +147,19 @@ fn blocks(r: &ChatResponse, stamp: &Stamp<'_>) -> Vec<Value> {
         let signature = if stamp.translated { "" } else { MOCK_SIGNATURE };
         out.push(json!({"type": "thinking", "thinking": reasoning, "signature": signature}));
     }
-    if let Some(text) = r.text.as_deref().filter(|t| !t.is_empty()) {
-        out.push(json!({"type": "text", "text": text}));
+    // Text, with the server tool blocks of calls made on this wire in their places (another
+    // wire's hosted calls have no blocks here).
+    let own: Vec<HostedCall> = (r.hosted_calls.iter())
+        .filter(|c| c.wire == ProviderKind::Anthropic.name())
+        .cloned()
+        .collect();
+    for piece in interleave(r.text.as_deref(), &own) {
+        match piece {
+            Piece::Text(text) => out.push(json!({"type": "text", "text": text})),
+            Piece::Hosted(call) => {
+                out.extend(call.blocks.iter().filter(|b| b.is_object()).cloned())
+            }
+        }
     }
     for call in &r.tool_calls {
         out.extend(thinking_of(&call.extra));
@@ -425,6 +438,7 @@ mod tests {
             text: Some("Checking the weather and the time for you, one moment please.".into()),
             reasoning: Some("The user wants two facts. Then the clock.".into()),
             tool_calls: vec![first, second],
+            hosted_calls: Vec::new(),
             finish_reason: FinishReason::ToolCalls,
             usage: Some(Usage {
                 input_tokens: 40,

@@ -9,9 +9,10 @@ use super::{ADDITIONAL_MODEL_RESPONSE_FIELDS, METRICS, REASONING_BLOCKS, TRACE, 
 use crate::assemble::Assembler;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
+use crate::providers::hosted::MAX_INPUT;
 use crate::providers::lenient::Kept;
 use crate::providers::shared::{foreign_body, or_foreign, stops_mid_json};
-use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
+use crate::types::{ChatResponse, FinishReason, HostedCall, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::Bedrock;
 
@@ -67,6 +68,20 @@ enum Open {
     Call {
         slot: usize,
     },
+    /// A `toolUse` of `type: server_tool_use` (a call Bedrock runs, e.g. Nova's
+    /// `nova_code_interpreter`): its position in `hosted_calls`, its input text so far and the
+    /// start's block.
+    Hosted {
+        index: usize,
+        input: String,
+        block: Value,
+    },
+    /// The `toolResult` of such a call: its start, its text and JSON pieces so far.
+    HostedResult {
+        start: Value,
+        text: String,
+        json: Vec<Value>,
+    },
     /// A block kind toolwire does not model: skipped.
     Other,
 }
@@ -77,6 +92,8 @@ impl Open {
             Self::Text => "text block",
             Self::Reasoning { .. } => "reasoningContent block",
             Self::Call { .. } => "toolUse block",
+            Self::Hosted { .. } => "server_tool_use toolUse block",
+            Self::HostedResult { .. } => "toolResult block",
             Self::Other => "block of another kind",
         }
     }
@@ -93,6 +110,8 @@ pub(crate) struct Decoder {
     /// Whether any payload had a known event kind (else: another wire's stream).
     known: bool,
     payloads: usize,
+    /// The hosted calls by `toolUseId`, for their `toolResult` blocks.
+    hosted_ids: HashMap<String, usize>,
 }
 
 impl Decoder {
@@ -105,6 +124,7 @@ impl Decoder {
             unknown: 0,
             known: false,
             payloads: 0,
+            hosted_ids: HashMap::new(),
         }
     }
 
@@ -119,6 +139,11 @@ impl Decoder {
     fn whole_block(&mut self, block: &Value, at: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
         if let Some(text) = block.get("text").and_then(Value::as_str) {
             self.turn.text(text, out);
+        } else if let Some(call) = block.get("toolUse").filter(|c| is_server_tool(c)) {
+            let index = self.start_hosted(call, block, out);
+            self.turn.hosted_done(index, None, "input", out);
+        } else if let Some(result) = block.get("toolResult") {
+            self.hosted_result(result, block, out);
         } else if let Some(call) = block.get("toolUse") {
             let name = tool_name(call, at)?;
             let id = call.get("toolUseId").and_then(Value::as_str);
@@ -146,6 +171,46 @@ impl Decoder {
         Ok(())
     }
 
+    /// A `toolUse` of `type: server_tool_use` starts a hosted call (`block` its wire block).
+    fn start_hosted(&mut self, call: &Value, block: &Value, out: &mut Vec<StreamEvent>) -> usize {
+        let id = call.get("toolUseId").and_then(Value::as_str).unwrap_or("");
+        let name = call.get("name").and_then(Value::as_str).unwrap_or("");
+        let input = match call.get("input") {
+            Some(v @ Value::Object(_)) => v.clone(),
+            _ => Value::Object(Map::new()),
+        };
+        let hosted = HostedCall::new(id, name, KIND.name())
+            .with_input(input)
+            .with_blocks([block.clone()]);
+        let index = self.turn.start_hosted(hosted, out);
+        self.hosted_ids.insert(id.to_owned(), index);
+        index
+    }
+
+    /// A `toolResult` in the answer: always a hosted call's (a client's results are the
+    /// user's); joins its call by `toolUseId`, or stands alone when none came before.
+    fn hosted_result(&mut self, result: &Value, block: &Value, out: &mut Vec<StreamEvent>) {
+        let id = result.get("toolUseId").and_then(Value::as_str);
+        let index = match id.and_then(|id| self.hosted_ids.get(id).copied()) {
+            Some(i) => i,
+            None => {
+                let kind = result.get("type").and_then(Value::as_str).unwrap_or("");
+                let name = kind.strip_suffix("_result").unwrap_or(kind);
+                let hosted = HostedCall::new(id.unwrap_or(""), name, KIND.name());
+                self.turn.start_hosted(hosted, out)
+            }
+        };
+        if let Some(call) = self.turn.hosted_mut(index) {
+            call.blocks.push(block.clone());
+        }
+        let status = match result.get("status").and_then(Value::as_str) {
+            Some("error") => "failed",
+            _ => "completed",
+        };
+        let content = result.get("content").cloned().unwrap_or(Value::Null);
+        self.turn.hosted_done(index, Some(content), status, out);
+    }
+
     fn block_start(&mut self, event: &Event, out: &mut Vec<StreamEvent>) -> Result<()> {
         let index = block_index(event, "contentBlockStart")?;
         if self.open.contains_key(&index) {
@@ -155,7 +220,24 @@ impl Decoder {
                 format!("content block {index} started twice"),
             ));
         }
-        let open = match event.start.as_ref().and_then(|s| s.get("toolUse")) {
+        let start = event.start.as_ref();
+        let open = match start.and_then(|s| s.get("toolUse")) {
+            Some(call) if is_server_tool(call) => {
+                let block = serde_json::json!({"toolUse": call});
+                Open::Hosted {
+                    index: self.start_hosted(call, &block, out),
+                    input: String::new(),
+                    block,
+                }
+            }
+            None if start.and_then(|s| s.get("toolResult")).is_some() => Open::HostedResult {
+                start: start
+                    .and_then(|s| s.get("toolResult"))
+                    .cloned()
+                    .unwrap_or(Value::Null),
+                text: String::new(),
+                json: Vec::new(),
+            },
             Some(call) => {
                 let name = tool_name(call, "contentBlockStart")?;
                 let id = call.get("toolUseId").and_then(Value::as_str);
@@ -195,12 +277,24 @@ impl Decoder {
             }
         } else if let Some(call) = delta.get("toolUse") {
             let piece = call.get("input").and_then(Value::as_str).unwrap_or("");
-            match self.open.get(&index) {
+            match self.open.get_mut(&index) {
                 Some(Open::Call { slot }) => {
                     let slot = *slot;
                     if !piece.is_empty() {
                         self.turn.append_arguments(slot, piece, out);
                     }
+                }
+                Some(Open::Hosted { input, .. }) => {
+                    if input.len().saturating_add(piece.len()) > MAX_INPUT {
+                        return Err(Error::decode(
+                            KIND,
+                            "contentBlockDelta",
+                            format!(
+                                "the input of server tool block {index} passed {MAX_INPUT} bytes"
+                            ),
+                        ));
+                    }
+                    input.push_str(piece);
                 }
                 Some(other) => return Err(mismatch("toolUse", other)),
                 None => {
@@ -209,6 +303,33 @@ impl Decoder {
                         "contentBlockDelta",
                         format!("a toolUse delta for content block {index}, which never started"),
                     ));
+                }
+            }
+        } else if let Some(pieces) = delta.get("toolResult") {
+            let Some(Open::HostedResult { text, json, .. }) = self.open.get_mut(&index) else {
+                return Err(Error::decode(
+                    KIND,
+                    "contentBlockDelta",
+                    format!("a toolResult delta for content block {index}, which is no toolResult"),
+                ));
+            };
+            // One piece or a list of them, each `{"text"}` or `{"json"}`.
+            let pieces = match pieces {
+                Value::Array(list) => list.iter().collect(),
+                one => vec![one],
+            };
+            for piece in pieces {
+                if let Some(t) = piece.get("text").and_then(Value::as_str) {
+                    if text.len().saturating_add(t.len()) > MAX_INPUT {
+                        return Err(Error::decode(
+                            KIND,
+                            "contentBlockDelta",
+                            format!("the toolResult of block {index} passed {MAX_INPUT} bytes"),
+                        ));
+                    }
+                    text.push_str(t);
+                } else if let Some(j) = piece.get("json") {
+                    json.push(j.clone());
                 }
             }
         } else if let Some(reasoning) = delta.get("reasoningContent") {
@@ -273,6 +394,44 @@ impl Decoder {
                     self.turn.complete_call(slot, out);
                 }
             }
+            Some(Open::Hosted {
+                index,
+                input,
+                mut block,
+            }) => {
+                if !input.is_empty() {
+                    let parsed: Value = serde_json::from_str(&input).map_err(|e| {
+                        Error::decode(
+                            KIND,
+                            "contentBlockStop",
+                            format!("the input of server tool block {index} is not JSON: {e}"),
+                        )
+                    })?;
+                    if let Some(call) = block.get_mut("toolUse").and_then(Value::as_object_mut) {
+                        call.insert("input".into(), parsed.clone());
+                    }
+                    if let Some(call) = self.turn.hosted_mut(index) {
+                        call.input = parsed;
+                        call.blocks = vec![block];
+                    }
+                }
+                self.turn.hosted_done(index, None, "input", out);
+            }
+            Some(Open::HostedResult { start, text, json }) => {
+                // The block as a body carries it: the start's fields, then the content.
+                let mut result = match start {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                };
+                let mut content: Vec<Value> = Vec::new();
+                if !text.is_empty() {
+                    content.push(serde_json::json!({"text": text}));
+                }
+                content.extend(json.into_iter().map(|j| serde_json::json!({"json": j})));
+                result.insert("content".into(), Value::Array(content));
+                let block = serde_json::json!({"toolResult": result});
+                self.hosted_result(&block["toolResult"], &block, out);
+            }
             Some(Open::Text | Open::Other) | None => {}
         }
         Ok(())
@@ -322,6 +481,11 @@ impl Decoder {
                 .set_extra(UNKNOWN_EVENTS, Value::from(self.unknown));
         }
     }
+}
+
+/// A `toolUse` Bedrock runs itself: `type: server_tool_use` (Nova's built-in tools).
+fn is_server_tool(call: &Value) -> bool {
+    call.get("type").and_then(Value::as_str) == Some("server_tool_use")
 }
 
 fn block_index(event: &Event, what: &str) -> Result<i64> {
@@ -598,5 +762,73 @@ mod tests {
         assert_eq!(e.code.as_deref(), Some("ValidationException"));
         let err = decode_body(br#"{"message":"Too many requests"}"#).unwrap_err();
         assert_eq!(err.api().unwrap().message, "Too many requests");
+    }
+
+    #[test]
+    fn a_server_tool_use_streams_as_a_hosted_call_and_the_client_call_stays_alone() {
+        let (events, r) = stream(&[
+            ("messageStart", r#"{"role":"assistant"}"#),
+            (
+                "contentBlockStart",
+                r#"{"contentBlockIndex":0,"start":{"toolUse":{"toolUseId":"tooluse_s","name":"nova_code_interpreter","type":"server_tool_use"}}}"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":0,"delta":{"toolUse":{"input":"{\"code\":\"1+1\"}"}}}"#,
+            ),
+            ("contentBlockStop", r#"{"contentBlockIndex":0}"#),
+            (
+                "contentBlockStart",
+                r#"{"contentBlockIndex":1,"start":{"toolResult":{"toolUseId":"tooluse_s","type":"nova_code_interpreter_result","status":"success"}}}"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":1,"delta":{"toolResult":[{"text":"{\"stdOut\":"}]}}"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":1,"delta":{"toolResult":[{"text":"\"2\"}"}]}}"#,
+            ),
+            ("contentBlockStop", r#"{"contentBlockIndex":1}"#),
+            (
+                "contentBlockStart",
+                r#"{"contentBlockIndex":2,"start":{"toolUse":{"toolUseId":"tooluse_c","name":"f"}}}"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":2,"delta":{"toolUse":{"input":"{}"}}}"#,
+            ),
+            ("contentBlockStop", r#"{"contentBlockIndex":2}"#),
+            ("messageStop", r#"{"stopReason":"tool_use"}"#),
+        ])
+        .unwrap();
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.tool_calls[0].name, "f");
+        let h = &r.hosted_calls[0];
+        assert_eq!(
+            (h.name.as_str(), h.id.as_str()),
+            ("nova_code_interpreter", "tooluse_s")
+        );
+        assert_eq!(h.input["code"], "1+1");
+        assert_eq!(h.blocks[0]["toolUse"]["input"]["code"], "1+1");
+        assert_eq!(h.blocks[0]["toolUse"]["type"], "server_tool_use");
+        assert_eq!(
+            h.blocks[1]["toolResult"]["content"][0]["text"],
+            r#"{"stdOut":"2"}"#
+        );
+        assert_eq!(h.blocks[1]["toolResult"]["status"], "success");
+        let hosted: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::HostedCall { status, .. } => Some(status.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(hosted, ["running", "input", "completed"]);
+        let started = events
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::ToolCallStarted { .. }))
+            .count();
+        assert_eq!(started, 1);
     }
 }

@@ -8,6 +8,7 @@ use super::{REASONING_BLOCKS, bedrock_name};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::anthropic::encode::claude_reasoning;
+use crate::providers::hosted::{Piece, foreign_as_text, interleave};
 use crate::providers::settings::{
     ANTHROPIC_REASONING, Policy, ReasoningForm, SamplingNames, rule_for,
 };
@@ -243,8 +244,14 @@ fn reasoning_blocks(extra: &Map<String, Value>) -> impl Iterator<Item = Value> +
 /// the models that take reasoning back take it only signed.
 fn assistant_blocks(a: &AssistantMessage, names: &NameMap, ids: &NameMap) -> Vec<Value> {
     let mut blocks: Vec<Value> = reasoning_blocks(&a.extra).collect();
-    if let Some(text) = a.content.as_deref().filter(|t| !t.trim().is_empty()) {
-        blocks.push(json!({"text": text}));
+    // Text, with the server tool blocks Bedrock sent (only its own: `history` turned other
+    // wires' calls into text) back in their places, verbatim.
+    for piece in interleave(a.content.as_deref(), &a.hosted_calls) {
+        match piece {
+            Piece::Text(text) if !text.trim().is_empty() => blocks.push(json!({"text": text})),
+            Piece::Text(_) => {}
+            Piece::Hosted(call) => blocks.extend(call.blocks.iter().cloned()),
+        }
     }
     for call in &a.tool_calls {
         blocks.push(json!({"toolUse": {
@@ -499,7 +506,9 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     }
     let names = NameMap::build(request_names(req), bedrock_name)?;
     let ids = NameMap::build(history_ids(&req.messages), bedrock_id)?;
-    let (system, messages) = history(&req.messages, &names, &ids)?;
+    let mut downgrades = Vec::new();
+    let turns = foreign_as_text(&req.messages, ProviderKind::Bedrock.name(), &mut downgrades);
+    let (system, messages) = history(&turns, &names, &ids)?;
 
     let mut body = Map::new();
     body.insert("messages".into(), Value::Array(messages));
@@ -561,7 +570,15 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     if !inference.is_empty() {
         body.insert("inferenceConfig".into(), Value::Object(inference));
     }
-    if let Some(config) = tool_config(req, &names)? {
+    let hosted = crate::providers::hosted_tools::place(ProviderKind::Bedrock, req)?;
+    let mut config = tool_config(req, &names)?;
+    if !hosted.tools.is_empty() {
+        let config = config.get_or_insert_with(|| json!({"tools": []}));
+        if let Some(tools) = config.get_mut("tools").and_then(Value::as_array_mut) {
+            tools.extend(hosted.tools.iter().cloned());
+        }
+    }
+    if let Some(config) = config {
         body.insert("toolConfig".into(), config);
     }
     policy.no_summary()?;
@@ -574,7 +591,8 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     crate::providers::shared::merge_extra_body(&mut body, &req.extra_body);
     let mut http =
         HttpRequest::new(path(&req.model, stream)?, Value::Object(body)).with_names(names);
-    http.dropped = policy.dropped;
+    http.dropped = policy.dropped.into_iter().chain(hosted.dropped).collect();
+    http.downgrades = downgrades;
     if stream {
         http = http.with_header("accept", "application/vnd.amazon.eventstream");
     }

@@ -11,8 +11,9 @@ use super::{METRICS, REASONING_BLOCKS};
 use crate::error::{ApiError, Error, Result};
 use crate::eventstream::encode_frame;
 use crate::provider::ProviderKind;
+use crate::providers::hosted::{Piece, interleave};
 use crate::providers::split::pieces;
-use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
+use crate::types::{ChatResponse, FinishReason, HostedCall, ToolCall, Usage};
 
 /// Longest text or argument piece of one delta, in characters.
 const PIECE_CHARS: usize = 24;
@@ -63,6 +64,8 @@ fn stop_reason(r: &ChatResponse) -> Result<String> {
         FinishReason::ToolCalls => "tool_use".into(),
         FinishReason::Length => "max_tokens".into(),
         FinishReason::ContentFilter => "content_filtered".into(),
+        // Converse has no pause: the Messages value, verbatim, as before.
+        FinishReason::Pause => "pause_turn".into(),
         FinishReason::Other(s) => s.clone(),
         FinishReason::Error => {
             return Err(unsupported(
@@ -120,6 +123,14 @@ fn reasoning_of(r: &ChatResponse) -> Vec<Value> {
     }
 }
 
+/// The hosted calls made on this wire (another wire's have no blocks here).
+fn own_hosted(r: &ChatResponse) -> Vec<HostedCall> {
+    (r.hosted_calls.iter())
+        .filter(|c| c.wire == ProviderKind::Bedrock.name())
+        .cloned()
+        .collect()
+}
+
 fn call_input(call: &ToolCall) -> Value {
     call.arguments.clone().unwrap_or_else(|| json!({}))
 }
@@ -138,8 +149,11 @@ fn whole_body(r: &ChatResponse) -> Result<Vec<u8>> {
         .into_iter()
         .map(|b| json!({"reasoningContent": b}))
         .collect();
-    if let Some(text) = r.text.as_deref().filter(|t| !t.is_empty()) {
-        content.push(json!({"text": text}));
+    for piece in interleave(r.text.as_deref(), &own_hosted(r)) {
+        match piece {
+            Piece::Text(text) => content.push(json!({"text": text})),
+            Piece::Hosted(call) => content.extend(call.blocks.iter().cloned()),
+        }
     }
     for call in &r.tool_calls {
         content.push(json!({"toolUse": {
@@ -245,9 +259,43 @@ impl Frames {
         for block in reasoning_of(r) {
             self.reasoning(&block);
         }
-        self.text(r.text.as_deref().unwrap_or(""));
+        for piece in interleave(r.text.as_deref(), &own_hosted(r)) {
+            match piece {
+                Piece::Text(text) => self.text(text),
+                Piece::Hosted(call) => call.blocks.iter().for_each(|b| self.hosted(b)),
+            }
+        }
         for call in &r.tool_calls {
             self.call(call);
+        }
+    }
+
+    /// A hosted call's block as ConverseStream sends it: a server `toolUse` starts with its
+    /// id, name and type and streams its input; a `toolResult` starts with its id, type and
+    /// status and streams its content pieces.
+    fn hosted(&mut self, block: &Value) {
+        let index = self.index;
+        if let Some(Value::Object(call)) = block.get("toolUse") {
+            let mut start = call.clone();
+            let input = start.remove("input").unwrap_or_else(|| json!({}));
+            self.event(
+                "contentBlockStart",
+                &json!({"contentBlockIndex": index, "start": {"toolUse": start}}),
+            );
+            self.delta(json!({"toolUse": {"input": input.to_string()}}));
+            self.stop();
+        } else if let Some(Value::Object(result)) = block.get("toolResult") {
+            let mut start = result.clone();
+            let content = start.remove("content").unwrap_or_else(|| json!([]));
+            self.event(
+                "contentBlockStart",
+                &json!({"contentBlockIndex": index, "start": {"toolResult": start}}),
+            );
+            let pieces: Vec<Value> = content.as_array().cloned().unwrap_or_default();
+            if !pieces.is_empty() {
+                self.delta(json!({"toolResult": pieces}));
+            }
+            self.stop();
         }
     }
 }

@@ -133,13 +133,18 @@ fn check(req: &ChatRequest) -> Result<()> {
 /// The whole request body.
 pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     check_tools(req)?;
+    // No hosted tools on this wire: each is refused by name (or left out and listed).
+    let hosted_dropped = crate::providers::hosted_tools::place(KIND, req)?.dropped;
     crate::providers::shared::refuse_text_calls(req, ProviderKind::Cohere)?;
     check(req)?;
     let names = NameMap::build(request_names(req), openai_name)?;
     let mut downgrades = Vec::new();
+    // Calls another wire's provider ran go as text, each with a note.
+    let turns =
+        crate::providers::hosted::foreign_as_text(&req.messages, KIND.name(), &mut downgrades);
     let moved = tool_media_after_runs(&req.messages, KIND.name(), &mut downgrades);
     let mut messages = Vec::with_capacity(req.messages.len() + moved.len());
-    for (i, m) in req.messages.iter().enumerate() {
+    for (i, m) in turns.iter().enumerate() {
         messages.push(message_json(i, m, &names)?);
         if let Some(parts) = moved.get(&i) {
             let at = format!("messages[{i}] (tool result media)");
@@ -214,7 +219,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body: Value::Object(body),
         names,
         downgrades,
-        dropped: policy.dropped,
+        dropped: policy.dropped.into_iter().chain(hosted_dropped).collect(),
         text_calls: None,
     })
 }

@@ -187,18 +187,27 @@ fn check_thinking_choice(req: &ChatRequest) -> Result<()> {
 /// The whole request.
 pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Result<HttpRequest> {
     check_tools(req)?;
+    // No hosted tools on this wire: each is refused by name (or left out and listed).
+    let hosted_dropped =
+        crate::providers::hosted_tools::place(ProviderKind::DashScope, req)?.dropped;
     crate::providers::shared::refuse_text_calls(req, ProviderKind::DashScope)?;
     check_thinking_choice(req)?;
     let names = NameMap::build(request_names(req), openai_name)?;
     let multimodal = endpoint.is_multimodal(&req.model);
     let mut downgrades = Vec::new();
+    // Calls another wire's provider ran go as text, each with a note.
+    let turns = crate::providers::hosted::foreign_as_text(
+        &req.messages,
+        ProviderKind::DashScope.name(),
+        &mut downgrades,
+    );
     let moved = tool_media_after_runs(
         &req.messages,
         ProviderKind::DashScope.name(),
         &mut downgrades,
     );
     let mut messages = Vec::with_capacity(req.messages.len() + moved.len());
-    for (i, m) in req.messages.iter().enumerate() {
+    for (i, m) in turns.iter().enumerate() {
         messages.push(message_json(m, i, &names, multimodal)?);
         if let Some(parts) = moved.get(&i) {
             let at = format!("messages[{i}] (tool result media)");
@@ -276,7 +285,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Res
         body: Value::Object(body),
         names,
         downgrades,
-        dropped: policy.dropped,
+        dropped: policy.dropped.into_iter().chain(hosted_dropped).collect(),
         text_calls: None,
     })
 }

@@ -188,6 +188,7 @@ mod tests {
                 ToolCall::new("call_tw_a1", "get_weather", r#"{"city":"杭州市"}"#),
                 ToolCall::new("call_tw_a2", "get.time", r#"{"zone":"Asia/Shanghai"}"#),
             ],
+            hosted_calls: Vec::new(),
             finish_reason: FinishReason::ToolCalls,
             // What the mock provider sends for it, so a decode of the encoding is identical.
             raw_finish_reason: Some("tool_calls".into()),

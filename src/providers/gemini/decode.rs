@@ -12,7 +12,7 @@ use crate::assemble::{Assembler, Fragment};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error, scalar_text};
 use crate::providers::shared::{foreign_body, or_foreign};
-use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
+use crate::types::{ChatResponse, FinishReason, HostedCall, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::Gemini;
 
@@ -39,6 +39,19 @@ pub(crate) fn finish_reason(wire: &str) -> FinishReason {
 /// the thoughts also reported as reasoning; `cachedContentTokenCount` (part of the prompt
 /// count) is `cached_input_tokens`. `None` when the report has no counts (Vertex chunks carry
 /// `usageMetadata` with only `trafficType`).
+/// A part as the wire sent it: `{"<kind>": value}`, with its `thoughtSignature`.
+fn whole_part(kind: &str, value: &Value, signature: Option<&str>) -> Value {
+    let mut part = Map::new();
+    part.insert(kind.to_owned(), value.clone());
+    if let Some(signature) = signature {
+        part.insert(
+            "thoughtSignature".into(),
+            Value::String(signature.to_owned()),
+        );
+    }
+    Value::Object(part)
+}
+
 fn usage(u: &UsageMetadata) -> Option<Usage> {
     if u.prompt_token_count.is_none()
         && u.candidates_token_count.is_none()
@@ -76,6 +89,10 @@ pub(crate) struct Decoder {
     /// Parts that are neither text nor a call, verbatim (see [`OTHER_PARTS`]).
     other_parts: Vec<Value>,
     open: Option<OpenCall>,
+    /// The code-execution call waiting for its result.
+    open_code: Option<usize>,
+    /// The grounding call of the turn, once metadata came.
+    grounding: Option<usize>,
     saw_candidate: bool,
     /// Payloads seen, and whether any had the shape of a `GenerateContentResponse`.
     payloads: usize,
@@ -88,6 +105,8 @@ impl Decoder {
             turn: Assembler::new(KIND),
             other_parts: Vec::new(),
             open: None,
+            open_code: None,
+            grounding: None,
             saw_candidate: false,
             payloads: 0,
             shaped: false,
@@ -109,6 +128,13 @@ impl Decoder {
                 for part in &content.parts {
                     self.part(part, out)?;
                 }
+            }
+            if let Some(metadata) = candidate
+                .grounding_metadata
+                .as_ref()
+                .filter(|m| !m.is_null())
+            {
+                self.grounding(metadata, out);
             }
             if let Some(message) = &candidate.finish_message {
                 self.turn
@@ -155,11 +181,21 @@ impl Decoder {
         if let Some(call) = &part.function_call {
             return self.function_call(call, signature, out);
         }
+        if let Some(code) = &part.executable_code {
+            self.code(code, signature, out);
+            if part.text.is_none() {
+                return Ok(());
+            }
+        }
+        if let Some(result) = &part.code_execution_result {
+            self.code_result(result, signature, out);
+            if part.text.is_none() {
+                return Ok(());
+            }
+        }
         let others = [
             ("inlineData", &part.inline_data),
             ("fileData", &part.file_data),
-            ("executableCode", &part.executable_code),
-            ("codeExecutionResult", &part.code_execution_result),
         ];
         let mut kept = false;
         for (key, value) in others {
@@ -202,6 +238,64 @@ impl Decoder {
                 .set_extra(key, Value::String(signature.to_owned()));
         }
         Ok(())
+    }
+
+    /// An `executableCode` part: code Gemini runs itself, a hosted call (the part kept whole,
+    /// with its signature).
+    fn code(&mut self, code: &Value, signature: Option<&str>, out: &mut Vec<StreamEvent>) {
+        let block = whole_part("executableCode", code, signature);
+        let id = code.get("id").and_then(Value::as_str).unwrap_or("");
+        let call = HostedCall::new(id, "code_execution", KIND.name())
+            .with_input(code.clone())
+            .with_blocks([block]);
+        let index = self.turn.start_hosted(call, out);
+        self.open_code = Some(index);
+    }
+
+    /// A `codeExecutionResult` part: the result of the code before it (or a call of its own
+    /// when no code came first).
+    fn code_result(&mut self, result: &Value, signature: Option<&str>, out: &mut Vec<StreamEvent>) {
+        let block = whole_part("codeExecutionResult", result, signature);
+        let index = match self.open_code.take() {
+            Some(index) => index,
+            None => {
+                let call = HostedCall::new("", "code_execution", KIND.name());
+                self.turn.start_hosted(call, out)
+            }
+        };
+        if let Some(call) = self.turn.hosted_mut(index) {
+            call.blocks.push(block);
+        }
+        let status = match result.get("outcome").and_then(Value::as_str) {
+            None | Some("OUTCOME_OK") => "completed",
+            Some(_) => "failed",
+        };
+        self.turn
+            .hosted_done(index, Some(result.clone()), status, out);
+    }
+
+    /// A candidate's `groundingMetadata` (Google Search, URL context, Maps grounding): a hosted
+    /// call with the queries as input and the metadata as result. Nothing goes back to the
+    /// wire for it (Gemini takes no grounding in a history). The last one of a stream wins.
+    fn grounding(&mut self, metadata: &Value, out: &mut Vec<StreamEvent>) {
+        let input = match metadata.get("webSearchQueries") {
+            Some(q) => serde_json::json!({"queries": q}),
+            None => Value::Object(Map::new()),
+        };
+        let index = match self.grounding {
+            Some(index) => index,
+            None => {
+                let call = HostedCall::new("", "google_search", KIND.name());
+                let index = self.turn.start_hosted(call, out);
+                self.grounding = Some(index);
+                index
+            }
+        };
+        if let Some(call) = self.turn.hosted_mut(index) {
+            call.input = input;
+        }
+        self.turn
+            .hosted_done(index, Some(metadata.clone()), "completed", out);
     }
 
     fn function_call(

@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 use super::{REASONING_SIGNATURE, SKIP_SIGNATURE, THOUGHT_SIGNATURE, gemini_name};
 use crate::error::{Error, Result};
 use crate::provider::{Downgrade, HttpRequest, NameMap, ProviderKind};
+use crate::providers::hosted::{Piece, foreign_as_text, interleave};
 use crate::providers::settings::{
     GEMINI_REASONING, Plan, Policy, ReasoningForm, SamplingNames, rule_for,
 };
@@ -236,13 +237,23 @@ fn model_content(a: &AssistantMessage, names: &NameMap, traits: ModelTraits) -> 
     }
     let text_signature = signature(&a.extra, THOUGHT_SIGNATURE);
     let text = a.content.as_deref().filter(|t| !t.is_empty());
-    if let Some(text) = text {
-        let mut part = Map::new();
-        part.insert("text".into(), json!(text));
-        if let Some(sig) = text_signature {
-            part.insert("thoughtSignature".into(), json!(sig));
+    // Text, with the parts of code Gemini ran (only its own: `history` turned other wires'
+    // calls into text) back in their places, verbatim; the text's signature rides on the last
+    // text part.
+    let pieces = interleave(text, &a.hosted_calls);
+    let last_text = pieces.iter().rposition(|p| matches!(p, Piece::Text(_)));
+    for (k, piece) in pieces.iter().enumerate() {
+        match piece {
+            Piece::Text(t) => {
+                let mut part = Map::new();
+                part.insert("text".into(), json!(t));
+                if let Some(sig) = text_signature.filter(|_| Some(k) == last_text) {
+                    part.insert("thoughtSignature".into(), json!(sig));
+                }
+                parts.push(Value::Object(part));
+            }
+            Piece::Hosted(call) => parts.extend(call.blocks.iter().cloned()),
         }
-        parts.push(Value::Object(part));
     }
     let any_signed = a
         .tool_calls
@@ -393,6 +404,9 @@ fn history(
     } else {
         std::collections::HashMap::new()
     };
+    let mut notes = Vec::new();
+    let messages = &*foreign_as_text(messages, ProviderKind::Gemini.name(), &mut notes);
+    downgrades.append(&mut notes);
     let mut i = 0;
     while i < messages.len() {
         match &messages[i] {
@@ -505,6 +519,7 @@ pub(crate) fn encode(
     if !system.is_empty() {
         body.insert("systemInstruction".into(), json!({"parts": system}));
     }
+    let hosted = crate::providers::hosted_tools::place(ProviderKind::Gemini, req)?;
     if !req.tools.is_empty() {
         let mode = req.schema_mode.unwrap_or(default_mode);
         let declarations = req
@@ -513,13 +528,14 @@ pub(crate) fn encode(
             .enumerate()
             .map(|(i, t)| declaration(t, i, mode, &names))
             .collect::<Result<Vec<_>>>()?;
-        body.insert(
-            "tools".into(),
-            json!([{"functionDeclarations": declarations}]),
-        );
+        let mut tools = vec![json!({"functionDeclarations": declarations})];
+        tools.extend(hosted.tools.iter().cloned());
+        body.insert("tools".into(), Value::Array(tools));
         if let Some(choice) = &req.tool_choice {
             body.insert("toolConfig".into(), tool_config(choice, &names));
         }
+    } else if !hosted.tools.is_empty() {
+        body.insert("tools".into(), Value::Array(hosted.tools.clone()));
     } else if req.tool_choice == Some(ToolChoice::Required) {
         return Err(Error::input(
             "tool_choice",
@@ -580,7 +596,7 @@ pub(crate) fn encode(
         body: Value::Object(body),
         names,
         downgrades,
-        dropped: policy.dropped,
+        dropped: policy.dropped.into_iter().chain(hosted.dropped).collect(),
         text_calls: None,
     })
 }

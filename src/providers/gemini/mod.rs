@@ -39,8 +39,8 @@ pub const FINISH_MESSAGE: &str = "finish_message";
 pub const BLOCK_REASON: &str = "block_reason";
 
 /// Key (on [`ChatResponse::extra`]) of the answer's parts that are neither text nor a call
-/// (`inlineData` an image model made, `fileData`, `executableCode`, `codeExecutionResult`),
-/// each verbatim as `{"<kind>": {...}}` with its `thoughtSignature` when it had one.
+/// (`inlineData` an image model made, `fileData`; code Gemini ran, `executableCode` and
+/// `codeExecutionResult`, is a [`crate::HostedCall`] instead), each verbatim as `{"<kind>": {...}}` with its `thoughtSignature` when it had one.
 pub const OTHER_PARTS: &str = "other_parts";
 
 /// The signature Google documents for calls that have no real one (injected, or made by

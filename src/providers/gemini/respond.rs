@@ -10,8 +10,9 @@ use serde_json::{Map, Value, json};
 use super::{BLOCK_REASON, FINISH_MESSAGE, REASONING_SIGNATURE, THOUGHT_SIGNATURE};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::ProviderKind;
+use crate::providers::hosted::{Piece, interleave};
 use crate::providers::split::pieces;
-use crate::types::{ChatResponse, FinishReason, ToolCall, Usage};
+use crate::types::{ChatResponse, FinishReason, HostedCall, ToolCall, Usage};
 
 /// Longest text piece of one stream chunk, in characters.
 const PIECE_CHARS: usize = 32;
@@ -25,6 +26,7 @@ fn wire_finish(reason: &FinishReason) -> Result<String> {
         FinishReason::Stop | FinishReason::ToolCalls => "STOP".into(),
         FinishReason::Length => "MAX_TOKENS".into(),
         FinishReason::ContentFilter => "SAFETY".into(),
+        FinishReason::Pause => "pause_turn".into(),
         FinishReason::Other(s) => s.clone(),
         FinishReason::Error => {
             return Err(unsupported(
@@ -155,12 +157,22 @@ pub(crate) fn encode_response(r: &ChatResponse, stream: bool) -> Result<Vec<u8>>
             parts.push(part);
         }
         let text = r.text.as_deref().filter(|t| !t.is_empty());
-        if let Some(text) = text {
-            let mut part = json!({"text": text});
-            if let (Some(sig), Value::Object(m)) = (text_signature, &mut part) {
-                m.insert("thoughtSignature".into(), json!(sig));
+        let own = own_hosted(r);
+        let pieces = interleave(text, &own);
+        let last_text = pieces.iter().rposition(|p| matches!(p, Piece::Text(_)));
+        for (k, piece) in pieces.iter().enumerate() {
+            match piece {
+                Piece::Text(t) => {
+                    let mut part = json!({"text": t});
+                    if let (Some(sig), Value::Object(m), true) =
+                        (text_signature, &mut part, Some(k) == last_text)
+                    {
+                        m.insert("thoughtSignature".into(), json!(sig));
+                    }
+                    parts.push(part);
+                }
+                Piece::Hosted(call) => parts.extend(call.blocks.iter().cloned()),
             }
-            parts.push(part);
         }
         parts.extend(r.tool_calls.iter().map(call_part));
         if let (None, Some(sig)) = (text, text_signature) {
@@ -191,12 +203,17 @@ pub(crate) fn encode_response(r: &ChatResponse, stream: bool) -> Result<Vec<u8>>
             chunks.push(vec![part]);
         }
     }
-    if let Some(text) = &r.text {
-        chunks.extend(
-            pieces(text, PIECE_CHARS)
-                .into_iter()
-                .map(|p| vec![json!({"text": p})]),
-        );
+    // Text in pieces, the parts of code Gemini ran (this wire's hosted calls) each a chunk of
+    // its own in its place.
+    for piece in interleave(r.text.as_deref(), &own_hosted(r)) {
+        match piece {
+            Piece::Text(text) => chunks.extend(
+                pieces(text, PIECE_CHARS)
+                    .into_iter()
+                    .map(|p| vec![json!({"text": p})]),
+            ),
+            Piece::Hosted(call) => chunks.extend(call.blocks.iter().map(|b| vec![b.clone()])),
+        }
     }
     chunks.extend(r.tool_calls.iter().map(|c| vec![call_part(c)]));
     let mut last_part = json!({"text": ""});
@@ -223,6 +240,14 @@ pub(crate) fn encode_response(r: &ChatResponse, stream: bool) -> Result<Vec<u8>>
         out.push_str("\r\n\r\n");
     }
     Ok(out.into_bytes())
+}
+
+/// The hosted calls made on this wire (another wire's have no parts here).
+fn own_hosted(r: &ChatResponse) -> Vec<HostedCall> {
+    (r.hosted_calls.iter())
+        .filter(|c| c.wire == crate::provider::ProviderKind::Gemini.name())
+        .cloned()
+        .collect()
 }
 
 /// The google.rpc status name for an HTTP status (Google API design guide's mapping); the
@@ -297,6 +322,7 @@ mod tests {
             text: Some("Checking the weather and the time for you, one moment please.".into()),
             reasoning: Some("The user wants two facts.".into()),
             tool_calls: vec![first, second],
+            hosted_calls: Vec::new(),
             finish_reason: FinishReason::ToolCalls,
             // What the mock provider sends for it, so a decode of the encoding is identical.
             raw_finish_reason: Some("STOP".into()),

@@ -43,6 +43,9 @@ pub(crate) struct Candidate {
     /// Absent on Vertex.
     #[serde(default)]
     pub index: Option<i64>,
+    /// Search, URL-context or Maps grounding, verbatim.
+    #[serde(default)]
+    pub grounding_metadata: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -354,6 +354,8 @@ pub(crate) fn encode(
     store: bool,
 ) -> Result<HttpRequest> {
     check_tools(req)?;
+    // No hosted tools on this wire: each is refused by name (or left out and listed).
+    let hosted_dropped = crate::providers::hosted_tools::place(KIND, req)?.dropped;
     refuse_text_calls(req, KIND)?;
     if req.model.trim().is_empty() {
         return Err(Error::input("model", "the model name is empty"));
@@ -374,7 +376,14 @@ pub(crate) fn encode(
             ));
         }
     };
-    let (system, input) = history(&req.messages, &names, from)?;
+    // Calls another wire's provider ran go as text, each with a note.
+    let mut downgrades = Vec::new();
+    let turns = crate::providers::hosted::foreign_as_text(
+        &req.messages,
+        crate::provider::ProviderKind::GeminiInteractions.name(),
+        &mut downgrades,
+    );
+    let (system, input) = history(&turns, &names, from)?;
 
     let mut body = Map::new();
     body.insert("model".into(), json!(req.model));
@@ -438,7 +447,10 @@ pub(crate) fn encode(
         body.insert("stream".into(), json!(true));
     }
     merge_extra_body(&mut body, &req.extra_body);
-    Ok(HttpRequest::new(PATH, Value::Object(body)).with_names(names))
+    let mut http = HttpRequest::new(PATH, Value::Object(body)).with_names(names);
+    http.downgrades = downgrades;
+    http.dropped.extend(hosted_dropped);
+    Ok(http)
 }
 
 #[cfg(test)]

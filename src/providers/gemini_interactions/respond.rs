@@ -43,6 +43,7 @@ fn wire_status(r: &ChatResponse) -> Result<String> {
         FinishReason::Stop => "completed".into(),
         FinishReason::ToolCalls => "requires_action".into(),
         FinishReason::Length => "incomplete".into(),
+        FinishReason::Pause => "pause_turn".into(),
         FinishReason::Other(s) => s.clone(),
         FinishReason::ContentFilter => {
             return Err(unsupported(

@@ -105,6 +105,8 @@ fn tool(r: &ToolResult, synthetic: &HashMap<&str, bool>, names: &NameMap) -> Val
 /// The whole request.
 pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     check_tools(req)?;
+    // No hosted tools on this wire: each is refused by name (or left out and listed).
+    let hosted_dropped = crate::providers::hosted_tools::place(ProviderKind::Ollama, req)?.dropped;
     if req.model.trim().is_empty() {
         return Err(Error::input("model", "the model name is empty"));
     }
@@ -139,9 +141,15 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         .collect();
     // Tool messages take text only: a result's media goes in a user message after the run.
     let mut downgrades = Vec::new();
+    // Calls another wire's provider ran go as text, each with a note.
+    let turns = crate::providers::hosted::foreign_as_text(
+        &req.messages,
+        ProviderKind::Ollama.name(),
+        &mut downgrades,
+    );
     let moved = tool_media_after_runs(&req.messages, ProviderKind::Ollama.name(), &mut downgrades);
     let mut messages = Vec::with_capacity(req.messages.len() + moved.len());
-    for (i, m) in req.messages.iter().enumerate() {
+    for (i, m) in turns.iter().enumerate() {
         messages.push(match m {
             Message::System { content } => json!({"role": "system", "content": content}),
             Message::User {
@@ -226,7 +234,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body: Value::Object(body),
         names,
         downgrades,
-        dropped: policy.dropped,
+        dropped: policy.dropped.into_iter().chain(hosted_dropped).collect(),
         text_calls,
     })
 }

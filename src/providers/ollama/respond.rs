@@ -50,6 +50,7 @@ fn done_reason(r: &ChatResponse) -> Result<String> {
     Ok(match &r.finish_reason {
         FinishReason::Stop | FinishReason::ToolCalls => "stop".into(),
         FinishReason::Length => "length".into(),
+        FinishReason::Pause => "pause_turn".into(),
         FinishReason::Other(s) => s.clone(),
         FinishReason::ContentFilter | FinishReason::Error => {
             return Err(unsupported(format!(
@@ -214,6 +215,7 @@ mod tests {
             text: Some("Checking the weather and the time for you, one moment please.".into()),
             reasoning: Some("The user wants two facts.".into()),
             tool_calls: vec![first, second],
+            hosted_calls: Vec::new(),
             finish_reason: FinishReason::ToolCalls,
             usage: Some(Usage {
                 input_tokens: 40,

@@ -424,13 +424,21 @@ pub(crate) fn check_keys(dialect: &Dialect, tool: &ToolDefinition) -> Result<()>
 /// The whole request body.
 pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     check_tools(req)?;
+    // No hosted tools on this wire: each is refused by name (or left out and listed).
+    let hosted_dropped = crate::providers::hosted_tools::place(dialect.info.kind, req)?.dropped;
     check_dialect(dialect, req)?;
     let names = NameMap::build(request_names(req), dialect.valid_name)?;
     let mut downgrades = Vec::new();
+    // Calls another wire's provider ran go as text, each with a note.
+    let turns = crate::providers::hosted::foreign_as_text(
+        &req.messages,
+        dialect.info.kind.name(),
+        &mut downgrades,
+    );
     let moved = tool_media_after_runs(&req.messages, dialect.info.kind.name(), &mut downgrades);
     let ids = wire_call_ids(dialect.call_ids, &req.messages);
     let mut messages = Vec::with_capacity(req.messages.len() + moved.len());
-    for (i, m) in req.messages.iter().enumerate() {
+    for (i, m) in turns.iter().enumerate() {
         messages.push(message_json(dialect, i, m, &names, &ids)?);
         if let Some(parts) = moved.get(&i) {
             let at = format!("messages[{i}] (tool result media)");
@@ -516,7 +524,7 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
         body: Value::Object(body),
         names,
         downgrades,
-        dropped: policy.dropped,
+        dropped: policy.dropped.into_iter().chain(hosted_dropped).collect(),
         text_calls,
     })
 }

@@ -15,7 +15,7 @@ use crate::assemble::{Assembler, Fragment};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error, scalar_text};
 use crate::providers::shared::{foreign_body, stops_mid_json};
-use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
+use crate::types::{ChatResponse, FinishReason, HostedCall, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::OpenAiResponses;
 
@@ -48,6 +48,69 @@ const IGNORED_PREFIXES: [&str; 9] = [
     "response.shell_call",
     "response.apply_patch_call",
 ];
+
+/// Prefixes of the status events of hosted calls (`.in_progress`, `.searching`,
+/// `.interpreting`, `.generating`, …), passed on as [`StreamEvent::HostedCall`].
+const HOSTED_EVENTS: [&str; 6] = [
+    "response.web_search_call.",
+    "response.file_search_call.",
+    "response.code_interpreter_call.",
+    "response.image_generation_call.",
+    "response.mcp_call.",
+    "response.mcp_list_tools.",
+];
+
+/// An output item OpenAI ran itself.
+fn hosted_item(ty: &str) -> bool {
+    matches!(
+        ty,
+        "web_search_call"
+            | "file_search_call"
+            | "code_interpreter_call"
+            | "mcp_call"
+            | "mcp_list_tools"
+            | "tool_search_call"
+            | "tool_search_output"
+            | "image_generation_call"
+    )
+}
+
+/// A hosted item's name, input and result, as far as each item type has them: the tool's
+/// name (the item type without `_call`; an MCP call's own tool name), what it was asked
+/// (`action`, `queries`, `code`, `arguments`), and what it gave (`results`, `outputs`,
+/// `output`, `tools`, `result`; `None` when the item carries none, as a web search's).
+fn hosted_fields(ty: &str, item: &Value) -> (String, Value, Option<Value>) {
+    let pick = |keys: &[&str]| {
+        let mut m = serde_json::Map::new();
+        for k in keys {
+            if let Some(v) = item.get(*k).filter(|v| !v.is_null()) {
+                m.insert((*k).to_owned(), v.clone());
+            }
+        }
+        Value::Object(m)
+    };
+    let field = |k: &str| item.get(k).filter(|v| !v.is_null()).cloned();
+    let name = ty.strip_suffix("_call").unwrap_or(ty).to_owned();
+    match ty {
+        "web_search_call" => (name, pick(&["action"]), None),
+        "file_search_call" => (name, pick(&["queries"]), field("results")),
+        "code_interpreter_call" => (name, pick(&["code", "container_id"]), field("outputs")),
+        "mcp_call" => {
+            let tool = item.get("name").and_then(Value::as_str).unwrap_or("mcp");
+            let result = field("output").or_else(|| field("error"));
+            (
+                tool.to_owned(),
+                pick(&["server_label", "arguments"]),
+                result,
+            )
+        }
+        "mcp_list_tools" => (name, pick(&["server_label"]), field("tools")),
+        "tool_search_call" => (name, pick(&["arguments"]), None),
+        "tool_search_output" => ("tool_search".into(), Value::Null, field("tools")),
+        "image_generation_call" => (name, pick(&["revised_prompt"]), field("result")),
+        _ => (name, pick(&[]), None),
+    }
+}
 
 /// The canonical finish reason of a response `status` (and `incomplete_details.reason`):
 /// `completed` is a normal end (complete calls settle it to `tool_calls`), `incomplete` for
@@ -145,7 +208,11 @@ enum Kind {
     Custom,
     Reasoning,
     Message,
-    /// A server-side tool call (web search, file search, …): kept verbatim in `other_items`.
+    /// A call OpenAI runs itself (web search, file search, code interpreter, MCP, tool
+    /// search, image generation): a hosted call.
+    Hosted,
+    /// Any other item (an MCP approval request, a computer call, …): kept verbatim in
+    /// `other_items`.
     Other,
 }
 
@@ -156,6 +223,7 @@ impl Kind {
             Some("custom_tool_call") => Self::Custom,
             Some("reasoning") => Self::Reasoning,
             Some("message") => Self::Message,
+            Some(t) if hosted_item(t) => Self::Hosted,
             _ => Self::Other,
         }
     }
@@ -166,7 +234,7 @@ impl Kind {
             Self::Custom => "custom_tool_call",
             Self::Reasoning => "reasoning",
             Self::Message => "message",
-            Self::Other => "output",
+            Self::Hosted | Self::Other => "output",
         }
     }
 }
@@ -183,6 +251,8 @@ struct ItemState {
     closed: bool,
     /// Text or reasoning deltas arrived for this item (else its `.done` item supplies them).
     streamed: bool,
+    /// The hosted call's position in `hosted_calls` (hosted items only).
+    hosted: Option<usize>,
 }
 
 /// The decoder of one turn.
@@ -201,8 +271,11 @@ pub(crate) struct Decoder {
     reasoning_part: Option<(i64, u8, i64)>,
     /// The message item of the last text, for `\n\n` between message items.
     text_item: Option<i64>,
-    /// Finished output items with no canonical form (server-side tool calls, …), verbatim.
+    /// Finished output items with no canonical form (an MCP approval request, …), verbatim.
     other: Vec<Value>,
+    /// The last hosted call of each tool (`web_search`, `tool_search`, …), for its `*_output`
+    /// item.
+    hosted_by_tool: HashMap<String, usize>,
     refusal: String,
     unknown: u64,
     ended: bool,
@@ -219,6 +292,7 @@ impl Decoder {
             reasoning_part: None,
             text_item: None,
             other: Vec::new(),
+            hosted_by_tool: HashMap::new(),
             refusal: String::new(),
             unknown: 0,
             ended: false,
@@ -293,6 +367,26 @@ impl Decoder {
                 let flat = (ev.code.as_deref(), ev.message.as_deref());
                 Err(stream_error(ev.error.as_ref().filter(|e| e.is_object()), flat, data).into())
             }
+            hosted
+                if HOSTED_EVENTS.iter().any(|p| hosted.starts_with(p))
+                    && hosted
+                        .rsplit_once('.')
+                        .is_some_and(|(_, s)| !s.contains("delta")) =>
+            {
+                // `response.web_search_call.searching` and the like: what the hosted call is
+                // doing now, for a UI; the item itself carries the rest.
+                let status = hosted.rsplit_once('.').map_or("", |(_, s)| s);
+                let at = self
+                    .key(&ev)
+                    .and_then(|i| self.items.get(&i))
+                    .and_then(|s| s.hosted);
+                if let Some(at) = at
+                    && !matches!(status, "completed" | "done")
+                {
+                    self.turn.hosted_done(at, None, status, out);
+                }
+                Ok(())
+            }
             known
                 if IGNORED.contains(&known)
                     || IGNORED_PREFIXES.iter().any(|p| known.starts_with(p)) =>
@@ -362,15 +456,36 @@ impl Decoder {
             has_call_id: false,
             closed: false,
             streamed: false,
+            hosted: None,
         };
         match kind {
             Kind::Function | Kind::Custom => self.open_call(index, &item, &mut state, out)?,
             Kind::Message => self.text_reasoning.append(&mut self.pending),
+            Kind::Hosted => state.hosted = Some(self.start_hosted(raw, out)),
             Kind::Reasoning => self.reasoning_state(raw, out),
             Kind::Other => {}
         }
         self.items.insert(index, state);
         Ok(())
+    }
+
+    /// Starts a hosted call from its item: a `*_output` item (`tool_search_output`) joins the
+    /// call it answers (the last one of the same tool) instead.
+    fn start_hosted(&mut self, raw: &Value, out: &mut Vec<StreamEvent>) -> usize {
+        let ty = raw.get("type").and_then(Value::as_str).unwrap_or("");
+        let (name, input, _) = hosted_fields(ty, raw);
+        if let Some(tool) = ty.strip_suffix("_output")
+            && let Some(&index) = self.hosted_by_tool.get(tool)
+        {
+            return index;
+        }
+        let id = raw.get("id").and_then(Value::as_str).unwrap_or("");
+        let call = HostedCall::new(id, name.clone(), KIND.name()).with_input(input);
+        let index = self.turn.start_hosted(call, out);
+        if let Some(tool) = ty.strip_suffix("_call") {
+            self.hosted_by_tool.insert(tool.to_owned(), index);
+        }
+        index
     }
 
     /// Starts a call: its name and id, the arguments it came with, and the reasoning items
@@ -626,6 +741,27 @@ impl Decoder {
                     }
                 }
             }
+            Kind::Hosted => {
+                let ty = item.r#type.as_deref().unwrap_or("");
+                let (_, input, result) = hosted_fields(ty, raw);
+                if let Some(at) = self.items.get(&index).and_then(|s| s.hosted) {
+                    // Text that came before an item that arrived only at its end still came
+                    // before it: `at` was set when it was announced.
+                    let answer = ty.ends_with("_output");
+                    if let Some(call) = self.turn.hosted_mut(at) {
+                        if !answer {
+                            call.input = input;
+                        }
+                        call.blocks.push(raw.clone());
+                    }
+                    let status = match item.status.as_deref() {
+                        Some("failed") => "failed",
+                        Some("incomplete") => "incomplete",
+                        _ => "completed",
+                    };
+                    self.turn.hosted_done(at, result, status, out);
+                }
+            }
             Kind::Other => self.other.push(raw.clone()),
         }
         if let Some(state) = self.items.get_mut(&index) {
@@ -854,7 +990,10 @@ mod tests {
         ]);
         let r = r.unwrap();
         assert_eq!(r.text.as_deref(), Some("Got it.\n\nHere."));
-        assert_eq!(r.extra[OTHER_ITEMS][0]["type"], "web_search_call");
+        assert_eq!(r.hosted_calls[0].blocks[0]["type"], "web_search_call");
+        assert_eq!(r.hosted_calls[0].name, "web_search");
+        assert_eq!(r.hosted_calls[0].at, "Got it.".len());
+        assert!(!r.extra.contains_key(OTHER_ITEMS));
     }
 
     #[test]

@@ -5,6 +5,9 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 
 use super::{CUSTOM_FORMAT, CUSTOM_TOOL, ITEM_ID, REASONING_ITEMS};
+use crate::providers::hosted::{Piece, foreign_as_text, interleave};
+
+const KIND: ProviderKind = ProviderKind::OpenAiResponses;
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::openai::openai_name;
@@ -208,8 +211,28 @@ fn call_item(call: &ToolCall, names: &NameMap) -> Value {
 /// reasoning items, in the order the model produced them.
 fn assistant_items(a: &AssistantMessage, names: &NameMap, stateless: bool, input: &mut Vec<Value>) {
     input.extend(reasoning_items(&a.extra, stateless).cloned());
-    if let Some(text) = a.content.as_deref().filter(|t| !t.is_empty()) {
-        input.push(json!({"role": "assistant", "content": text}));
+    // Text, with the hosted items OpenAI sent (only its own: `encode` turned other wires'
+    // calls into text) back in their places, verbatim: with `store: false` they are the
+    // history. The blank line the decoder put between message items starts the text after.
+    let mut after_hosted = false;
+    for piece in interleave(a.content.as_deref(), &a.hosted_calls) {
+        match piece {
+            Piece::Text(text) => {
+                let text = if after_hosted {
+                    text.strip_prefix("\n\n").unwrap_or(text)
+                } else {
+                    text
+                };
+                if !text.is_empty() {
+                    input.push(json!({"role": "assistant", "content": text}));
+                }
+                after_hosted = false;
+            }
+            Piece::Hosted(call) => {
+                input.extend(call.blocks.iter().cloned());
+                after_hosted = true;
+            }
+        }
     }
     for call in &a.tool_calls {
         input.extend(reasoning_items(&call.extra, stateless).cloned());
@@ -235,9 +258,11 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         .map(|c| c.id.as_str())
         .collect();
 
+    let mut downgrades = Vec::new();
+    let turns = foreign_as_text(&req.messages, KIND.name(), &mut downgrades);
     let mut instructions: Vec<&str> = Vec::new();
     let mut input = Vec::new();
-    for (i, m) in req.messages.iter().enumerate() {
+    for (i, m) in turns.iter().enumerate() {
         match m {
             // Leading system messages are the instructions; a later one stays in place.
             Message::System { content } if input.is_empty() => instructions.push(content),
@@ -274,8 +299,10 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body.insert("instructions".into(), json!(instructions.join("\n\n")));
     }
     body.insert("input".into(), Value::Array(input));
-    if !req.tools.is_empty() {
-        let tools = req.tools.iter().map(|t| tool_json(t, &names)).collect();
+    let hosted = crate::providers::hosted_tools::place(KIND, req)?;
+    if !req.tools.is_empty() || !hosted.tools.is_empty() {
+        let mut tools: Vec<Value> = req.tools.iter().map(|t| tool_json(t, &names)).collect();
+        tools.extend(hosted.tools);
         body.insert("tools".into(), Value::Array(tools));
         if let Some(parallel) = req.parallel_tool_calls {
             body.insert("parallel_tool_calls".into(), json!(parallel));
@@ -342,8 +369,8 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         headers: Vec::new(),
         body: Value::Object(body),
         names,
-        downgrades: Vec::new(),
-        dropped: policy.dropped,
+        downgrades,
+        dropped: policy.dropped.into_iter().chain(hosted.dropped).collect(),
         text_calls: None,
     })
 }

@@ -81,7 +81,12 @@ pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
     let mut request = ChatRequest::new(model, messages);
     if let Some(tools) = f.array("tools")? {
         for (i, t) in tools.into_iter().enumerate() {
-            request.tools.push(tool(t, &format!("tools[{i}]"))?);
+            // A tool the provider runs (web search, code execution, …) is a hosted tool:
+            // mapped to the upstream's equivalent, or refused there by name.
+            match crate::providers::hosted_tools::read_responses(&t) {
+                Some(hosted) => request.hosted_tools.push(hosted),
+                None => request.tools.push(tool(t, &format!("tools[{i}]"))?),
+            }
         }
     }
     if let Some(choice) = f.take("tool_choice") {
@@ -1127,7 +1132,12 @@ mod tests {
         }
         let mut body = base;
         body["tools"] = json!([{"type": "web_search"}]);
-        assert!(req(body).unwrap_err().to_string().contains("tools[0].type"));
+        let read = req(body).unwrap();
+        assert_eq!(
+            read.request.hosted_tools,
+            [crate::types::HostedTool::web_search()]
+        );
+        assert!(read.request.tools.is_empty());
     }
 
     #[test]

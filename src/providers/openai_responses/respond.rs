@@ -113,6 +113,7 @@ pub(super) fn status(reason: &FinishReason) -> Result<(&'static str, Option<Valu
         FinishReason::Stop | FinishReason::ToolCalls => ("completed", None),
         FinishReason::Length => incomplete("max_output_tokens"),
         FinishReason::ContentFilter => incomplete("content_filter"),
+        FinishReason::Pause => incomplete("pause_turn"),
         FinishReason::Other(why) => incomplete(why),
         FinishReason::Error => {
             return Err(unsupported(
@@ -291,6 +292,14 @@ fn output(r: &ChatResponse) -> Result<Vec<Out<'_>>> {
         })));
     }
     items.extend(items_of(&r.extra, OTHER_ITEMS).map(Out::Other));
+    // Hosted calls made on this wire, as their items (before the message: the writer sends
+    // one message item).
+    items.extend(
+        (r.hosted_calls.iter())
+            .filter(|c| c.wire == ProviderKind::OpenAiResponses.name())
+            .flat_map(|c| c.blocks.iter().filter(|b| b.is_object()).cloned())
+            .map(Out::Other),
+    );
     let text = r.text.as_deref().filter(|t| !t.is_empty());
     let refusal = r.extra.get(REFUSAL).and_then(Value::as_str);
     if text.is_some() || refusal.is_some() {
@@ -527,6 +536,7 @@ mod tests {
             text: Some("Looking it up, one moment please.".into()),
             reasoning: Some("Plan.\n\nAct.".into()),
             tool_calls: vec![weather, sql],
+            hosted_calls: Vec::new(),
             finish_reason: FinishReason::ToolCalls,
             usage: Some(Usage {
                 input_tokens: 40,
@@ -562,7 +572,12 @@ mod tests {
         refused.raw_finish_reason = Some("content_filter".into());
         refused.extra.insert(
             OTHER_ITEMS.into(),
-            json!([{"id": "ws_1", "type": "web_search_call", "status": "completed"}]),
+            json!([{"id": "mcpr_1", "type": "mcp_approval_request", "name": "f"}]),
+        );
+        refused.hosted_calls.push(
+            crate::types::HostedCall::new("ws_1", "web_search", "openai-responses").with_blocks([
+                json!({"id": "ws_1", "type": "web_search_call", "status": "completed"}),
+            ]),
         );
         for r in [sample(), cut, refused] {
             for stream in [false, true] {
