@@ -930,8 +930,8 @@ async fn a_responses_client_streams_the_reasoning_item_with_its_encrypted_conten
 
 /// A forged call id (state the gateway never sealed: the provider input a key holder would
 /// inject, a Responses `input_file` and `item_reference`; or the old unsealed `.tw1.` form)
-/// from each client wire toward each upstream wire is a 400 naming the call, and no upstream
-/// hears of it.
+/// from each client wire toward each upstream wire of another wire is a 400 naming the call,
+/// and no upstream hears of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_call_state_is_refused_from_every_client_wire_to_every_upstream() {
     let state = json!({"reasoning_items": [
@@ -989,6 +989,17 @@ async fn forged_call_state_is_refused_from_every_client_wire_to_every_upstream()
                 ),
             ];
             for (path, body, field) in cases {
+                // A same-wire route passes the client's ids through as strings and opens no
+                // state: there is nothing to forge there.
+                let same_wire = matches!(
+                    (kind, path),
+                    (ProviderKind::OpenAi, "/v1/chat/completions")
+                        | (ProviderKind::Anthropic, "/v1/messages")
+                        | (ProviderKind::OpenAiResponses, "/v1/responses")
+                );
+                if same_wire {
+                    continue;
+                }
                 let (status, _, bytes) = post(&format!("{}{path}", server.url()), &body).await;
                 let text = String::from_utf8_lossy(&bytes);
                 assert_eq!(status, 400, "{kind} via {path}: {text}");

@@ -251,15 +251,17 @@ async fn a_role_that_drops_names_what_it_dropped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_settings_are_refused_naming_the_field() {
-    let up = upstream(ProviderKind::OpenAi).await;
-    let gw = gateway(ProviderKind::OpenAi, "gpt-5.2", &up, false).await;
+    // A Gemini upstream: every client wire crosses (a same-wire route passes the body through
+    // for the upstream to judge).
+    let up = upstream(ProviderKind::Gemini).await;
+    let gw = gateway(ProviderKind::Gemini, "gemini-3-pro-preview", &up, false).await;
     let cases = [
         (
             "chat",
             json!({"reasoning_effort": "extreme"}),
             "reasoning_effort",
         ),
-        ("chat", json!({"verbosity": "high"}), "verbosity"),
+        ("chat", json!({"verbosity": "loud"}), "verbosity"),
         ("chat", json!({"n": 2}), "n"),
         ("chat", json!({"top_p": 3}), "top_p"),
         (
@@ -274,7 +276,7 @@ async fn bad_settings_are_refused_naming_the_field() {
         ),
         (
             "responses",
-            json!({"text": {"verbosity": "low"}}),
+            json!({"text": {"verbosity": "loud"}}),
             "text.verbosity",
         ),
     ];

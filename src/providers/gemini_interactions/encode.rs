@@ -11,13 +11,16 @@ use super::{PREVIOUS_INTERACTION_ID, SIGNATURE, STEPS};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::gemini::gemini_name;
+use crate::providers::settings::{
+    GEMINI_REASONING, Plan, Policy, ReasoningForm, SamplingNames, rule_for,
+};
 use crate::providers::shared::{
     Pairing, check_tools, encode_parts, merge_extra_body, refuse_text_calls, replay_arguments,
     request_names, tool_result_run,
 };
 use crate::schema;
 use crate::types::{
-    AssistantMessage, ChatRequest, Content, Message, Part, SchemaMode, Source, ToolCall,
+    AssistantMessage, ChatRequest, Content, Effort, Message, Part, SchemaMode, Source, ToolCall,
     ToolChoice, ToolDefinition, ToolResult,
 };
 
@@ -410,29 +413,37 @@ pub(crate) fn encode(
             "tool_choice \"required\" needs at least one tool",
         ));
     }
-    // The sampling and reasoning settings of the request. More go in `generation_config`
-    // under these names as the canonical request gains them: `top_p`, `top_k`, `seed`,
-    // `stop_sequences`, and reasoning as `thinking_level` (the level the model takes) with
-    // `thinking_summaries` (vercel/ai `google-interactions-language-model.ts`).
+    // The sampling and reasoning settings of the request, in `generation_config`'s names:
+    // `temperature`, `max_output_tokens`, `top_p`, `seed`, `stop_sequences`, and reasoning as
+    // `thinking_level` with `thinking_summaries` (Google's Interactions API reference,
+    // <https://ai.google.dev/api/interactions-api>, `GenerationConfig`). It has no `top_k`,
+    // no penalties, no thinking budget and no switch to turn thinking off: those follow the
+    // drop policy.
     if let Some(t) = req.temperature {
         generation.insert("temperature".into(), json!(t));
     }
     if let Some(max) = req.max_tokens {
         generation.insert("max_output_tokens".into(), json!(max));
     }
-    match req.thinking {
-        None => {}
-        Some(true) => {
+    let mut policy = Policy::new(KIND, req)?;
+    let rule = rule_for(GEMINI_REASONING, &req.model);
+    policy.sampling(&INTERACTIONS_SAMPLING, rule, &mut generation)?;
+    // A level wherever the model takes one; the levels of the model's row, else Gemini 3's.
+    let levels = match rule.map(|r| r.form) {
+        Some(ReasoningForm::Levels(levels)) => levels,
+        _ => &[Effort::Low, Effort::High],
+    };
+    match policy.reasoning(ReasoningForm::Levels(levels))? {
+        Plan::Level(level) => {
+            generation.insert("thinking_level".into(), json!(level.as_str()));
             generation.insert("thinking_summaries".into(), json!("auto"));
         }
-        Some(false) => {
-            return Err(Error::unsupported(
-                KIND,
-                "thinking: false: the Interactions API has no switch to turn thinking off \
-                 (set generation_config.thinking_level through extra_body instead)",
-            ));
+        Plan::On => {
+            generation.insert("thinking_summaries".into(), json!("auto"));
         }
+        _ => {}
     }
+    policy.no_summary()?;
     if !generation.is_empty() {
         body.insert("generation_config".into(), Value::Object(generation));
     }
@@ -449,9 +460,17 @@ pub(crate) fn encode(
     merge_extra_body(&mut body, &req.extra_body);
     let mut http = HttpRequest::new(PATH, Value::Object(body)).with_names(names);
     http.downgrades = downgrades;
+    http.dropped = policy.dropped;
     http.dropped.extend(hosted_dropped);
     Ok(http)
 }
+
+/// Where the sampling settings go in `generation_config`: `top_p`, `seed`, `stop_sequences`
+/// (Google's Interactions API reference, `GenerationConfig`).
+const INTERACTIONS_SAMPLING: SamplingNames = SamplingNames::NONE
+    .with_top_p(Some("top_p"))
+    .with_stop(Some("stop_sequences"), None)
+    .with_seed(Some("seed"));
 
 #[cfg(test)]
 mod tests {
