@@ -639,6 +639,26 @@ impl Assembler {
         slot
     }
 
+    /// Announces the provider data of the call at `position` as known now, and `turn`, the
+    /// turn's echoed provider data so far ([`StreamEvent::CallState`]): called by a decoder
+    /// right after it started the call and set its `extra`.
+    pub(crate) fn call_state(
+        &mut self,
+        position: usize,
+        turn: Map<String, Value>,
+        out: &mut Vec<StreamEvent>,
+    ) {
+        if self.finalized.is_none()
+            && let Some(slot) = self.slots.get(position)
+        {
+            out.push(StreamEvent::CallState {
+                index: position,
+                call: slot.extra.clone(),
+                turn,
+            });
+        }
+    }
+
     /// Provider data for the call at `position` (echoed back on later requests).
     pub(crate) fn call_extra(&mut self, position: usize) -> Option<&mut Map<String, Value>> {
         self.slots.get_mut(position).map(|s| &mut s.extra)

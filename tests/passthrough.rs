@@ -424,10 +424,6 @@ async fn pausing_upstream(
 async fn a_call_reaches_the_client_as_it_starts() {
     let first = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_01P\",\"name\":\"sh\",\"input\":{}}}\n\n";
     let rest = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":5}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
-    let http = toolwire::client::http_client_builder()
-        .no_proxy()
-        .build()
-        .unwrap();
     let cases = [
         (
             "/v1/messages",
@@ -441,41 +437,111 @@ async fn a_call_reaches_the_client_as_it_starts() {
         ),
     ];
     for (route, body, id) in cases {
-        let (url, release) = pausing_upstream(first, rest).await;
-        let server = gateway(ProviderKind::Anthropic, &url).await;
-        let mut r = http
-            .post(format!("{}{route}", server.url()))
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200, "{route}");
-        let mut seen = Vec::new();
-        let started = tokio::time::timeout(Duration::from_secs(30), async {
-            while let Some(chunk) = r.chunk().await.unwrap() {
-                seen.extend_from_slice(&chunk);
-                if String::from_utf8_lossy(&seen).contains(id) {
-                    return true;
-                }
-            }
-            false
-        })
-        .await;
-        assert_eq!(
-            started,
-            Ok(true),
-            "{route}: the call did not reach the client while the upstream paused: {}",
-            String::from_utf8_lossy(&seen)
-        );
-        release.send(()).unwrap();
+        starts_while_paused(ProviderKind::Anthropic, first, rest, route, body, id).await;
+    }
+}
+
+/// Sends `body` to `route` of a gateway in front of a [`pausing_upstream`] of `kind` writing
+/// `first` then `rest`, and asserts that `expect` (the call's id as the client sees it, or
+/// its start) reached the client while the upstream waited, then that the turn ended.
+async fn starts_while_paused(
+    kind: ProviderKind,
+    first: &'static str,
+    rest: &'static str,
+    route: &str,
+    body: &'static str,
+    expect: &str,
+) {
+    let http = toolwire::client::http_client_builder()
+        .no_proxy()
+        .build()
+        .unwrap();
+    let (url, release) = pausing_upstream(first, rest).await;
+    let server = gateway(kind, &url).await;
+    let mut r = http
+        .post(format!("{}{route}", server.url()))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{route}");
+    let mut seen = Vec::new();
+    let started = tokio::time::timeout(Duration::from_secs(30), async {
         while let Some(chunk) = r.chunk().await.unwrap() {
             seen.extend_from_slice(&chunk);
+            if String::from_utf8_lossy(&seen).contains(expect) {
+                return true;
+            }
         }
-        let text = String::from_utf8_lossy(&seen);
-        assert!(
-            text.contains("message_stop") || text.contains("[DONE]"),
-            "{route}: {text}"
-        );
+        false
+    })
+    .await;
+    assert_eq!(
+        started,
+        Ok(true),
+        "{kind:?} to {route}: the call did not reach the client while the upstream paused: {}",
+        String::from_utf8_lossy(&seen)
+    );
+    release.send(()).unwrap();
+    while let Some(chunk) = r.chunk().await.unwrap() {
+        seen.extend_from_slice(&chunk);
+    }
+    let text = String::from_utf8_lossy(&seen);
+    assert!(
+        text.contains("message_stop")
+            || text.contains("[DONE]")
+            || text.contains("response.completed"),
+        "{kind:?} to {route}: {text}"
+    );
+}
+
+const CHAT_BODY: &str = r#"{"model":"up","stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"sh","parameters":{"type":"object"}}}]}"#;
+const MESSAGES_BODY: &str = r#"{"model":"up","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"sh","input_schema":{"type":"object"}}]}"#;
+const RESPONSES_BODY: &str = r#"{"model":"up","stream":true,"input":"hi","tools":[{"type":"function","name":"sh","parameters":{"type":"object"}}]}"#;
+
+/// A call after reasoning reaches the client as it starts too, its id already carrying the
+/// reasoning's sealed state where the client wire has no other place for it: an Anthropic
+/// upstream's signed thinking block then a `tool_use`, and a Responses upstream's encrypted
+/// reasoning item then a `function_call`, each behind the other client wires. The upstream
+/// waits, after the call's first event, until the test saw the call in what the client got.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_after_reasoning_reaches_the_client_as_it_starts() {
+    let anthropic_first = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Run it.\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"U0lHTg==\"}}\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_01S\",\"name\":\"sh\",\"input\":{}}}\n\n";
+    let anthropic_rest = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":5}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    // Chat has no place for a signature: the thinking rides sealed in the call's id. Responses
+    // gives the turn's state an item of its own at the end, so the id is the upstream's.
+    let anthropic = [
+        ("/v1/chat/completions", CHAT_BODY, "toolu_01S_tw2_"),
+        ("/v1/responses", RESPONSES_BODY, "\"call_id\":\"toolu_01S\""),
+    ];
+    for (route, body, expect) in anthropic {
+        starts_while_paused(
+            ProviderKind::Anthropic,
+            anthropic_first,
+            anthropic_rest,
+            route,
+            body,
+            expect,
+        )
+        .await;
+    }
+    let responses_first = "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_01\",\"object\":\"response\",\"status\":\"in_progress\",\"output\":[]}}\n\nevent: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"sequence_number\":1,\"output_index\":0,\"item\":{\"type\":\"reasoning\",\"id\":\"rs_2\",\"summary\":[]}}\n\nevent: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"sequence_number\":2,\"output_index\":0,\"item\":{\"type\":\"reasoning\",\"id\":\"rs_2\",\"summary\":[],\"encrypted_content\":\"ENC2\"}}\n\nevent: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"sequence_number\":3,\"output_index\":1,\"item\":{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_9\",\"name\":\"sh\",\"arguments\":\"\",\"status\":\"in_progress\"}}\n\n";
+    let responses_rest = "event: response.function_call_arguments.delta\ndata: {\"type\":\"response.function_call_arguments.delta\",\"sequence_number\":4,\"item_id\":\"fc_1\",\"output_index\":1,\"delta\":\"{}\"}\n\nevent: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"sequence_number\":5,\"output_index\":1,\"item\":{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_9\",\"name\":\"sh\",\"arguments\":\"{}\",\"status\":\"completed\"}}\n\nevent: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":6,\"response\":{\"id\":\"resp_01\",\"object\":\"response\",\"status\":\"completed\",\"output\":[{\"type\":\"reasoning\",\"id\":\"rs_2\",\"summary\":[],\"encrypted_content\":\"ENC2\"},{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_9\",\"name\":\"sh\",\"arguments\":\"{}\",\"status\":\"completed\"}],\"usage\":{\"input_tokens\":9,\"output_tokens\":3,\"total_tokens\":12}}}\n\n";
+    // The reasoning item rides sealed in the call's id on both wires.
+    let responses = [
+        ("/v1/chat/completions", CHAT_BODY, "call_9_tw2_"),
+        ("/v1/messages", MESSAGES_BODY, "call_9_tw2_"),
+    ];
+    for (route, body, expect) in responses {
+        starts_while_paused(
+            ProviderKind::OpenAiResponses,
+            responses_first,
+            responses_rest,
+            route,
+            body,
+            expect,
+        )
+        .await;
     }
 }

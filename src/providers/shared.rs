@@ -914,11 +914,18 @@ pub(crate) const SEALED: &str = "toolwire_sealed";
 /// it reads back as itself.
 #[cfg(feature = "respond")]
 pub(crate) fn carry_id(call: &ToolCall, seal: Option<&crate::seal::Seal>) -> String {
+    carry(&call.id, &call.extra, seal)
+}
+
+/// [`carry_id`] of an id and provider data not yet on a final call (a call opened as it
+/// starts, [`CallGate`]).
+#[cfg(feature = "respond")]
+fn carry(id: &str, extra: &Map<String, Value>, seal: Option<&crate::seal::Seal>) -> String {
     match seal {
-        Some(seal) if !call.extra.is_empty() || call.id.contains(SEP) => {
-            format!("{}{SEP}{}", call.id, seal.pack("id", &call.id, &call.extra))
+        Some(seal) if !extra.is_empty() || id.contains(SEP) => {
+            format!("{id}{SEP}{}", seal.pack("id", id, extra))
         }
-        _ => call.id.clone(),
+        _ => id.to_owned(),
     }
 }
 
@@ -1090,14 +1097,23 @@ struct Held {
     /// Held until the turn ends: its provider state (a thinking signature) may be known only
     /// then.
     wait: bool,
+    /// The provider state the decoder announced at the call's start
+    /// ([`StreamEvent::CallState`]): the call's own, and the turn's so far.
+    state: Option<(Map<String, Value>, Map<String, Value>)>,
     complete: Option<ToolCall>,
 }
 
 /// When a gateway writer opens each call of a live stream. A call is opened at the end of the
 /// batch of events it started in (so a call that arrives whole, as Gemini's do, goes out with
-/// its final id and provider state), except a call after reasoning, held until the turn ends:
-/// the signature of the reasoning before it is known only then, and rides on its id. Argument
-/// text of an open call goes out as it arrives.
+/// its final id and provider state). After reasoning, the call's id must carry the reasoning's
+/// provider state (a thinking signature, a redacted block, a reasoning item): a decoder that
+/// announces that state at the call's start ([`StreamEvent::CallState`]: Anthropic, Bedrock,
+/// Responses) lets the call open then, its id sealed from that state exactly as [`carry_id`]
+/// seals a final call's. A call is held until the turn ends only when that state cannot be
+/// known at its start: after reasoning on a wire whose decoder announces no state (the state
+/// then lives in the final response only), or when its upstream id is not known yet (minted
+/// at the end, and the sealed state is bound to it). Argument text of an open call goes out as
+/// it arrives.
 #[cfg(feature = "respond")]
 #[derive(Debug, Default)]
 pub(crate) struct CallGate {
@@ -1106,6 +1122,8 @@ pub(crate) struct CallGate {
     opened: std::collections::HashMap<usize, usize>,
     held: std::collections::BTreeMap<usize, Held>,
     reasoning: bool,
+    /// Whether the turn's provider state rides in the first call's id ([`TURN_STATE`]).
+    fold: bool,
 }
 
 #[cfg(feature = "respond")]
@@ -1118,7 +1136,15 @@ impl CallGate {
         }
     }
 
-    /// Notes reasoning in the turn: calls after it are held until complete.
+    /// The same gate, the turn's provider state riding in the first call's id under
+    /// [`TURN_STATE`] (a wire with no other place the client echoes it).
+    pub(crate) fn folding(mut self) -> Self {
+        self.fold = true;
+        self
+    }
+
+    /// Notes reasoning in the turn: calls after it are held until complete, unless their
+    /// decoder announces their state ([`StreamEvent::CallState`]).
     pub(crate) fn reasoning(&mut self) {
         self.reasoning = true;
     }
@@ -1134,6 +1160,11 @@ impl CallGate {
                 held.id.clone_from(id);
                 held.name.clone_from(name);
                 held.wait = wait;
+            }
+            StreamEvent::CallState { index, call, turn } => {
+                if let Some(held) = self.held.get_mut(index) {
+                    held.state = Some((call.clone(), turn.clone()));
+                }
             }
             StreamEvent::ToolCallDelta { index, fragment } => {
                 if let Some(held) = self.held.get_mut(index) {
@@ -1160,8 +1191,18 @@ impl CallGate {
     fn open(&mut self, index: usize, held: Held, emit: &mut Vec<CallOut>) {
         let slot = self.opened.len();
         self.opened.insert(index, slot);
+        // The turn's state known at the call's start rides on the first call opened.
+        let turn = match &held.state {
+            Some((_, turn)) if self.fold && slot == 0 && !turn.is_empty() => {
+                Some(Value::Object(turn.clone()))
+            }
+            _ => None,
+        };
         match held.complete {
-            Some(call) => {
+            Some(mut call) => {
+                if let Some(turn) = turn {
+                    call.extra.entry(TURN_STATE).or_insert(turn);
+                }
                 emit.push(CallOut::Open {
                     slot,
                     id: carry_id(&call, self.seal.as_ref()),
@@ -1170,21 +1211,35 @@ impl CallGate {
                 });
                 emit.push(CallOut::Done { call });
             }
-            None => emit.push(CallOut::Open {
-                slot,
-                id: held.id.unwrap_or_default(),
-                name: held.name,
-                arguments: held.fragments,
-            }),
+            None => {
+                let id = held.id.unwrap_or_default();
+                let id = match held.state {
+                    Some((mut extra, _)) => {
+                        if let Some(turn) = turn {
+                            extra.insert(TURN_STATE.into(), turn);
+                        }
+                        carry(&id, &extra, self.seal.as_ref())
+                    }
+                    None => id,
+                };
+                emit.push(CallOut::Open {
+                    slot,
+                    id,
+                    name: held.name,
+                    arguments: held.fragments,
+                });
+            }
         }
     }
 
-    /// The end of a batch: opens the calls that may go out.
+    /// The end of a batch: opens the calls that may go out (see [`CallGate`]).
     pub(crate) fn flush(&mut self, emit: &mut Vec<CallOut>) {
         let ready: Vec<usize> = self
             .held
             .iter()
-            .filter(|(_, h)| !h.wait)
+            .filter(|(_, h)| {
+                !h.wait || h.state.is_some() && (h.id.is_some() || h.complete.is_some())
+            })
             .map(|(i, _)| *i)
             .collect();
         for index in ready {

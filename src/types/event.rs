@@ -1,6 +1,7 @@
 //! Events a stream decoder emits, in wire order.
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::{FinishReason, ToolCall, Usage};
 
@@ -55,6 +56,19 @@ pub enum StreamEvent {
         id: Option<String>,
         /// The tool name (canonical unless the caller maps names).
         name: String,
+    },
+    /// The provider data a call carries from its start, as the decoder knows it then (right
+    /// after the call's `ToolCallStarted`): what a gateway packs into the call's id for the next
+    /// turn to echo, so the call can reach a client as it starts even after reasoning.
+    /// Data that arrives later (reasoning after the last call) is on the final response only.
+    CallState {
+        /// Position of the call in the response.
+        index: usize,
+        /// The call's own provider data so far (as its final `extra` holds it).
+        call: Map<String, Value>,
+        /// The turn's provider data so far that the next turn echoes (reasoning that came
+        /// before any other content, as the final response's `extra` holds it).
+        turn: Map<String, Value>,
     },
     /// A fragment of a call's argument text.
     ToolCallDelta {

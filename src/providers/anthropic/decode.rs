@@ -192,6 +192,11 @@ impl Decoder {
             let blocks = std::mem::take(&mut self.pending);
             extra.insert(THINKING_BLOCKS.into(), Value::Array(blocks));
         }
+        let mut turn = Map::new();
+        if !self.thinking.is_empty() {
+            turn.insert(THINKING_BLOCKS.into(), Value::Array(self.thinking.clone()));
+        }
+        self.turn.call_state(slot, turn, out);
         slot
     }
 

@@ -963,7 +963,7 @@ pub fn read(body: &[u8]) -> Result<ClientRequest> {
 /// The Messages client wire's stream writer for one answer.
 pub fn writer(answer: &Answer<'_>) -> Box<dyn StreamWriter> {
     let mut w = EventWriter::new(answer.id, answer.model);
-    w.calls = CallGate::sealed(answer.seal);
+    w.calls = CallGate::sealed(answer.seal).folding();
     Box::new(w)
 }
 

@@ -128,6 +128,20 @@ impl Decoder {
         }
     }
 
+    /// Starts a call and announces its state: the reasoning blocks so far, echoed with the turn.
+    fn start_call(&mut self, id: Option<&str>, name: &str, out: &mut Vec<StreamEvent>) -> usize {
+        let slot = self.turn.start_call(id, name, out);
+        let mut turn = serde_json::Map::new();
+        if !self.reasoning_blocks.is_empty() {
+            turn.insert(
+                REASONING_BLOCKS.into(),
+                Value::Array(self.reasoning_blocks.clone()),
+            );
+        }
+        self.turn.call_state(slot, turn, out);
+        slot
+    }
+
     fn add_usage(&mut self, u: &Kept<WireUsage>, out: &mut Vec<StreamEvent>) {
         if let Some(counts) = usage(u) {
             self.turn.usage(counts, out);
@@ -147,7 +161,7 @@ impl Decoder {
         } else if let Some(call) = block.get("toolUse") {
             let name = tool_name(call, at)?;
             let id = call.get("toolUseId").and_then(Value::as_str);
-            let slot = self.turn.start_call(id, name, out);
+            let slot = self.start_call(id, name, out);
             let raw = input_text(call.get("input"));
             self.turn.append_arguments(slot, &raw, out);
             self.turn.complete_call(slot, out);
@@ -242,7 +256,7 @@ impl Decoder {
                 let name = tool_name(call, "contentBlockStart")?;
                 let id = call.get("toolUseId").and_then(Value::as_str);
                 Open::Call {
-                    slot: self.turn.start_call(id, name, out),
+                    slot: self.start_call(id, name, out),
                 }
             }
             None => {

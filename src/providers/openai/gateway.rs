@@ -750,7 +750,7 @@ pub fn writer(answer: &Answer<'_>) -> Box<dyn StreamWriter> {
         answer.created,
         answer.include_usage,
     );
-    w.calls = CallGate::sealed(answer.seal);
+    w.calls = CallGate::sealed(answer.seal).folding();
     Box::new(w)
 }
 

@@ -538,6 +538,14 @@ impl Decoder {
                 extra.insert(REASONING_ITEMS.into(), Value::Array(items));
             }
         }
+        let mut turn = serde_json::Map::new();
+        if !self.text_reasoning.is_empty() {
+            turn.insert(
+                REASONING_ITEMS.into(),
+                Value::Array(self.text_reasoning.clone()),
+            );
+        }
+        self.turn.call_state(position, turn, out);
         Ok(())
     }
 
