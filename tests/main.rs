@@ -54,6 +54,8 @@ mod hostile;
 mod mcp;
 #[cfg(all(feature = "client", feature = "mock", feature = "conformance"))]
 mod one_path;
+#[cfg(all(feature = "cli", feature = "otlp"))]
+mod otlp;
 #[cfg(feature = "cli")]
 mod partial_json;
 mod parts;

@@ -14,6 +14,8 @@ mod chat;
 mod demo;
 mod mcp;
 mod offline;
+#[cfg(feature = "otlp")]
+mod otlp;
 mod realtime;
 #[cfg(feature = "server")]
 mod serve;
@@ -135,7 +137,9 @@ pub(crate) fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    init_tracing(cli.verbose);
+    // With feature `otlp`, the exporter lives until the command ends; dropping it sends what
+    // is still queued.
+    let _otlp = init_tracing(cli.verbose);
     let result = match cli.command {
         Command::Replay(args) => offline::replay(&args),
         Command::Encode(args) => offline::encode(&args),
@@ -163,27 +167,69 @@ pub(crate) fn main() -> ExitCode {
 }
 
 /// Prints spans on standard error when asked (`-v` or `RUST_LOG`), each when it closes, with
-/// the fields it recorded. Nothing is set up otherwise, so tracing costs nothing.
-fn init_tracing(verbose: u8) {
+/// the fields it recorded; with feature `otlp` and `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) set, also exports them over OTLP (`RUST_LOG` filters
+/// those too, `toolwire=info` without it). Nothing is set up otherwise, so tracing costs
+/// nothing. What is returned must live until the command ends.
+fn init_tracing(verbose: u8) -> Option<Telemetry> {
     use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::Layer;
     use tracing_subscriber::fmt::format::FmtSpan;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let from_env = std::env::var("RUST_LOG")
         .ok()
         .filter(|v| !v.trim().is_empty());
-    let filter = match (from_env, verbose) {
-        (Some(spec), _) => EnvFilter::try_new(&spec).unwrap_or_else(|e| {
+    let filter = |spec: &str| {
+        EnvFilter::try_new(spec).unwrap_or_else(|e| {
             eprintln!("toolwire: RUST_LOG={spec:?} is not a filter ({e}); using toolwire=info");
             EnvFilter::new("toolwire=info")
-        }),
-        (None, 0) => return,
-        (None, 1) => EnvFilter::new("toolwire=info"),
-        (None, _) => EnvFilter::new("toolwire=debug"),
+        })
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_span_events(FmtSpan::CLOSE)
+    let printed = match (&from_env, verbose) {
+        (Some(spec), _) => Some(filter(spec)),
+        (None, 0) => None,
+        (None, 1) => Some(EnvFilter::new("toolwire=info")),
+        (None, _) => Some(EnvFilter::new("toolwire=debug")),
+    };
+    let telemetry = Telemetry::from_env();
+    if printed.is_none() && telemetry.is_none() {
+        return None;
+    }
+    let printed = printed.map(|f| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_span_events(FmtSpan::CLOSE)
+            .with_filter(f)
+    });
+    #[cfg(feature = "otlp")]
+    let exported = telemetry.as_ref().map(|otlp| {
+        otlp.layer()
+            .with_filter(filter(from_env.as_deref().unwrap_or("toolwire=info")))
+    });
+    #[cfg(not(feature = "otlp"))]
+    let exported: Option<tracing_subscriber::layer::Identity> = None;
+    let _ = tracing_subscriber::registry()
+        .with(printed)
+        .with(exported)
         .try_init();
+    telemetry
+}
+
+/// The OTLP exporter (feature `otlp`), kept until the command ends.
+#[cfg(feature = "otlp")]
+type Telemetry = otlp::Otlp;
+
+/// Without feature `otlp` there is nothing to export.
+#[cfg(not(feature = "otlp"))]
+#[derive(Debug)]
+enum Telemetry {}
+
+#[cfg(not(feature = "otlp"))]
+impl Telemetry {
+    fn from_env() -> Option<Telemetry> {
+        None
+    }
 }
 
 /// `text` safe for a terminal: control characters (an error body's `ESC [2J`, a BEL, C1
