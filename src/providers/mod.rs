@@ -40,6 +40,8 @@ pub(crate) mod shared;
 #[cfg(feature = "respond")]
 pub(crate) mod split;
 pub mod stepfun;
+#[cfg(all(test, feature = "full"))]
+mod tool_fields_tests;
 
 use crate::error::{Error, Result};
 #[cfg(feature = "respond")]

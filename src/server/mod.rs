@@ -26,9 +26,9 @@ mod mount;
 mod offline;
 mod page;
 mod passthrough;
-mod state_key;
 #[cfg(feature = "redis")]
 mod redis_limits;
+mod state_key;
 mod store;
 
 pub use config::{

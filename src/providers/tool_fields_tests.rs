@@ -1,0 +1,201 @@
+//! The newer tool-definition fields and the `allowed_tools` choice on every built-in wire:
+//! carried where the wire documents them, otherwise refused by name or dropped and listed.
+
+use serde_json::{Value, json};
+
+use crate::error::Error;
+use crate::provider::{HttpRequest, ProviderKind};
+use crate::providers::{BUILTINS, builtin};
+use crate::types::{AllowedMode, ChatRequest, Message, ToolChoice, ToolDefinition};
+
+/// Each field, a tool with only it set, and the wires that carry it.
+fn cases() -> Vec<(&'static str, ToolDefinition, &'static [ProviderKind])> {
+    let base = || ToolDefinition::new("get_weather", "w").unwrap();
+    vec![
+        (
+            "defer_loading",
+            base().with_defer_loading(true),
+            &[ProviderKind::Anthropic, ProviderKind::OpenAiResponses],
+        ),
+        (
+            "input_examples",
+            base().with_input_examples(vec![json!({"city": "Oslo"})]),
+            &[ProviderKind::Anthropic],
+        ),
+        (
+            "allowed_callers",
+            base().with_allowed_callers(vec!["code_execution_20250825".into()]),
+            &[ProviderKind::Anthropic],
+        ),
+        (
+            "eager_input_streaming",
+            base().with_eager_input_streaming(true),
+            &[ProviderKind::Anthropic],
+        ),
+        (
+            "cache_control",
+            base().with_cache_control(json!({"type": "ephemeral"})),
+            &[ProviderKind::Anthropic, ProviderKind::Bedrock],
+        ),
+    ]
+}
+
+fn encode(kind: ProviderKind, req: &ChatRequest) -> crate::error::Result<HttpRequest> {
+    let b = builtin(kind).unwrap();
+    (b.provider)().encode(req, false)
+}
+
+fn request(kind: ProviderKind, tool: ToolDefinition) -> ChatRequest {
+    let model = builtin(kind).unwrap().default_model;
+    ChatRequest::new(model, vec![Message::user("weather?")]).with_tools([tool])
+}
+
+/// Whether `key` appears anywhere in the body.
+fn contains_key(v: &Value, key: &str) -> bool {
+    match v {
+        Value::Object(m) => m.iter().any(|(k, v)| k == key || contains_key(v, key)),
+        Value::Array(a) => a.iter().any(|v| contains_key(v, key)),
+        _ => false,
+    }
+}
+
+#[test]
+fn each_field_is_carried_or_refused_by_name_or_dropped() {
+    for (field, tool, carriers) in cases() {
+        for b in BUILTINS {
+            let kind = b.kind;
+            let req = request(kind, tool.clone());
+            if carriers.contains(&kind) {
+                let http = encode(kind, &req).unwrap_or_else(|e| panic!("{kind} {field}: {e}"));
+                let wire_key = if kind == ProviderKind::Bedrock {
+                    "cachePoint"
+                } else {
+                    field
+                };
+                assert!(
+                    contains_key(&http.body, wire_key),
+                    "{kind} {field}: {}",
+                    http.body
+                );
+                assert!(http.dropped.is_empty(), "{kind} {field}");
+                continue;
+            }
+            let setting = format!("tools[0].{field}");
+            match encode(kind, &req) {
+                Err(Error::Unsupported { feature, .. }) => {
+                    assert!(
+                        feature.contains(&setting) && feature.contains("drop_unsupported"),
+                        "{kind}: {feature}"
+                    );
+                }
+                other => panic!("{kind} {field}: expected a refusal, got {other:?}"),
+            }
+            let http = encode(kind, &req.clone().with_drop_unsupported(true))
+                .unwrap_or_else(|e| panic!("{kind} {field} dropped: {e}"));
+            assert!(
+                http.dropped.iter().any(|d| d.setting == setting),
+                "{kind} {field}: {:?}",
+                http.dropped
+            );
+            assert!(!contains_key(&http.body, field), "{kind} {field}");
+        }
+    }
+}
+
+#[test]
+fn neutral_values_go_nowhere_and_change_nothing() {
+    let tool = ToolDefinition::new("get_weather", "w")
+        .unwrap()
+        .with_eager_input_streaming(false);
+    for b in BUILTINS {
+        let req = request(b.kind, tool.clone());
+        let http = encode(b.kind, &req).unwrap_or_else(|e| panic!("{}: {e}", b.kind));
+        assert!(http.dropped.is_empty(), "{}", b.kind);
+    }
+}
+
+#[test]
+fn anthropic_tool_carries_every_field() {
+    let tool = ToolDefinition::new("get_weather", "w")
+        .unwrap()
+        .with_defer_loading(true)
+        .with_input_examples(vec![json!({"city": "Oslo"})])
+        .with_allowed_callers(vec!["code_execution_20250825".into()])
+        .with_eager_input_streaming(true)
+        .with_cache_control(json!({"type": "ephemeral"}));
+    let http = encode(
+        ProviderKind::Anthropic,
+        &request(ProviderKind::Anthropic, tool),
+    )
+    .unwrap();
+    let t = &http.body["tools"][0];
+    assert_eq!(t["defer_loading"], true);
+    assert_eq!(t["input_examples"], json!([{"city": "Oslo"}]));
+    assert_eq!(t["allowed_callers"], json!(["code_execution_20250825"]));
+    assert_eq!(t["eager_input_streaming"], true);
+    assert_eq!(t["cache_control"], json!({"type": "ephemeral"}));
+}
+
+#[test]
+fn bedrock_cache_control_is_a_cache_point_after_the_tool() {
+    let tool = ToolDefinition::new("get_weather", "w")
+        .unwrap()
+        .with_cache_control(json!({"type": "ephemeral"}));
+    let http = encode(ProviderKind::Bedrock, &request(ProviderKind::Bedrock, tool)).unwrap();
+    let tools = &http.body["toolConfig"]["tools"];
+    assert_eq!(tools[0]["toolSpec"]["name"], "get_weather");
+    assert_eq!(tools[1], json!({"cachePoint": {"type": "default"}}));
+}
+
+#[test]
+fn allowed_tools_choice_on_openai_wires_and_the_policy_elsewhere() {
+    let choice = ToolChoice::Allowed {
+        mode: AllowedMode::Required,
+        tools: vec!["get_weather".into()],
+    };
+    let tool = ToolDefinition::new("get_weather", "w").unwrap();
+    let chat = encode(
+        ProviderKind::OpenAi,
+        &request(ProviderKind::OpenAi, tool.clone()).with_tool_choice(choice.clone()),
+    )
+    .unwrap();
+    assert_eq!(
+        chat.body["tool_choice"],
+        json!({"type": "allowed_tools", "allowed_tools": {"mode": "required",
+            "tools": [{"type": "function", "function": {"name": "get_weather"}}]}})
+    );
+    let responses = encode(
+        ProviderKind::OpenAiResponses,
+        &request(ProviderKind::OpenAiResponses, tool.clone()).with_tool_choice(choice.clone()),
+    )
+    .unwrap();
+    assert_eq!(
+        responses.body["tool_choice"],
+        json!({"type": "allowed_tools", "mode": "required",
+            "tools": [{"type": "function", "name": "get_weather"}]})
+    );
+    for kind in [
+        ProviderKind::Anthropic,
+        ProviderKind::Gemini,
+        ProviderKind::Bedrock,
+    ] {
+        let req = request(kind, tool.clone()).with_tool_choice(choice.clone());
+        match encode(kind, &req) {
+            Err(Error::Unsupported { feature, .. }) => {
+                assert!(feature.contains("tool_choice.allowed_tools"), "{feature}")
+            }
+            other => panic!("{kind}: expected a refusal, got {other:?}"),
+        }
+        let http = encode(kind, &req.with_drop_unsupported(true)).unwrap();
+        assert_eq!(http.dropped[0].setting, "tool_choice.allowed_tools");
+    }
+    // Dropped on Anthropic: its mode, "required", is kept as `any`.
+    let http = encode(
+        ProviderKind::Anthropic,
+        &request(ProviderKind::Anthropic, tool)
+            .with_tool_choice(choice)
+            .with_drop_unsupported(true),
+    )
+    .unwrap();
+    assert_eq!(http.body["tool_choice"]["type"], "any");
+}
