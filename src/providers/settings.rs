@@ -335,7 +335,8 @@ impl<'r> Policy<'r> {
 
     /// Checks the tool fields and the `allowed_tools` choice against what this wire `carries`;
     /// each one it lacks goes through [`Policy::cannot`] (named `tools[i].<field>` or
-    /// `tool_choice.allowed_tools`). A dropped `allowed_tools` choice falls back to its mode
+    /// `tool_choice.allowed_tools`). `eager_input_streaming` and `cache_control` are hints that
+    /// never change the answer: neutral, so left out silently where the wire lacks them. A dropped `allowed_tools` choice falls back to its mode
     /// ([`ToolChoice::without_allowed`]).
     pub(crate) fn tool_fields(&mut self, carries: &ToolFields) -> Result<()> {
         let req = self.req;
@@ -357,16 +358,10 @@ impl<'r> Policy<'r> {
                     carries.allowed_callers,
                     t.allowed_callers.is_empty(),
                 ),
-                (
-                    "eager_input_streaming",
-                    carries.eager_input_streaming,
-                    t.eager_input_streaming != Some(true),
-                ),
-                (
-                    "cache_control",
-                    carries.cache_control,
-                    t.cache_control.is_none(),
-                ),
+                // Hints that never change the answer (how arguments stream, where the prompt
+                // cache breaks) are neutral: left out where the wire has no place for them.
+                ("eager_input_streaming", carries.eager_input_streaming, true),
+                ("cache_control", carries.cache_control, true),
             ];
             for (field, carried, neutral) in checks {
                 if !carried {

@@ -81,6 +81,13 @@ fn each_field_is_carried_or_refused_by_name_or_dropped() {
                 continue;
             }
             let setting = format!("tools[0].{field}");
+            if matches!(field, "eager_input_streaming" | "cache_control") {
+                // Hints only: left out silently, never refused.
+                let http = encode(kind, &req).unwrap_or_else(|e| panic!("{kind} {field}: {e}"));
+                assert!(http.dropped.is_empty(), "{kind} {field}");
+                assert!(!contains_key(&http.body, field), "{kind} {field}");
+                continue;
+            }
             match encode(kind, &req) {
                 Err(Error::Unsupported { feature, .. }) => {
                     assert!(
@@ -198,4 +205,172 @@ fn allowed_tools_choice_on_openai_wires_and_the_policy_elsewhere() {
     )
     .unwrap();
     assert_eq!(http.body["tool_choice"]["type"], "any");
+}
+
+mod gateway_readers {
+    use serde_json::json;
+
+    use super::*;
+    use crate::providers::{anthropic, openai, openai_responses};
+
+    fn chat(body: Value) -> crate::error::Result<ChatRequest> {
+        openai::gateway::decode_request(body.to_string().as_bytes()).map(|r| r.request)
+    }
+
+    fn responses(body: Value) -> crate::error::Result<ChatRequest> {
+        openai_responses::gateway::decode_request(body.to_string().as_bytes()).map(|r| r.request)
+    }
+
+    fn messages(body: Value) -> crate::error::Result<ChatRequest> {
+        anthropic::gateway::decode_request(body.to_string().as_bytes()).map(|r| r.request)
+    }
+
+    #[test]
+    fn chat_reads_the_allowed_tools_choice() {
+        let req = chat(json!({
+            "model": "m", "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"type": "function", "function": {"name": "a"}},
+                      {"type": "function", "function": {"name": "b"}}],
+            "tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "required",
+                "tools": [{"type": "function", "function": {"name": "b"}}]}}
+        }))
+        .unwrap();
+        assert_eq!(
+            req.tool_choice,
+            Some(ToolChoice::Allowed {
+                mode: AllowedMode::Required,
+                tools: vec!["b".into()]
+            })
+        );
+        let err = chat(json!({
+            "model": "m", "messages": [{"role": "user", "content": "hi"}],
+            "tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "sometimes"}}
+        }))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("tool_choice.allowed_tools.mode") && err.contains("\"sometimes\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn responses_reads_custom_tools_defer_loading_and_allowed_tools() {
+        let req = responses(json!({
+            "model": "m", "input": "hi",
+            "tools": [
+                {"type": "function", "name": "lookup", "parameters": {"type": "object"},
+                 "defer_loading": true},
+                {"type": "custom", "name": "apply_patch", "description": "Patch files",
+                 "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}}
+            ],
+            "tool_choice": {"type": "allowed_tools", "mode": "auto",
+                "tools": [{"type": "custom", "name": "apply_patch"}]}
+        }))
+        .unwrap();
+        assert!(req.tools[0].defer_loading);
+        let custom = &req.tools[1];
+        assert_eq!(custom.parameters["properties"]["input"]["type"], "string");
+        assert_eq!(
+            custom.parameters[openai_responses::CUSTOM_FORMAT]["syntax"],
+            "lark"
+        );
+        assert_eq!(
+            req.tool_choice,
+            Some(ToolChoice::Allowed {
+                mode: AllowedMode::Auto,
+                tools: vec!["apply_patch".into()]
+            })
+        );
+        // Across wires: the custom tool is a one-string function on Anthropic, and back on
+        // Responses it is a custom tool with its grammar again.
+        let mut anthropic_req = req.clone();
+        anthropic_req.model = builtin(ProviderKind::Anthropic)
+            .unwrap()
+            .default_model
+            .into();
+        anthropic_req.tool_choice = None;
+        anthropic_req.tools[0].defer_loading = false;
+        let http = encode(ProviderKind::Anthropic, &anthropic_req).unwrap();
+        assert_eq!(http.body["tools"][1]["name"], "apply_patch");
+        assert_eq!(
+            http.body["tools"][1]["input_schema"]["properties"]["input"]["type"],
+            "string"
+        );
+        let http = encode(ProviderKind::OpenAiResponses, &req).unwrap();
+        assert_eq!(http.body["tools"][0]["defer_loading"], true);
+        assert_eq!(http.body["tools"][1]["type"], "custom");
+        assert_eq!(http.body["tools"][1]["format"]["syntax"], "lark");
+    }
+
+    #[test]
+    fn a_namespace_passes_on_responses_and_is_refused_by_name_elsewhere() {
+        let mut req = responses(json!({
+            "model": "m", "input": "hi",
+            "tools": [{"type": "function", "name": "a"},
+                      {"type": "namespace", "name": "crm", "tools": []}]
+        }))
+        .unwrap();
+        req.model = builtin(ProviderKind::OpenAiResponses)
+            .unwrap()
+            .default_model
+            .into();
+        let http = encode(ProviderKind::OpenAiResponses, &req).unwrap();
+        assert_eq!(http.body["tools"][1]["type"], "namespace");
+        req.model = builtin(ProviderKind::Anthropic)
+            .unwrap()
+            .default_model
+            .into();
+        let err = encode(ProviderKind::Anthropic, &req)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("namespace") && err.contains("drop_unsupported"),
+            "{err}"
+        );
+        assert!(!err.contains("Some(") && !err.contains("Object {"), "{err}");
+    }
+
+    #[test]
+    fn messages_reads_every_tool_field() {
+        let req = messages(json!({
+            "model": "m", "max_tokens": 10,
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"name": "get_weather", "input_schema": {"type": "object"},
+                "defer_loading": true, "input_examples": [{"city": "Oslo"}],
+                "allowed_callers": ["code_execution_20250825"],
+                "eager_input_streaming": true, "cache_control": {"type": "ephemeral"}}]
+        }))
+        .unwrap();
+        let t = &req.tools[0];
+        assert!(t.defer_loading);
+        assert_eq!(t.input_examples, vec![json!({"city": "Oslo"})]);
+        assert_eq!(
+            t.allowed_callers,
+            vec!["code_execution_20250825".to_owned()]
+        );
+        assert_eq!(t.eager_input_streaming, Some(true));
+        assert_eq!(t.cache_control, Some(json!({"type": "ephemeral"})));
+        // To OpenAI Chat: the hints go silently, defer_loading and the rest are refused by
+        // name with the setting that lets them through.
+        let mut to_chat = req.clone();
+        to_chat.model = "gpt-4.1".into();
+        let err = encode(ProviderKind::OpenAi, &to_chat)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("tools[0].defer_loading") && err.contains("drop_unsupported"),
+            "{err}"
+        );
+        let http = encode(ProviderKind::OpenAi, &to_chat.with_drop_unsupported(true)).unwrap();
+        let dropped: Vec<&str> = http.dropped.iter().map(|d| d.setting.as_str()).collect();
+        assert_eq!(
+            dropped,
+            [
+                "tools[0].defer_loading",
+                "tools[0].input_examples",
+                "tools[0].allowed_callers"
+            ]
+        );
+    }
 }
