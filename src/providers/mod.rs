@@ -40,8 +40,6 @@ pub(crate) mod shared;
 #[cfg(feature = "respond")]
 pub(crate) mod split;
 pub mod stepfun;
-#[cfg(all(test, feature = "full"))]
-mod tool_fields_tests;
 
 use crate::error::{Error, Result};
 #[cfg(feature = "respond")]

@@ -3,10 +3,11 @@
 
 use serde_json::{Value, json};
 
-use crate::error::Error;
-use crate::provider::{HttpRequest, ProviderKind};
-use crate::providers::{BUILTINS, builtin};
-use crate::types::{AllowedMode, ChatRequest, Message, ToolChoice, ToolDefinition};
+use toolwire::ProviderKind;
+use toolwire::error::Error;
+use toolwire::provider::HttpRequest;
+use toolwire::providers::{BUILTINS, builtin};
+use toolwire::types::{AllowedMode, ChatRequest, Message, ToolChoice, ToolDefinition};
 
 /// Each field, a tool with only it set, and the wires that carry it.
 fn cases() -> Vec<(&'static str, ToolDefinition, &'static [ProviderKind])> {
@@ -40,7 +41,7 @@ fn cases() -> Vec<(&'static str, ToolDefinition, &'static [ProviderKind])> {
     ]
 }
 
-fn encode(kind: ProviderKind, req: &ChatRequest) -> crate::error::Result<HttpRequest> {
+fn encode(kind: ProviderKind, req: &ChatRequest) -> toolwire::error::Result<HttpRequest> {
     let b = builtin(kind).unwrap();
     (b.provider)().encode(req, false)
 }
@@ -211,17 +212,17 @@ mod gateway_readers {
     use serde_json::json;
 
     use super::*;
-    use crate::providers::{anthropic, openai, openai_responses};
+    use toolwire::providers::{anthropic, openai, openai_responses};
 
-    fn chat(body: Value) -> crate::error::Result<ChatRequest> {
+    fn chat(body: Value) -> toolwire::error::Result<ChatRequest> {
         openai::gateway::decode_request(body.to_string().as_bytes()).map(|r| r.request)
     }
 
-    fn responses(body: Value) -> crate::error::Result<ChatRequest> {
+    fn responses(body: Value) -> toolwire::error::Result<ChatRequest> {
         openai_responses::gateway::decode_request(body.to_string().as_bytes()).map(|r| r.request)
     }
 
-    fn messages(body: Value) -> crate::error::Result<ChatRequest> {
+    fn messages(body: Value) -> toolwire::error::Result<ChatRequest> {
         anthropic::gateway::decode_request(body.to_string().as_bytes()).map(|r| r.request)
     }
 
