@@ -79,6 +79,8 @@ mod serve_hardening;
 mod server;
 mod settings;
 mod standalone;
+#[cfg(feature = "respond")]
+mod tool_fields;
 #[cfg(feature = "tools")]
 mod tool_macro;
 #[cfg(feature = "tools")]

@@ -63,6 +63,7 @@ pub const GLM: Dialect = Dialect {
     structured_output: StructuredOutput::JsonObjectOnly,
     call_ids: super::openai::CallIds::AsGiven,
     required_tool_choice: "required",
+    allowed_tools_choice: false,
     thinking_chunks: false,
     // `top_p` and one stop word (`stop`: "only a single stop word is supported"); no seed,
     // top_k or penalties in the reference (https://docs.bigmodel.cn/api-reference).

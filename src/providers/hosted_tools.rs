@@ -45,7 +45,10 @@ fn lacks(
         placed.dropped.push(Dropped::new(setting, why));
         Ok(())
     } else {
-        Err(Error::unsupported(kind, format!("{setting}: {why}")))
+        Err(Error::unsupported(
+            kind,
+            format!("{setting}: {why} (set drop_unsupported to leave it out)"),
+        ))
     }
 }
 
@@ -98,7 +101,12 @@ pub(crate) fn place(kind: ProviderKind, req: &ChatRequest) -> Result<Placed> {
             if provider == kind.name() {
                 placed.tools.push(tool.clone());
             } else {
-                let why = format!("a {provider} tool, sent to {provider} only");
+                let kind_name = tool
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("untyped");
+                let why =
+                    format!("a {provider} tool (type {kind_name:?}), sent to {provider} only");
                 lacks(kind, req, at, &why, &mut placed)?;
             }
             continue;

@@ -70,6 +70,7 @@ pub const MISTRAL: Dialect = Dialect {
     call_ids: CallIds::Alphanumeric(9),
     // https://docs.mistral.ai/capabilities/function_calling/ ("any": the model must call a tool).
     required_tool_choice: "any",
+    allowed_tools_choice: false,
     // Magistral: `content` as `[{"type": "thinking", "thinking": [...]}, {"type": "text", ...}]`
     // (spring-projects/spring-ai#5019, https://docs.mistral.ai/capabilities/reasoning/).
     thinking_chunks: true,

@@ -56,6 +56,7 @@ pub const QWEN: Dialect = Dialect {
     structured_output: StructuredOutput::JsonSchemaNotThinking,
     call_ids: super::openai::CallIds::AsGiven,
     required_tool_choice: "required",
+    allowed_tools_choice: false,
     thinking_chunks: false,
     // https://www.alibabacloud.com/help/en/model-studio/use-qwen-by-calling-api: `top_p`,
     // `top_k` (a top-level field beside OpenAI's), `stop`, `seed`, `presence_penalty`; no

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
 use crate::provider::{Dropped, ProviderKind};
-use crate::types::{ChatRequest, Effort, Thinking};
+use crate::types::{ChatRequest, Effort, Thinking, ToolChoice};
 
 /// Where the sampling settings go on one wire: each setting's wire name, or `None` when the
 /// wire has no such setting (then the drop policy applies).
@@ -266,6 +266,36 @@ pub fn nearest_level(levels: &[Effort], effort: Effort) -> Option<Effort> {
         .or_else(|| sorted.last().copied())
 }
 
+/// Which of the newer tool-definition fields and tool choices a wire carries; the rest go
+/// through the drop policy ([`Policy::tool_fields`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ToolFields {
+    /// `defer_loading` (with the provider's tool search).
+    pub defer_loading: bool,
+    /// `input_examples`.
+    pub input_examples: bool,
+    /// `allowed_callers`.
+    pub allowed_callers: bool,
+    /// `eager_input_streaming`.
+    pub eager_input_streaming: bool,
+    /// `cache_control` (or its wire's equivalent).
+    pub cache_control: bool,
+    /// The `allowed_tools` tool choice.
+    pub allowed_tools: bool,
+}
+
+impl ToolFields {
+    /// A wire with none of them.
+    pub(crate) const NONE: Self = Self {
+        defer_loading: false,
+        input_examples: false,
+        allowed_callers: false,
+        eager_input_streaming: false,
+        cache_control: false,
+        allowed_tools: false,
+    };
+}
+
 /// The drop policy for one request on one wire, and the list of what it dropped.
 pub(crate) struct Policy<'r> {
     req: &'r ChatRequest,
@@ -301,6 +331,54 @@ impl<'r> Policy<'r> {
             self.kind,
             format!("{setting}: {why} (set drop_unsupported to leave it out)"),
         ))
+    }
+
+    /// Checks the tool fields and the `allowed_tools` choice against what this wire `carries`;
+    /// each one it lacks goes through [`Policy::cannot`] (named `tools[i].<field>` or
+    /// `tool_choice.allowed_tools`). `eager_input_streaming` and `cache_control` are hints that
+    /// never change the answer: neutral, so left out silently where the wire lacks them. A dropped `allowed_tools` choice falls back to its mode
+    /// ([`ToolChoice::without_allowed`]).
+    pub(crate) fn tool_fields(&mut self, carries: &ToolFields) -> Result<()> {
+        let req = self.req;
+        let wire = self.kind;
+        let lacks = format!("{wire} has no such tool field");
+        for (i, t) in req.tools.iter().enumerate() {
+            if !t.has_extra_fields() {
+                continue;
+            }
+            let checks = [
+                ("defer_loading", carries.defer_loading, !t.defer_loading),
+                (
+                    "input_examples",
+                    carries.input_examples,
+                    t.input_examples.is_empty(),
+                ),
+                (
+                    "allowed_callers",
+                    carries.allowed_callers,
+                    t.allowed_callers.is_empty(),
+                ),
+                // Hints that never change the answer (how arguments stream, where the prompt
+                // cache breaks) are neutral: left out where the wire has no place for them.
+                ("eager_input_streaming", carries.eager_input_streaming, true),
+                ("cache_control", carries.cache_control, true),
+            ];
+            for (field, carried, neutral) in checks {
+                if !carried {
+                    self.cannot(&format!("tools[{i}].{field}"), neutral, &lacks)?;
+                }
+            }
+        }
+        if !carries.allowed_tools
+            && let Some(ToolChoice::Allowed { .. }) = &req.tool_choice
+        {
+            self.cannot(
+                "tool_choice.allowed_tools",
+                false,
+                &format!("{wire} has no allowed_tools tool choice"),
+            )?;
+        }
+        Ok(())
     }
 
     /// Puts the sampling settings in `target` under `names`; those the wire lacks go through

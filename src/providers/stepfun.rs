@@ -58,6 +58,7 @@ pub const STEPFUN: Dialect = Dialect {
     structured_output: StructuredOutput::JsonObjectOnly,
     call_ids: super::openai::CallIds::AsGiven,
     required_tool_choice: "required",
+    allowed_tools_choice: false,
     thinking_chunks: false,
     // https://platform.stepfun.ai/docs/en/api-reference/chat/chat-completion-create: `top_p`,
     // `stop`, `frequency_penalty`; no seed, top_k or presence_penalty.

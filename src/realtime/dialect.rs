@@ -390,11 +390,11 @@ fn put_tools(
         && !offered.is_empty()
         && let Some(choice) = choice
     {
-        let v = match choice {
-            ToolChoice::Auto => json!("auto"),
+        let v = match choice.without_allowed() {
+            ToolChoice::Auto | ToolChoice::Allowed { .. } => json!("auto"),
             ToolChoice::None => json!("none"),
             ToolChoice::Required => json!("required"),
-            ToolChoice::Tool(name) => json!({"type": "function", "name": names.wire(name)}),
+            ToolChoice::Tool(name) => json!({"type": "function", "name": names.wire(&name)}),
         };
         s.insert("tool_choice".into(), v);
     }

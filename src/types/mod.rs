@@ -24,7 +24,9 @@ pub use reasoning::{Effort, Reasoning, ReasoningSummary};
 pub(crate) use request::Thinking;
 pub use request::{ChatRequest, ResponseFormat, SchemaMode, TextCallFormat};
 pub use response::{ChatResponse, FinishReason, Usage};
-pub use tool::{NAME_RULE, ToolChoice, ToolDefinition, empty_parameters, is_valid_name};
+pub use tool::{
+    AllowedMode, NAME_RULE, ToolChoice, ToolDefinition, empty_parameters, is_valid_name,
+};
 
 pub(crate) use tool::check_name;
 

@@ -36,6 +36,29 @@ pub struct ToolDefinition {
     /// Ask the provider to constrain arguments to the schema exactly (OpenAI strict mode).
     #[serde(default)]
     pub strict: bool,
+    /// Load the tool only when the model finds it with tool search (Anthropic
+    /// `defer_loading`, OpenAI Responses `defer_loading` with `tool_search`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub defer_loading: bool,
+    /// Example argument objects shown to the model (Anthropic `input_examples`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_examples: Vec<Value>,
+    /// Who may call the tool, e.g. `code_execution_20250825` for programmatic tool calling
+    /// (Anthropic `allowed_callers`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_callers: Vec<String>,
+    /// Stream the arguments without buffering them for validation (Anthropic
+    /// `eager_input_streaming`); the streamed text may not be valid JSON until it ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eager_input_streaming: Option<bool>,
+    /// A prompt-cache breakpoint after this tool (Anthropic `cache_control`, Bedrock
+    /// `cachePoint`), e.g. `{"type":"ephemeral"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<Value>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl ToolDefinition {
@@ -48,6 +71,11 @@ impl ToolDefinition {
             description: description.into(),
             parameters: empty_parameters(),
             strict: false,
+            defer_loading: false,
+            input_examples: Vec::new(),
+            allowed_callers: Vec::new(),
+            eager_input_streaming: None,
+            cache_control: None,
         })
     }
 
@@ -62,6 +90,45 @@ impl ToolDefinition {
     pub fn with_strict(mut self, strict: bool) -> Self {
         self.strict = strict;
         self
+    }
+
+    /// Sets [`ToolDefinition::defer_loading`].
+    pub fn with_defer_loading(mut self, defer: bool) -> Self {
+        self.defer_loading = defer;
+        self
+    }
+
+    /// Sets [`ToolDefinition::input_examples`].
+    pub fn with_input_examples(mut self, examples: Vec<Value>) -> Self {
+        self.input_examples = examples;
+        self
+    }
+
+    /// Sets [`ToolDefinition::allowed_callers`].
+    pub fn with_allowed_callers(mut self, callers: Vec<String>) -> Self {
+        self.allowed_callers = callers;
+        self
+    }
+
+    /// Sets [`ToolDefinition::eager_input_streaming`].
+    pub fn with_eager_input_streaming(mut self, eager: bool) -> Self {
+        self.eager_input_streaming = Some(eager);
+        self
+    }
+
+    /// Sets [`ToolDefinition::cache_control`].
+    pub fn with_cache_control(mut self, cache_control: Value) -> Self {
+        self.cache_control = Some(cache_control);
+        self
+    }
+
+    /// Whether any field past name, description, parameters and strict is set.
+    pub fn has_extra_fields(&self) -> bool {
+        self.defer_loading
+            || !self.input_examples.is_empty()
+            || !self.allowed_callers.is_empty()
+            || self.eager_input_streaming.is_some()
+            || self.cache_control.is_some()
     }
 }
 
@@ -107,6 +174,16 @@ impl<'de> Deserialize<'de> for ToolDefinition {
             parameters: Option<Value>,
             #[serde(default)]
             strict: Option<bool>,
+            #[serde(default)]
+            defer_loading: bool,
+            #[serde(default)]
+            input_examples: Vec<Value>,
+            #[serde(default)]
+            allowed_callers: Vec<String>,
+            #[serde(default)]
+            eager_input_streaming: Option<bool>,
+            #[serde(default)]
+            cache_control: Option<Value>,
         }
         let raw = Raw::deserialize(deserializer)?;
         let plain = |e: Error| match e {
@@ -122,6 +199,11 @@ impl<'de> Deserialize<'de> for ToolDefinition {
             description: raw.description,
             parameters,
             strict: raw.strict.unwrap_or(false),
+            defer_loading: raw.defer_loading,
+            input_examples: raw.input_examples,
+            allowed_callers: raw.allowed_callers,
+            eager_input_streaming: raw.eager_input_streaming,
+            cache_control: raw.cache_control,
         })
     }
 }
@@ -139,6 +221,64 @@ pub enum ToolChoice {
     Required,
     /// Exactly this tool.
     Tool(String),
+    /// Only these tools, the rest of the list stays declared (OpenAI `allowed_tools`, which
+    /// keeps the prompt cache when the allowed set changes). Canonical JSON:
+    /// `{"allowed_tools": ["a", "b"], "mode": "auto"}`.
+    Allowed {
+        /// Whether the model may answer without a call ([`AllowedMode::Auto`]) or must call
+        /// one of the tools ([`AllowedMode::Required`]).
+        mode: AllowedMode,
+        /// The tool names the model may call.
+        tools: Vec<String>,
+    },
+}
+
+/// The mode of [`ToolChoice::Allowed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum AllowedMode {
+    /// The model may call one of the allowed tools or answer.
+    #[default]
+    Auto,
+    /// The model must call one or more of the allowed tools.
+    Required,
+}
+
+impl AllowedMode {
+    /// The wire word: `"auto"` or `"required"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Required => "required",
+        }
+    }
+
+    /// Reads `"auto"` or `"required"`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "auto" => Some(Self::Auto),
+            "required" => Some(Self::Required),
+            _ => None,
+        }
+    }
+}
+
+impl ToolChoice {
+    /// The plain choice a wire without `allowed_tools` falls back to: the mode of
+    /// [`ToolChoice::Allowed`], the choice itself otherwise.
+    pub fn without_allowed(&self) -> ToolChoice {
+        match self {
+            Self::Allowed {
+                mode: AllowedMode::Auto,
+                ..
+            } => Self::Auto,
+            Self::Allowed {
+                mode: AllowedMode::Required,
+                ..
+            } => Self::Required,
+            other => other.clone(),
+        }
+    }
 }
 
 impl Serialize for ToolChoice {
@@ -152,6 +292,12 @@ impl Serialize for ToolChoice {
                 map.insert("name".into(), Value::String(name.clone()));
                 map.serialize(s)
             }
+            Self::Allowed { mode, tools } => {
+                let mut map = Map::new();
+                map.insert("allowed_tools".into(), json!(tools));
+                map.insert("mode".into(), json!(mode.as_str()));
+                map.serialize(s)
+            }
         }
     }
 }
@@ -162,11 +308,18 @@ impl<'de> Deserialize<'de> for ToolChoice {
         #[serde(untagged)]
         enum Raw {
             Mode(String),
-            Named { name: String },
+            Named {
+                name: String,
+            },
+            Allowed {
+                allowed_tools: Vec<String>,
+                #[serde(default)]
+                mode: Option<String>,
+            },
         }
         match Raw::deserialize(d).map_err(|_| {
             serde::de::Error::custom(
-                "tool_choice must be \"auto\", \"none\", \"required\" or {\"name\": \"<tool>\"}",
+                "tool_choice must be \"auto\", \"none\", \"required\", {\"name\": \"<tool>\"} or {\"allowed_tools\": [...], \"mode\": \"auto\"}",
             )
         })? {
             Raw::Mode(m) => match m.as_str() {
@@ -178,6 +331,23 @@ impl<'de> Deserialize<'de> for ToolChoice {
                 ))),
             },
             Raw::Named { name } => Ok(Self::Tool(name)),
+            Raw::Allowed {
+                allowed_tools,
+                mode,
+            } => {
+                let mode = match mode.as_deref() {
+                    None => AllowedMode::Auto,
+                    Some(m) => AllowedMode::parse(m).ok_or_else(|| {
+                        serde::de::Error::custom(format!(
+                            "tool_choice.mode {m:?}: expected \"auto\" or \"required\""
+                        ))
+                    })?,
+                };
+                Ok(Self::Allowed {
+                    mode,
+                    tools: allowed_tools,
+                })
+            }
         }
     }
 }
@@ -224,5 +394,39 @@ mod tests {
             assert_eq!(serde_json::to_string(&choice).unwrap(), text);
         }
         assert!(serde_json::from_str::<ToolChoice>(r#""any""#).is_err());
+        let allowed = ToolChoice::Allowed {
+            mode: AllowedMode::Required,
+            tools: vec!["a".into(), "b".into()],
+        };
+        let text = r#"{"allowed_tools":["a","b"],"mode":"required"}"#;
+        assert_eq!(serde_json::to_string(&allowed).unwrap(), text);
+        assert_eq!(serde_json::from_str::<ToolChoice>(text).unwrap(), allowed);
+        assert_eq!(allowed.without_allowed(), ToolChoice::Required);
+    }
+
+    #[test]
+    fn new_fields_round_trip_and_stay_out_when_default() {
+        let plain = ToolDefinition::new("x", "").unwrap();
+        assert_eq!(
+            serde_json::to_value(&plain).unwrap(),
+            json!({"name": "x", "description": "", "parameters": empty_parameters(), "strict": false})
+        );
+        let full = plain
+            .with_defer_loading(true)
+            .with_input_examples(vec![json!({"a": 1})])
+            .with_allowed_callers(vec!["code_execution_20250825".into()])
+            .with_eager_input_streaming(true)
+            .with_cache_control(json!({"type": "ephemeral"}));
+        let text = serde_json::to_string(&full).unwrap();
+        for key in [
+            "\"defer_loading\":true",
+            "\"input_examples\":[{\"a\":1}]",
+            "\"allowed_callers\":[\"code_execution_20250825\"]",
+            "\"eager_input_streaming\":true",
+            "\"cache_control\":{\"type\":\"ephemeral\"}",
+        ] {
+            assert!(text.contains(key), "{key} in {text}");
+        }
+        assert_eq!(serde_json::from_str::<ToolDefinition>(&text).unwrap(), full);
     }
 }

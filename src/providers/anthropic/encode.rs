@@ -232,6 +232,21 @@ fn tool(tool: &ToolDefinition, names: &NameMap) -> Value {
     if tool.strict {
         t.insert("strict".into(), Value::Bool(true));
     }
+    if tool.defer_loading {
+        t.insert("defer_loading".into(), Value::Bool(true));
+    }
+    if !tool.input_examples.is_empty() {
+        t.insert("input_examples".into(), json!(tool.input_examples));
+    }
+    if !tool.allowed_callers.is_empty() {
+        t.insert("allowed_callers".into(), json!(tool.allowed_callers));
+    }
+    if let Some(eager) = tool.eager_input_streaming {
+        t.insert("eager_input_streaming".into(), Value::Bool(eager));
+    }
+    if let Some(cache) = &tool.cache_control {
+        t.insert("cache_control".into(), cache.clone());
+    }
     Value::Object(t)
 }
 
@@ -431,12 +446,15 @@ fn tool_choice(req: &ChatRequest, names: &NameMap) -> Result<Option<Value>> {
         }
         return Ok(None);
     }
-    let mut choice = match (&req.tool_choice, req.parallel_tool_calls) {
+    // `allowed_tools` has no place here: the policy refused it or it falls back to its mode.
+    let plain = req.tool_choice.as_ref().map(ToolChoice::without_allowed);
+    let mut choice = match (&plain, req.parallel_tool_calls) {
         (None, None) => return Ok(None),
         (None | Some(ToolChoice::Auto), _) => json!({"type": "auto"}),
         (Some(ToolChoice::None), _) => return Ok(Some(json!({"type": "none"}))),
         (Some(ToolChoice::Required), _) => json!({"type": "any"}),
         (Some(ToolChoice::Tool(name)), _) => json!({"type": "tool", "name": names.wire(name)}),
+        (Some(ToolChoice::Allowed { .. }), _) => json!({"type": "auto"}),
     };
     if let (Some(parallel), Value::Object(m)) = (req.parallel_tool_calls, &mut choice) {
         m.insert("disable_parallel_tool_use".into(), Value::Bool(!parallel));
@@ -629,6 +647,17 @@ pub(crate) fn encode(
         body.insert("tool_choice".into(), choice);
     }
     let mut policy = Policy::new(ProviderKind::Anthropic, req)?;
+    // https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/tool-search-tool,
+    // .../programmatic-tool-calling, .../fine-grained-tool-streaming,
+    // https://docs.anthropic.com/en/api/messages (tools[].input_examples, cache_control).
+    policy.tool_fields(&crate::providers::settings::ToolFields {
+        defer_loading: true,
+        input_examples: true,
+        allowed_callers: true,
+        eager_input_streaming: true,
+        cache_control: true,
+        allowed_tools: false,
+    })?;
     let rule = rule_for(ANTHROPIC_REASONING, &req.model);
     if let Some(t) = req.temperature
         && policy.allowed(rule, "temperature")?

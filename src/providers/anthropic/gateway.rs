@@ -531,7 +531,17 @@ fn tool(value: Value, at: &str) -> Result<ToolDefinition> {
         })?;
     }
     def = def.with_strict(t.boolean("strict")?.unwrap_or(false));
-    t.ignore("cache_control");
+    def = def.with_defer_loading(t.boolean("defer_loading")?.unwrap_or(false));
+    if let Some(examples) = t.array("input_examples")? {
+        def = def.with_input_examples(examples);
+    }
+    def = def.with_allowed_callers(t.strings("allowed_callers")?);
+    if let Some(eager) = t.boolean("eager_input_streaming")? {
+        def = def.with_eager_input_streaming(eager);
+    }
+    if let Some(cache) = t.take("cache_control").filter(|v| !v.is_null()) {
+        def = def.with_cache_control(cache);
+    }
     t.finish()?;
     Ok(def)
 }

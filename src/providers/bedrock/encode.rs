@@ -424,7 +424,15 @@ fn tool_config(req: &ChatRequest, names: &NameMap) -> Result<Option<Value>> {
     let mut tools: Vec<Value> = req
         .tools
         .iter()
-        .map(|t| tool_spec(names.wire(&t.name), &t.description, input_schema(t)))
+        .flat_map(|t| {
+            let spec = tool_spec(names.wire(&t.name), &t.description, input_schema(t));
+            // A cache breakpoint after the tool: Converse's `cachePoint` entry.
+            let point = t
+                .cache_control
+                .as_ref()
+                .map(|_| json!({"cachePoint": {"type": "default"}}));
+            std::iter::once(spec).chain(point)
+        })
         .collect();
     if history {
         let mut seen: HashSet<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
@@ -445,11 +453,11 @@ fn tool_config(req: &ChatRequest, names: &NameMap) -> Result<Option<Value>> {
     }
     let mut config = Map::new();
     config.insert("tools".into(), Value::Array(tools));
-    let choice = match &req.tool_choice {
+    let choice = match req.tool_choice.as_ref().map(ToolChoice::without_allowed) {
         None | Some(ToolChoice::None) => None,
-        Some(ToolChoice::Auto) => Some(json!({"auto": {}})),
+        Some(ToolChoice::Auto | ToolChoice::Allowed { .. }) => Some(json!({"auto": {}})),
         Some(ToolChoice::Required) => Some(json!({"any": {}})),
-        Some(ToolChoice::Tool(name)) => Some(json!({"tool": {"name": names.wire(name)}})),
+        Some(ToolChoice::Tool(name)) => Some(json!({"tool": {"name": names.wire(&name)}})),
     };
     if let Some(choice) = choice.filter(|_| !req.tools.is_empty()) {
         config.insert("toolChoice".into(), choice);
@@ -521,6 +529,12 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     }
     let kind = crate::provider::ProviderKind::Bedrock;
     let mut policy = Policy::new(kind, req)?;
+    // A tool's cache_control becomes a `cachePoint` after it
+    // (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Tool.html).
+    policy.tool_fields(&crate::providers::settings::ToolFields {
+        cache_control: true,
+        ..crate::providers::settings::ToolFields::NONE
+    })?;
     let claude = req.model.contains("claude");
     let rule = if claude {
         rule_for(ANTHROPIC_REASONING, &req.model)

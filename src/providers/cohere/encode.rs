@@ -162,9 +162,9 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
             body.insert("strict_tools".into(), json!(true));
         }
     }
-    match &req.tool_choice {
+    match req.tool_choice.as_ref().map(ToolChoice::without_allowed) {
         // Auto is the default and has no spelling on this wire.
-        None | Some(ToolChoice::Auto) => {}
+        None | Some(ToolChoice::Auto | ToolChoice::Allowed { .. }) => {}
         Some(ToolChoice::None) => {
             body.insert("tool_choice".into(), json!("NONE"));
         }
@@ -191,6 +191,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body.insert("temperature".into(), json!(t));
     }
     let mut policy = Policy::new(ProviderKind::Cohere, req)?;
+    policy.tool_fields(&crate::providers::settings::ToolFields::NONE)?;
     let rule = rule_for(COHERE_REASONING, &req.model);
     policy.sampling(&COHERE_SAMPLING, rule, &mut body)?;
     match policy.reasoning(rule.map_or(ReasoningForm::Switch, |r| r.form))? {

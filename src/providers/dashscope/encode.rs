@@ -160,12 +160,12 @@ fn response_format_json(req: &ChatRequest) -> Result<Option<Value>> {
 }
 
 fn tool_choice_json(choice: &ToolChoice, names: &NameMap) -> Value {
-    match choice {
-        ToolChoice::Auto => json!("auto"),
+    match choice.without_allowed() {
+        ToolChoice::Auto | ToolChoice::Allowed { .. } => json!("auto"),
         ToolChoice::None => json!("none"),
         ToolChoice::Required => json!("required"),
         ToolChoice::Tool(name) => {
-            json!({"type": "function", "function": {"name": names.wire(name)}})
+            json!({"type": "function", "function": {"name": names.wire(&name)}})
         }
     }
 }
@@ -242,6 +242,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool, endpoint: Endpoint) -> Res
         parameters.insert("temperature".into(), json!(t));
     }
     let mut policy = Policy::new(ProviderKind::DashScope, req)?;
+    policy.tool_fields(&crate::providers::settings::ToolFields::NONE)?;
     let rule = rule_for(QWEN_REASONING, &req.model);
     policy.sampling(&DASHSCOPE_SAMPLING, rule, &mut parameters)?;
     match policy.reasoning(rule.map_or(ReasoningForm::Switch, |r| r.form))? {

@@ -454,12 +454,12 @@ fn history(
 }
 
 fn tool_config(choice: &ToolChoice, names: &NameMap) -> Value {
-    let config = match choice {
-        ToolChoice::Auto => json!({"mode": "AUTO"}),
+    let config = match choice.without_allowed() {
+        ToolChoice::Auto | ToolChoice::Allowed { .. } => json!({"mode": "AUTO"}),
         ToolChoice::None => json!({"mode": "NONE"}),
         ToolChoice::Required => json!({"mode": "ANY"}),
         ToolChoice::Tool(name) => {
-            json!({"mode": "ANY", "allowedFunctionNames": [names.wire(name)]})
+            json!({"mode": "ANY", "allowedFunctionNames": [names.wire(&name)]})
         }
     };
     json!({"functionCallingConfig": config})
@@ -551,6 +551,7 @@ pub(crate) fn encode(
         generation.insert("temperature".into(), json!(t));
     }
     let mut policy = Policy::new(ProviderKind::Gemini, req)?;
+    policy.tool_fields(&crate::providers::settings::ToolFields::NONE)?;
     let rule = rule_for(GEMINI_REASONING, &req.model);
     policy.sampling(&GEMINI_SAMPLING, rule, &mut generation)?;
     // Names the table does not know: Gemini 2.x takes a budget, later ones a level.

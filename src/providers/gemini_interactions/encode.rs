@@ -71,12 +71,12 @@ fn function_tool(
 
 /// `generation_config.tool_choice`: a mode, or the allowed tools for a named one.
 fn tool_choice(choice: &ToolChoice, names: &NameMap) -> Value {
-    match choice {
-        ToolChoice::Auto => json!("auto"),
+    match choice.without_allowed() {
+        ToolChoice::Auto | ToolChoice::Allowed { .. } => json!("auto"),
         ToolChoice::None => json!("none"),
         ToolChoice::Required => json!("any"),
         ToolChoice::Tool(name) => {
-            json!({"allowed_tools": {"mode": "any", "tools": [names.wire(name)]}})
+            json!({"allowed_tools": {"mode": "any", "tools": [names.wire(&name)]}})
         }
     }
 }
@@ -359,6 +359,8 @@ pub(crate) fn encode(
     check_tools(req)?;
     // No hosted tools on this wire: each is refused by name (or left out and listed).
     let hosted_dropped = crate::providers::hosted_tools::place(KIND, req)?.dropped;
+    let mut fields = crate::providers::settings::Policy::new(KIND, req)?;
+    fields.tool_fields(&crate::providers::settings::ToolFields::NONE)?;
     refuse_text_calls(req, KIND)?;
     if req.model.trim().is_empty() {
         return Err(Error::input("model", "the model name is empty"));
@@ -462,6 +464,7 @@ pub(crate) fn encode(
     http.downgrades = downgrades;
     http.dropped = policy.dropped;
     http.dropped.extend(hosted_dropped);
+    http.dropped.extend(fields.dropped);
     Ok(http)
 }
 

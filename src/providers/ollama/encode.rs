@@ -110,8 +110,8 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     if req.model.trim().is_empty() {
         return Err(Error::input("model", "the model name is empty"));
     }
-    let send_tools = match &req.tool_choice {
-        None | Some(ToolChoice::Auto) => !req.tools.is_empty(),
+    let send_tools = match &req.tool_choice.as_ref().map(ToolChoice::without_allowed) {
+        None | Some(ToolChoice::Auto | ToolChoice::Allowed { .. }) => !req.tools.is_empty(),
         // No tool_choice on this wire: "none" is the tools left out.
         Some(ToolChoice::None) => false,
         Some(choice @ (ToolChoice::Required | ToolChoice::Tool(_))) => {
@@ -191,6 +191,7 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
     // The server streams unless told otherwise, so the flag always goes out.
     body.insert("stream".into(), Value::Bool(stream));
     let mut policy = Policy::new(ProviderKind::Ollama, req)?;
+    policy.tool_fields(&crate::providers::settings::ToolFields::NONE)?;
     let rule = rule_for(OLLAMA_REASONING, &req.model);
     match policy.reasoning(rule.map_or(ReasoningForm::Switch, |r| r.form))? {
         Plan::Default => {}

@@ -127,6 +127,11 @@ pub struct Dialect {
     /// How `tool_choice` "required" is spelled (`"required"` on OpenAI, `"any"` in Mistral's
     /// function-calling guide, fixture `mistral/quirk_tool_choice_required`).
     pub required_tool_choice: &'static str,
+    /// The wire takes OpenAI's `allowed_tools` tool choice
+    /// (`{"type":"allowed_tools","allowed_tools":{"mode","tools"}}`,
+    /// <https://platform.openai.com/docs/api-reference/chat/create#chat_create-tool_choice>);
+    /// otherwise that choice follows the drop policy.
+    pub allowed_tools_choice: bool,
     /// `content` may come as a list of typed chunks whose `thinking` chunks (each a list of
     /// text chunks) are reasoning (Mistral's Magistral models, fixture
     /// `mistral/quirk_thinking_chunks`); otherwise every part's `text` is answer text.
@@ -297,6 +302,12 @@ impl Dialect {
     /// Sets [`Dialect::call_ids`].
     pub const fn with_call_ids(mut self, call_ids: CallIds) -> Self {
         self.call_ids = call_ids;
+        self
+    }
+
+    /// Sets [`Dialect::allowed_tools_choice`].
+    pub const fn with_allowed_tools_choice(mut self, allowed_tools_choice: bool) -> Self {
+        self.allowed_tools_choice = allowed_tools_choice;
         self
     }
 
@@ -565,6 +576,7 @@ pub const OPENAI: Dialect = Dialect {
     structured_output: StructuredOutput::JsonSchema,
     call_ids: CallIds::AsGiven,
     required_tool_choice: "required",
+    allowed_tools_choice: true,
     thinking_chunks: false,
     sampling: SamplingNames::OPENAI,
     reasoning: OPENAI_REASONING,
@@ -582,6 +594,8 @@ pub const OPENAI_COMPATIBLE: Dialect = Dialect {
     sampling: SamplingNames::OPENAI.with_stop(Some("stop"), None),
     // The server's models are unknown: an effort goes as `reasoning_effort`, as asked.
     reasoning: &[],
+    // An unknown server: OpenAI's allowed_tools choice is not assumed.
+    allowed_tools_choice: false,
     ..OPENAI
 };
 

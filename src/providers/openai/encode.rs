@@ -293,8 +293,21 @@ fn message_json(
 }
 
 /// The choice in OpenAI's shapes, "required" spelled `required` (Mistral: `any`).
-fn tool_choice_json(required: &str, choice: &ToolChoice, names: &NameMap) -> Value {
+fn tool_choice_json(dialect: &Dialect, choice: &ToolChoice, names: &NameMap) -> Value {
+    let required = dialect.required_tool_choice;
     match choice {
+        ToolChoice::Allowed { mode, tools } if dialect.allowed_tools_choice => {
+            let tools: Vec<Value> = tools
+                .iter()
+                .map(|t| json!({"type": "function", "function": {"name": names.wire(t)}}))
+                .collect();
+            json!({"type": "allowed_tools", "allowed_tools": {"mode": mode.as_str(), "tools": tools}})
+        }
+        // Refused or dropped by the policy: the mode alone.
+        ToolChoice::Allowed { mode, .. } => match mode {
+            crate::types::AllowedMode::Required => json!(required),
+            _ => json!("auto"),
+        },
         ToolChoice::Auto => json!("auto"),
         ToolChoice::None => json!("none"),
         ToolChoice::Required => json!(required),
@@ -462,7 +475,7 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
     if let Some(choice) = &req.tool_choice {
         body.insert(
             "tool_choice".into(),
-            tool_choice_json(dialect.required_tool_choice, choice, &names),
+            tool_choice_json(dialect, choice, &names),
         );
     }
     if !req.tools.is_empty() {
@@ -485,6 +498,10 @@ pub(crate) fn encode(dialect: &Dialect, req: &ChatRequest, stream: bool) -> Resu
         body.insert(dialect.max_tokens_field.into(), json!(max));
     }
     let mut policy = Policy::new(dialect.info.kind, req)?;
+    policy.tool_fields(&crate::providers::settings::ToolFields {
+        allowed_tools: dialect.allowed_tools_choice,
+        ..crate::providers::settings::ToolFields::NONE
+    })?;
     let rule = rule_for(dialect.reasoning, &req.model);
     if let Some(t) = req.temperature
         && policy.allowed(rule, "temperature")?

@@ -20,8 +20,8 @@ use crate::provider::{Answer, ClientRequest, StreamWriter};
 use crate::providers::openai::respond::{self, OPENAI_WIRE, Stamp};
 use crate::providers::shared::{CallGate, CallOut, Fields, settled, uncarry_id};
 use crate::types::{
-    AssistantMessage, ChatRequest, ChatResponse, Content, Message, Part, ResponseFormat, Source,
-    StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
+    AllowedMode, AssistantMessage, ChatRequest, ChatResponse, Content, Message, Part,
+    ResponseFormat, Source, StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
 };
 
 /// A client's Chat Completions request, read.
@@ -363,7 +363,35 @@ fn tool_choice(value: Value) -> Result<ToolChoice> {
         },
         other => {
             let mut c = Fields::of(other, "tool_choice")?;
-            c.ignore("type");
+            if c.string("type")?.as_deref() == Some("allowed_tools") {
+                // {"type":"allowed_tools","allowed_tools":{"mode","tools":[{"type":"function",
+                // "function":{"name"}}]}}
+                let at = "tool_choice.allowed_tools";
+                let mut a = Fields::of(c.need("allowed_tools")?, at)?;
+                c.finish()?;
+                let mode = allowed_mode(a.string("mode")?, &format!("{at}.mode"))?;
+                let mut tools = Vec::new();
+                for (i, t) in a
+                    .array("tools")?
+                    .unwrap_or_default()
+                    .into_iter()
+                    .enumerate()
+                {
+                    let at = format!("{at}.tools[{i}]");
+                    let mut t = Fields::of(t, &at)?;
+                    t.ignore("type");
+                    let fat = format!("{at}.function");
+                    let mut function = Fields::of(t.need("function")?, &fat)?;
+                    let name = function
+                        .string("name")?
+                        .ok_or_else(|| Error::input(format!("{fat}.name"), "field required"))?;
+                    function.finish()?;
+                    t.finish()?;
+                    tools.push(name);
+                }
+                a.finish()?;
+                return Ok(ToolChoice::Allowed { mode, tools });
+            }
             let mut function = Fields::of(c.need("function")?, "tool_choice.function")?;
             let name = function
                 .string("name")?
@@ -372,6 +400,15 @@ fn tool_choice(value: Value) -> Result<ToolChoice> {
             c.finish()?;
             Ok(ToolChoice::Tool(name))
         }
+    }
+}
+
+/// The `mode` of an `allowed_tools` choice: `auto` (the default) or `required`.
+pub(crate) fn allowed_mode(mode: Option<String>, at: &str) -> Result<AllowedMode> {
+    match mode.as_deref() {
+        None => Ok(AllowedMode::Auto),
+        Some(m) => AllowedMode::parse(m)
+            .ok_or_else(|| Error::input(at, format!("{}: expected auto or required", m.shown()))),
     }
 }
 

@@ -123,6 +123,9 @@ fn tool_json(tool: &ToolDefinition, names: &NameMap) -> Value {
     if !tool.description.is_empty() {
         m.insert("description".into(), json!(tool.description));
     }
+    if tool.defer_loading {
+        m.insert("defer_loading".into(), Value::Bool(true));
+    }
     if let Some(format) = format {
         m.insert("format".into(), format.clone());
         return Value::Object(m);
@@ -142,7 +145,25 @@ pub(crate) fn parameters(tool: &ToolDefinition) -> Value {
 }
 
 fn tool_choice_json(choice: &ToolChoice, req: &ChatRequest, names: &NameMap) -> Value {
+    let kind_of = |name: &str| {
+        if req
+            .tools
+            .iter()
+            .any(|t| t.name == name && custom_format(t).is_some())
+        {
+            "custom"
+        } else {
+            "function"
+        }
+    };
     match choice {
+        ToolChoice::Allowed { mode, tools } => {
+            let tools: Vec<Value> = tools
+                .iter()
+                .map(|t| json!({"type": kind_of(t), "name": names.wire(t)}))
+                .collect();
+            json!({"type": "allowed_tools", "mode": mode.as_str(), "tools": tools})
+        }
         ToolChoice::Auto => json!("auto"),
         ToolChoice::None => json!("none"),
         ToolChoice::Required => json!("required"),
@@ -315,6 +336,14 @@ pub(crate) fn encode(req: &ChatRequest, stream: bool) -> Result<HttpRequest> {
         body.insert("max_output_tokens".into(), json!(max));
     }
     let mut policy = Policy::new(ProviderKind::OpenAiResponses, req)?;
+    // `defer_loading` with the `tool_search` tool
+    // (https://platform.openai.com/docs/guides/tools-tool-search), `allowed_tools`
+    // (https://platform.openai.com/docs/api-reference/responses/create#responses_create-tool_choice).
+    policy.tool_fields(&crate::providers::settings::ToolFields {
+        defer_loading: true,
+        allowed_tools: true,
+        ..crate::providers::settings::ToolFields::NONE
+    })?;
     let rule = rule_for(OPENAI_REASONING, &req.model);
     if let Some(t) = req.temperature
         && policy.allowed(rule, "temperature")?

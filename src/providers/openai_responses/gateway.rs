@@ -104,12 +104,37 @@ pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
             },
             other => {
                 let mut c = Fields::of(other, "tool_choice")?;
-                c.ignore("type");
-                let name = c
-                    .string("name")?
-                    .ok_or_else(|| Error::input("tool_choice.name", "field required"))?;
-                c.finish()?;
-                ToolChoice::Tool(name)
+                if c.string("type")?.as_deref() == Some("allowed_tools") {
+                    // {"type":"allowed_tools","mode","tools":[{"type":"function","name"}]}
+                    let mode = crate::providers::openai::gateway::allowed_mode(
+                        c.string("mode")?,
+                        "tool_choice.mode",
+                    )?;
+                    let mut tools = Vec::new();
+                    for (i, t) in c
+                        .array("tools")?
+                        .unwrap_or_default()
+                        .into_iter()
+                        .enumerate()
+                    {
+                        let at = format!("tool_choice.tools[{i}]");
+                        let mut t = Fields::of(t, &at)?;
+                        t.ignore("type");
+                        let name = t
+                            .string("name")?
+                            .ok_or_else(|| Error::input(format!("{at}.name"), "field required"))?;
+                        t.finish()?;
+                        tools.push(name);
+                    }
+                    c.finish()?;
+                    ToolChoice::Allowed { mode, tools }
+                } else {
+                    let name = c
+                        .string("name")?
+                        .ok_or_else(|| Error::input("tool_choice.name", "field required"))?;
+                    c.finish()?;
+                    ToolChoice::Tool(name)
+                }
             }
         });
     }
@@ -455,17 +480,21 @@ fn input_parts(value: Value, at: &str) -> Result<Content> {
 
 fn tool(value: Value, at: &str) -> Result<ToolDefinition> {
     let mut t = Fields::of(value, at)?;
-    match t.string("type")?.as_deref() {
-        Some("function") => {}
+    let custom = match t.string("type")?.as_deref() {
+        Some("function") => false,
+        // A free-form tool: its text input as one string argument, its format kept.
+        Some("custom") => true,
         other => {
+            let other = other.map_or_else(|| "no type".to_owned(), |o| o.shown());
             return Err(Error::input(
                 format!("{at}.type"),
                 format!(
-                    "{other:?}: the gateway takes function tools (hosted tools run at OpenAI only)"
+                    "{other}: the gateway takes function and custom tools (hosted tools run at \
+                     OpenAI only)"
                 ),
             ));
         }
-    }
+    };
     let name = t.string("name")?.unwrap_or_default();
     let description = t.string("description")?.unwrap_or_default();
     let relocate = |e: Error, field: &str| match e {
@@ -478,7 +507,23 @@ fn tool(value: Value, at: &str) -> Result<ToolDefinition> {
             .with_parameters(parameters)
             .map_err(|e| relocate(e, "parameters"))?;
     }
-    def = def.with_strict(t.boolean("strict")?.unwrap_or(false));
+    if custom {
+        let format = t
+            .take("format")
+            .filter(|v| !v.is_null())
+            .unwrap_or_else(|| json!({"type": "text"}));
+        def = def
+            .with_parameters(json!({
+                "type": "object",
+                "properties": {"input": {"type": "string"}},
+                "required": ["input"],
+                super::CUSTOM_FORMAT: format,
+            }))
+            .map_err(|e| relocate(e, "format"))?;
+    } else {
+        def = def.with_strict(t.boolean("strict")?.unwrap_or(false));
+    }
+    def = def.with_defer_loading(t.boolean("defer_loading")?.unwrap_or(false));
     t.finish()?;
     Ok(def)
 }
