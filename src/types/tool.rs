@@ -36,6 +36,10 @@ pub struct ToolDefinition {
     /// Ask the provider to constrain arguments to the schema exactly (OpenAI strict mode).
     #[serde(default)]
     pub strict: bool,
+    /// JSON Schema of the tool's structured output (MCP `outputSchema`); a result's `output`
+    /// that breaks it is turned into an error result by the registry. Left out when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 impl ToolDefinition {
@@ -48,6 +52,7 @@ impl ToolDefinition {
             description: description.into(),
             parameters: empty_parameters(),
             strict: false,
+            output_schema: None,
         })
     }
 
@@ -62,6 +67,13 @@ impl ToolDefinition {
     pub fn with_strict(mut self, strict: bool) -> Self {
         self.strict = strict;
         self
+    }
+
+    /// Sets the output schema; errors unless it is a JSON object.
+    pub fn with_output_schema(mut self, schema: Value) -> Result<Self> {
+        check_schema(&schema, "output_schema", "output_schema")?;
+        self.output_schema = Some(schema);
+        Ok(self)
     }
 }
 
@@ -82,13 +94,17 @@ pub(crate) fn check_name(name: &str, path: &str) -> Result<()> {
 }
 
 fn check_parameters(parameters: &Value, path: &str) -> Result<()> {
+    check_schema(parameters, path, "parameters")
+}
+
+fn check_schema(parameters: &Value, path: &str, what: &str) -> Result<()> {
     if parameters.is_object() {
         Ok(())
     } else {
         Err(Error::input(
             path,
             format!(
-                "parameters must be a JSON Schema object, got {}",
+                "{what} must be a JSON Schema object, got {}",
                 crate::types::json_kind(parameters)
             ),
         ))
@@ -107,6 +123,8 @@ impl<'de> Deserialize<'de> for ToolDefinition {
             parameters: Option<Value>,
             #[serde(default)]
             strict: Option<bool>,
+            #[serde(default)]
+            output_schema: Option<Value>,
         }
         let raw = Raw::deserialize(deserializer)?;
         let plain = |e: Error| match e {
@@ -117,11 +135,16 @@ impl<'de> Deserialize<'de> for ToolDefinition {
         let parameters = raw.parameters.unwrap_or_else(empty_parameters);
         check_parameters(&parameters, "tool parameters")
             .map_err(|e| serde::de::Error::custom(plain(e)))?;
+        if let Some(schema) = &raw.output_schema {
+            check_schema(schema, "tool output_schema", "output_schema")
+                .map_err(|e| serde::de::Error::custom(plain(e)))?;
+        }
         Ok(Self {
             name: raw.name,
             description: raw.description,
             parameters,
             strict: raw.strict.unwrap_or(false),
+            output_schema: raw.output_schema,
         })
     }
 }
