@@ -171,6 +171,13 @@ fn tools_are_listed_as_the_sdks_own_client_lists_them() {
         assert_eq!(o["description"], t["description"]);
         assert_eq!(o["parameters"], t["inputSchema"], "{}", o["name"]);
         assert_eq!(o["strict"], json!(false));
+        // The output schema is kept as the server declared it, and left out when there is none.
+        assert_eq!(
+            o.get("output_schema"),
+            t.get("outputSchema"),
+            "{}",
+            o["name"]
+        );
         let hints = &t["annotations"];
         assert_eq!(
             o["annotations"]["read_only"], hints["readOnlyHint"],
@@ -357,6 +364,29 @@ fn registered_tools_run_through_the_registry() {
         let result = registry.dispatch(&call, &all).await;
         assert!(!result.is_error, "{result:?}");
         assert_eq!(result.output, json!({"sum": 42}));
+
+        // `weather` declares an outputSchema: a conforming structuredContent is the output, a
+        // violating one an error result naming the JSON path (the output and text kept).
+        let weather = registry.definitions(&all);
+        let weather = weather.iter().find(|d| d.name == "py_weather").unwrap();
+        assert_eq!(
+            weather.output_schema.as_ref().unwrap()["properties"]["temp_c"],
+            json!({"type": "number"})
+        );
+        let call = ToolCall::new("w1", "py_weather", r#"{"city":"Oslo"}"#);
+        let result = registry.dispatch(&call, &all).await;
+        assert!(!result.is_error, "{result:?}");
+        assert_eq!(result.output, json!({"temp_c": 21.5}));
+        let call = ToolCall::new("w2", "py_weather", r#"{"city":"Bergen"}"#);
+        let result = registry.dispatch(&call, &all).await;
+        assert!(result.is_error, "{result:?}");
+        let message = result.error.as_deref().unwrap();
+        assert!(
+            message.contains(r#"/temp_c: "warm" is not of type "number""#),
+            "{message}"
+        );
+        assert!(message.contains("py_weather"), "{message}");
+        assert_eq!(result.output, json!({"temp_c": "warm"}));
 
         let call = ToolCall::new("c2", "py_image", "{}");
         let result = registry.dispatch(&call, &all).await;
@@ -671,6 +701,59 @@ fn serve_mounts_mcp_servers() {
         let base = server.url();
         let base = base.as_str();
         wait_for(base, "py_add", true).await;
+
+        // `/mcp` advertises the mounted tools' output schemas (the official client lists
+        // them), and a call whose structuredContent breaks its schema is an error there too.
+        let url = format!("{base}/mcp");
+        let listed_there = {
+            let (py, client, url) = (python().to_owned(), here("client.py"), url.clone());
+            tokio::task::spawn_blocking(move || {
+                json_out(
+                    &Command::new(&py)
+                        .args([&client, "list", &url])
+                        .output()
+                        .unwrap(),
+                )
+            })
+            .await
+            .unwrap()
+        };
+        let weather = listed_there
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "py_weather")
+            .unwrap();
+        assert_eq!(
+            weather["outputSchema"]["properties"]["temp_c"],
+            json!({"type": "number"}),
+            "{weather}"
+        );
+        let image = listed_there
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "py_image");
+        assert!(image.unwrap().get("outputSchema").is_none());
+        let connection = Connection::connect(&Endpoint::url(&url).unwrap())
+            .await
+            .unwrap();
+        let broken = connection
+            .call("py_weather", json!({"city": "Bergen"}))
+            .await
+            .unwrap();
+        assert!(broken.is_error, "{broken:?}");
+        assert!(
+            broken.error.as_deref().unwrap().contains("/temp_c:"),
+            "{broken:?}"
+        );
+        let fine = connection
+            .call("py_weather", json!({"city": "Oslo"}))
+            .await
+            .unwrap();
+        assert_eq!(fine.output, json!({"temp_c": 21.5}));
+        connection.close().await;
+
         // The offline model calls the tools the message names, with example arguments.
         let answer = chat(base, "please run py_echo").await;
         let tool_messages: Vec<&Value> = answer["messages"]

@@ -171,6 +171,9 @@ async fn tools(args: ToolsArgs) -> Result<(), CliError> {
         entry.insert("description".into(), json!(tool.description));
         entry.insert("parameters".into(), tool.input_schema.clone());
         entry.insert("strict".into(), json!(false));
+        if let Some(schema) = &tool.output_schema {
+            entry.insert("output_schema".into(), schema.clone());
+        }
         if !tool.annotations.is_empty() {
             entry.insert("annotations".into(), json!(tool.annotations));
         }

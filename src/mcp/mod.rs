@@ -227,6 +227,10 @@ pub struct McpTool {
     pub description: String,
     /// The JSON Schema of its arguments (`inputSchema`), as the server sent it.
     pub input_schema: Value,
+    /// The JSON Schema of its structured output (`outputSchema`), when it declares one: its
+    /// `structuredContent` is checked against it when the tool runs from a registry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
     /// What the tool says about its effects.
     pub annotations: ToolAnnotations,
 }
@@ -235,8 +239,12 @@ impl McpTool {
     /// The canonical definition, named `name` (the server's name, or a prefixed one); errors
     /// when the name breaks the canonical name rule or the schema is not an object.
     pub fn definition(&self, name: &str) -> Result<ToolDefinition> {
-        ToolDefinition::new(name, self.description.clone())?
-            .with_parameters(self.input_schema.clone())
+        let definition = ToolDefinition::new(name, self.description.clone())?
+            .with_parameters(self.input_schema.clone())?;
+        match &self.output_schema {
+            Some(schema) => definition.with_output_schema(schema.clone()),
+            None => Ok(definition),
+        }
     }
 
     /// The parameters schema `provider` will receive for this tool, or why it cannot take it
@@ -950,6 +958,9 @@ fn mcp_tool(tool: rmcp::model::Tool) -> McpTool {
         input_schema: Value::Object(
             Arc::try_unwrap(tool.input_schema).unwrap_or_else(|a| (*a).clone()),
         ),
+        output_schema: tool
+            .output_schema
+            .map(|s| Value::Object(Arc::try_unwrap(s).unwrap_or_else(|a| (*a).clone()))),
         annotations,
     }
 }
@@ -1077,4 +1088,42 @@ fn http_client() -> Result<reqwest::Client> {
             server: String::new(),
             message: format!("cannot build the HTTP client: {e}"),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn listed(tool: Value) -> McpTool {
+        mcp_tool(serde_json::from_value(tool).unwrap())
+    }
+
+    #[test]
+    fn output_schema_is_kept_on_the_definition_and_left_out_when_absent() {
+        let schema = json!({"type": "object", "properties": {"temp_c": {"type": "number"}}});
+        let tool = listed(json!({
+            "name": "weather",
+            "inputSchema": {"type": "object"},
+            "outputSchema": schema,
+        }));
+        assert_eq!(tool.output_schema.as_ref(), Some(&schema));
+        let definition = tool.definition("w").unwrap();
+        let wire = serde_json::to_value(&definition).unwrap();
+        assert_eq!(wire["output_schema"], schema);
+        let back: ToolDefinition = serde_json::from_value(wire).unwrap();
+        assert_eq!(back, definition);
+
+        let plain = listed(json!({"name": "echo", "inputSchema": {"type": "object"}}));
+        let wire = serde_json::to_value(plain.definition("echo").unwrap()).unwrap();
+        assert!(wire.get("output_schema").is_none(), "{wire}");
+
+        let bad = ToolDefinition::new("x", "")
+            .unwrap()
+            .with_output_schema(json!(true));
+        assert!(bad.unwrap_err().to_string().contains("output_schema"));
+        let bad =
+            serde_json::from_value::<ToolDefinition>(json!({"name": "x", "output_schema": []}));
+        assert!(bad.unwrap_err().to_string().contains("got array"));
+    }
 }

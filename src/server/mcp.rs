@@ -192,6 +192,9 @@ impl rmcp::ServerHandler for Exposed {
                     "description": d.description,
                     "inputSchema": d.parameters,
                 });
+                if let Some(schema) = d.output_schema {
+                    tool["outputSchema"] = schema;
+                }
                 if let Some(a) = annotations.get(&d.name).filter(|a| !a.is_empty()) {
                     tool["annotations"] = serde_json::json!({
                         "title": a.title,

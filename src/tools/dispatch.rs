@@ -23,6 +23,8 @@ const MAX_PROBLEMS: usize = 5;
 pub(super) struct Target<'a> {
     pub handler: &'a Handler,
     pub validator: &'a Validator,
+    /// The output schema's validator: an `ok` result whose output breaks it becomes an error.
+    pub output: Option<&'a Validator>,
     pub schema: &'a Value,
     pub strict: bool,
     pub timeout: Duration,
@@ -109,8 +111,43 @@ pub(super) async fn run(target: Target<'_>, call: &ToolCall, progress: Reporter)
             result.output = e.output().clone();
             result.with_content(e.content().iter().cloned())
         }
-        Ok(Ok(Ok(reply))) => ToolResult::ok(call, reply.output).with_content(reply.content),
+        Ok(Ok(Ok(reply))) => match target.output.map(|v| output_problems(v, &reply.output)) {
+            Some(problems) if !problems.is_empty() => {
+                let message = format!(
+                    "Tool {:?} returned output that does not match its output schema: {}",
+                    call.name,
+                    problems.join("; ")
+                );
+                let mut result = ToolResult::error(call, message);
+                result.output = reply.output;
+                result.with_content(reply.content)
+            }
+            _ => ToolResult::ok(call, reply.output).with_content(reply.content),
+        },
     }
+}
+
+/// Where and how `output` breaks its schema: each problem as `<JSON pointer>: <what>` (the
+/// pointer is `/` for the whole output), at most [`MAX_PROBLEMS`] of them.
+pub(super) fn output_problems(validator: &Validator, output: &Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut total = 0usize;
+    for error in validator.iter_errors(output) {
+        total += 1;
+        if out.len() < MAX_PROBLEMS {
+            let path = error.instance_path().to_string();
+            let path = if path.is_empty() {
+                "/".to_owned()
+            } else {
+                path
+            };
+            out.push(format!("{path}: {error}"));
+        }
+    }
+    if total > out.len() {
+        out.push(format!("and {} more problems", total - out.len()));
+    }
+    out
 }
 
 /// A running handler, aborted when its caller stops waiting for it (its result arrived, its
@@ -356,6 +393,20 @@ mod tests {
         let mut args = json!({"city": null, "unit": null, "where": {"lat": null}});
         drop_null_optionals(&weather(), &mut args);
         assert_eq!(args, json!({"city": null, "where": {}}));
+    }
+
+    #[test]
+    fn output_problems_name_the_json_path() {
+        let schema =
+            json!({"type": "object", "properties": {"t": {"type": "number"}}, "required": ["t"]});
+        let v = jsonschema::validator_for(&schema).unwrap();
+        assert!(output_problems(&v, &json!({"t": 1.5})).is_empty());
+        assert_eq!(
+            output_problems(&v, &json!({"t": "warm"})),
+            [r#"/t: "warm" is not of type "number""#]
+        );
+        let root = output_problems(&v, &Value::Null);
+        assert!(root[0].starts_with("/: null"), "{root:?}");
     }
 
     #[test]

@@ -117,6 +117,8 @@ pub struct Unavailable {
 struct Entry {
     tool: Tool,
     validator: Arc<Validator>,
+    /// The output schema's validator, for a tool that declares one.
+    output: Option<Arc<Validator>>,
 }
 
 impl Entry {
@@ -294,6 +296,20 @@ impl ToolRegistry {
                 ),
             )
         })?;
+        let output = match &tool.definition.output_schema {
+            None => None,
+            Some(schema) => Some(Arc::new(jsonschema::validator_for(schema).map_err(
+                |e| {
+                    Error::input(
+                        "output_schema",
+                        format!(
+                            "output schema of tool {:?} is not a valid JSON Schema: {e}",
+                            tool.definition.name
+                        ),
+                    )
+                },
+            )?)),
+        };
         if tool.parameter_list {
             let list = parameter_list(&tool.definition.parameters);
             if !list.is_empty() {
@@ -308,6 +324,7 @@ impl ToolRegistry {
         let entry = Entry {
             tool,
             validator: Arc::new(validator),
+            output,
         };
         let mut inner = self.write();
         let existing = inner.entries.iter().position(|e| {
@@ -528,6 +545,7 @@ impl ToolRegistry {
                 let target = Target {
                     handler: &entry.tool.handler,
                     validator: &entry.validator,
+                    output: entry.output.as_deref(),
                     schema: &entry.tool.definition.parameters,
                     strict: entry.tool.definition.strict,
                     timeout: entry.tool.timeout,

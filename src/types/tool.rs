@@ -55,6 +55,10 @@ pub struct ToolDefinition {
     /// `cachePoint`), e.g. `{"type":"ephemeral"}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<Value>,
+    /// JSON Schema of the tool's structured output (MCP `outputSchema`); a result's `output`
+    /// that breaks it is turned into an error result by the registry. Left out when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -76,6 +80,7 @@ impl ToolDefinition {
             allowed_callers: Vec::new(),
             eager_input_streaming: None,
             cache_control: None,
+            output_schema: None,
         })
     }
 
@@ -130,6 +135,13 @@ impl ToolDefinition {
             || self.eager_input_streaming.is_some()
             || self.cache_control.is_some()
     }
+
+    /// Sets the output schema; errors unless it is a JSON object.
+    pub fn with_output_schema(mut self, schema: Value) -> Result<Self> {
+        check_schema(&schema, "output_schema", "output_schema")?;
+        self.output_schema = Some(schema);
+        Ok(self)
+    }
 }
 
 /// `{"type":"object","properties":{}}`: the schema of a tool without parameters.
@@ -149,13 +161,17 @@ pub(crate) fn check_name(name: &str, path: &str) -> Result<()> {
 }
 
 fn check_parameters(parameters: &Value, path: &str) -> Result<()> {
+    check_schema(parameters, path, "parameters")
+}
+
+fn check_schema(parameters: &Value, path: &str, what: &str) -> Result<()> {
     if parameters.is_object() {
         Ok(())
     } else {
         Err(Error::input(
             path,
             format!(
-                "parameters must be a JSON Schema object, got {}",
+                "{what} must be a JSON Schema object, got {}",
                 crate::types::json_kind(parameters)
             ),
         ))
@@ -184,6 +200,8 @@ impl<'de> Deserialize<'de> for ToolDefinition {
             eager_input_streaming: Option<bool>,
             #[serde(default)]
             cache_control: Option<Value>,
+            #[serde(default)]
+            output_schema: Option<Value>,
         }
         let raw = Raw::deserialize(deserializer)?;
         let plain = |e: Error| match e {
@@ -194,6 +212,10 @@ impl<'de> Deserialize<'de> for ToolDefinition {
         let parameters = raw.parameters.unwrap_or_else(empty_parameters);
         check_parameters(&parameters, "tool parameters")
             .map_err(|e| serde::de::Error::custom(plain(e)))?;
+        if let Some(schema) = &raw.output_schema {
+            check_schema(schema, "tool output_schema", "output_schema")
+                .map_err(|e| serde::de::Error::custom(plain(e)))?;
+        }
         Ok(Self {
             name: raw.name,
             description: raw.description,
@@ -204,6 +226,7 @@ impl<'de> Deserialize<'de> for ToolDefinition {
             allowed_callers: raw.allowed_callers,
             eager_input_streaming: raw.eager_input_streaming,
             cache_control: raw.cache_control,
+            output_schema: raw.output_schema,
         })
     }
 }

@@ -2,7 +2,8 @@
 
 Run: python server.py stdio | python server.py http PORT
 Tools: add (structured output), echo (annotations: read-only), wipe (destructive),
-image (a PNG content block), fail (isError), broke (isError with an image and
+image (a PNG content block), fail (isError), weather (an outputSchema its
+structuredContent breaks unless the city is Oslo), broke (isError with an image and
 structuredContent), tree (a recursive schema), slow (sleeps,
 reports progress), grow (registers a new tool, then the server announces list_changed),
 die (exits the process).
@@ -70,6 +71,23 @@ def broke() -> CallToolResult:
         structured_content={"code": 7},
         is_error=True,
     )
+
+
+@server.tool(description="The temperature in a city")
+def weather(city: str) -> CallToolResult:
+    temp = 21.5 if city == "Oslo" else "warm"
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"{city}: {temp}")],
+        structured_content={"temp_c": temp},
+    )
+
+
+# A schema set by hand is advertised but not enforced by the SDK, so `weather` can break it.
+server._tool_manager.get_tool("weather").fn_metadata.output_schema = {
+    "type": "object",
+    "properties": {"temp_c": {"type": "number"}},
+    "required": ["temp_c"],
+}
 
 
 class Node(BaseModel):
