@@ -21,6 +21,8 @@
 //!   `.done`, without a `call_id` (toolwire synthesizes `glm_<response id>_<output index>`,
 //!   marked [`ToolCall::SYNTHETIC_ID`](crate::ToolCall::SYNTHETIC_ID)); Gemini Live sends whole
 //!   calls in `toolCall` and may cancel them with `toolCallCancellation`;
+//! - settings: each dialect's session takes the sampling and reasoning settings it documents
+//!   ([`RealtimeSettings`]), the rest follow the drop policy of the HTTP wires;
 //! - results: `conversation.item.create` with a `function_call_output` (with `call_id`, or
 //!   without it on GLM, where results bind by position), then one `response.create`; Gemini Live
 //!   answers each `toolCall` with one batched `toolResponse` carrying the ids.
