@@ -358,7 +358,7 @@ const LAYERS: &[&[&str]] = &[
     &["replay"],
     &["fixture"],
     &["realtime/model"],
-    &["realtime/state"],
+    &["realtime/settings", "realtime/state"],
     &["realtime/dialect", "realtime/gemini_live"],
     &["realtime/codec"],
     &["realtime/replay"],

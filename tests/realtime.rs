@@ -45,23 +45,26 @@ macro_rules! cases {
 
 cases!(openai_realtime = "openai-realtime": cancellation, closed_mid_call, error_event,
     quirk_calls_without_item_id, quirk_done_disagrees_with_deltas, quirk_done_without_name,
-    quirk_incomplete_max_output_tokens, quirk_item_done_without_arguments_done, quirk_superseded_response, quirk_tool_choice_named,
+    quirk_incomplete_max_output_tokens, quirk_item_done_without_arguments_done, quirk_session_settings,
+    quirk_settings_refused, quirk_superseded_response, quirk_tool_choice_named,
     result_unknown_call, session_configuration, stream_parallel_calls, stream_single_call,
     stream_text_then_call, tool_result_roundtrip, unknown_event);
 cases!(glm_realtime = "glm-realtime": cancellation, closed_mid_call, error_event,
-    quirk_done_without_response_id, quirk_tool_choice_required, quirk_tools_need_audio,
+    quirk_done_without_response_id, quirk_settings_refused, quirk_tool_choice_required,
+    quirk_tools_need_audio,
     result_unknown_call, session_configuration, stream_parallel_calls, stream_single_call,
     stream_text_then_call, tool_result_roundtrip, unknown_event);
 cases!(qwen_realtime = "qwen-realtime": cancellation, closed_mid_call, error_event,
-    quirk_enable_search_with_tools, result_unknown_call, session_configuration,
+    quirk_enable_search_with_tools, quirk_session_settings, result_unknown_call, session_configuration,
     stream_parallel_calls, stream_single_call, stream_text_then_call, tool_result_roundtrip,
     unknown_event);
 cases!(stepfun_realtime = "stepfun-realtime": cancellation, closed_mid_call, error_event,
-    quirk_tools_always_present, result_unknown_call, session_configuration,
+    quirk_settings_refused, quirk_tools_always_present, result_unknown_call, session_configuration,
     stream_parallel_calls, stream_single_call, stream_text_then_call, tool_result_roundtrip,
     unknown_event);
 cases!(gemini_live = "gemini-live": cancellation, closed_mid_call, error_event,
-    quirk_call_without_args, quirk_call_without_id, quirk_thought_parts, result_unknown_call, session_configuration,
+    quirk_call_without_args, quirk_call_without_id, quirk_session_settings, quirk_thought_parts,
+    result_unknown_call, session_configuration,
     stream_parallel_calls, stream_single_call, stream_text_then_call, tool_result_roundtrip,
     unknown_event);
 

@@ -623,3 +623,61 @@ async fn a_running_calls_progress_is_an_event_and_never_sent_to_the_model() {
         );
     }
 }
+
+#[tokio::test]
+async fn session_settings_reach_the_server_in_each_dialects_place() {
+    // What each server receives first, for a session asking for a token limit and a seed with
+    // drops allowed: carried where the dialect documents them, else left out and listed.
+    let cases: [(RealtimeKind, &str, &[&str]); 5] = [
+        (
+            RealtimeKind::OpenAiRealtime,
+            "/session/max_output_tokens",
+            &["seed"],
+        ),
+        (RealtimeKind::GlmRealtime, "", &["max_tokens", "seed"]),
+        (RealtimeKind::QwenRealtime, "/session/max_tokens", &[]),
+        (RealtimeKind::StepFunRealtime, "", &["max_tokens", "seed"]),
+        (
+            RealtimeKind::GeminiLive,
+            "/setup/generationConfig/maxOutputTokens",
+            &[],
+        ),
+    ];
+    for (kind, max_tokens_at, dropped) in cases {
+        let server = RealtimeMockServer::start(kind, RealtimeScript::new())
+            .await
+            .unwrap();
+        let config = SessionConfig::new("m", vec![])
+            .with_max_tokens(256)
+            .with_drop_unsupported(true);
+        let mut config = config;
+        config.seed = Some(7);
+        let mut session = RealtimeSession::builder(kind, config)
+            .url(server.url())
+            .connect()
+            .await
+            .unwrap();
+        let names: Vec<String> = session.dropped().into_iter().map(|d| d.setting).collect();
+        assert_eq!(names, dropped, "{kind}");
+        session.close();
+        while session.next().await.is_some() {}
+        let first = &server.received()[0];
+        if !max_tokens_at.is_empty() {
+            assert_eq!(
+                first.pointer(max_tokens_at),
+                Some(&json!(256)),
+                "{kind}: {first}"
+            );
+        }
+        let text = first.to_string();
+        assert!(
+            !text.contains("256") || !max_tokens_at.is_empty(),
+            "{kind}: {text}"
+        );
+        assert_eq!(
+            text.contains(":7"),
+            dropped.is_empty(),
+            "{kind}: the seed: {text}"
+        );
+    }
+}

@@ -300,3 +300,207 @@ fn settings_json_is_as_pinned() {
     let err = serde_json::from_str::<ChatRequest>(bad).expect_err("unknown effort");
     assert!(err.to_string().contains("xhigh"), "{err}");
 }
+
+// The realtime dialects: the two realtime tables of `docs/settings.md`, each cell and row
+// configured through a codec and checked in the configuring event.
+
+use toolwire::provider::Dropped;
+use toolwire::realtime::{RealtimeCodec, RealtimeKind, SessionConfig};
+
+/// The configuring event of a session set up with `config`, and what it dropped.
+fn configure(
+    kind: RealtimeKind,
+    config: &SessionConfig,
+) -> toolwire::Result<(Value, Vec<Dropped>)> {
+    let mut codec = RealtimeCodec::new(kind);
+    let events = codec.configure(config)?;
+    let event = events.into_iter().next().expect("a configuring event");
+    Ok((event, codec.dropped().to_vec()))
+}
+
+fn realtime_kind(name: &str) -> RealtimeKind {
+    name.parse()
+        .unwrap_or_else(|_| panic!("{name} is not a realtime dialect"))
+}
+
+/// A configuration setting `setting` (neutral or not), and the value as the dialect carries it.
+fn realtime_setting(
+    mut config: SessionConfig,
+    setting: &str,
+    neutral: bool,
+) -> (SessionConfig, Value) {
+    let value = match setting {
+        "max_tokens" => {
+            config.max_tokens = Some(300);
+            json!(300)
+        }
+        "temperature" => {
+            config.temperature = Some(0.7);
+            json!(0.7)
+        }
+        other => {
+            // The HTTP settings: the same values, moved onto the configuration.
+            let (req, value) = with_setting(ChatRequest::new("m", vec![]), other, neutral);
+            let model = config.model.clone();
+            config = config.with_settings_of(&req);
+            config.model = model;
+            value
+        }
+    };
+    (config, value)
+}
+
+fn refused_setting<T: std::fmt::Debug>(result: toolwire::Result<T>, setting: &str, at: &str) {
+    match result {
+        Err(Error::Unsupported { feature, .. }) => {
+            assert!(
+                feature.contains(setting),
+                "{at}: {feature:?} names {setting}"
+            );
+        }
+        other => panic!("{at}: expected Unsupported naming {setting}, got {other:?}"),
+    }
+}
+
+#[test]
+fn every_realtime_setting_cell_holds_on_its_dialect() {
+    let rows = table("realtime-settings-table");
+    let header = [
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop",
+        "seed",
+        "presence_penalty",
+        "frequency_penalty",
+        "reasoning.summary",
+    ];
+    assert_eq!(rows.len(), RealtimeKind::ALL.len(), "one row per dialect");
+    let mut cells = 0;
+    for row in &rows {
+        let kind = realtime_kind(&row[0]);
+        let base = SessionConfig::new(row[1].as_str(), vec![]);
+        assert_eq!(row.len(), header.len() + 2, "{kind}: a cell per setting");
+        for (setting, cell) in header.iter().zip(&row[2..]) {
+            let at = format!("{kind} × {setting}");
+            let (config, value) = realtime_setting(base.clone(), setting, false);
+            if cell == "refused" {
+                refused_setting(configure(kind, &config), setting, &at);
+                let (event, dropped) = configure(kind, &config.clone().with_drop_unsupported(true))
+                    .unwrap_or_else(|e| panic!("{at}: {e}"));
+                assert!(
+                    dropped.iter().any(|d| d.setting == *setting),
+                    "{at}: listed as dropped"
+                );
+                let (plain, _) = configure(kind, &base).unwrap_or_else(|e| panic!("{at}: {e}"));
+                assert_eq!(event, plain, "{at}: a dropped setting leaves no trace");
+                if has_neutral(setting) || *setting == "reasoning.summary" {
+                    let mut neutral = realtime_setting(base.clone(), setting, true).0;
+                    if *setting == "reasoning.summary" {
+                        neutral.reasoning =
+                            Some(Reasoning::default().with_summary(ReasoningSummary::Auto));
+                    }
+                    let (_, dropped) =
+                        configure(kind, &neutral).unwrap_or_else(|e| panic!("{at} neutral: {e}"));
+                    assert!(dropped.is_empty(), "{at}: a neutral value is not listed");
+                }
+            } else {
+                let pointer = cell.trim_matches('`');
+                let (event, dropped) =
+                    configure(kind, &config).unwrap_or_else(|e| panic!("{at}: {e}"));
+                assert_eq!(event.pointer(pointer), Some(&value), "{at}: {pointer}");
+                assert!(dropped.is_empty(), "{at}: nothing dropped");
+            }
+            cells += 1;
+        }
+    }
+    assert_eq!(cells, RealtimeKind::ALL.len() * header.len());
+}
+
+#[test]
+fn every_realtime_reasoning_row_holds() {
+    let rows = table("realtime-reasoning-table");
+    assert!(
+        rows.len() >= 10,
+        "the realtime reasoning table has its rows"
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for row in &rows {
+        let (dialect, model, ask, sent) = (&row[0], &row[1], &row[2], &row[3]);
+        let at = format!("{dialect} {model} {ask}");
+        let kind = realtime_kind(dialect);
+        seen.insert(kind);
+        // The HTTP table's asks, moved onto a session.
+        let req = asked(ChatRequest::new(model.as_str(), vec![]), ask);
+        let config = SessionConfig::new(model.as_str(), vec![]).with_settings_of(&req);
+        let result = configure(kind, &config);
+        if sent == "refused" {
+            let setting = match ask.split(' ').next() {
+                Some("effort") => "reasoning.effort",
+                Some("budget") => "reasoning.budget_tokens",
+                Some(other) => other,
+                None => unreachable!(),
+            };
+            refused_setting(result, setting, &at);
+            let (_, dropped) = configure(kind, &config.clone().with_drop_unsupported(true))
+                .unwrap_or_else(|e| panic!("{at} dropped: {e}"));
+            assert!(dropped.iter().any(|d| d.setting == setting), "{at}: listed");
+            continue;
+        }
+        let (event, _) = result.unwrap_or_else(|e| panic!("{at}: {e}"));
+        for check in sent.split(';').map(str::trim) {
+            if let Some(pointer) = check.strip_prefix("absent ") {
+                let pointer = pointer.trim_matches('`');
+                assert_eq!(event.pointer(pointer), None, "{at}: {pointer} absent");
+            } else {
+                let (pointer, value) = check.split_once(" = ").expect("`pointer` = json");
+                let pointer = pointer.trim_matches('`');
+                let value: Value = serde_json::from_str(value).expect("a JSON value");
+                assert_eq!(event.pointer(pointer), Some(&value), "{at}: {pointer}");
+            }
+        }
+    }
+    assert_eq!(
+        seen.len(),
+        RealtimeKind::ALL.len(),
+        "a row for every dialect"
+    );
+}
+
+#[test]
+fn realtime_settings_json_uses_the_request_names() {
+    let text = r#"{"model": "gpt-realtime-2", "max_tokens": 512,
+        "reasoning": {"effort": "medium"}, "drop_unsupported": true, "temperature": 0.8}"#;
+    let config: SessionConfig = serde_json::from_str(text).expect("the settings read");
+    assert_eq!(config.max_tokens, Some(512));
+    assert_eq!(
+        config.reasoning.and_then(|r| r.effort),
+        Some(Effort::Medium)
+    );
+    let back = serde_json::to_value(&config).expect("serializes");
+    assert_eq!(back, serde_json::from_str::<Value>(text).expect("json"));
+    // The GA session has no temperature: dropped and listed, the rest carried.
+    let (event, dropped) = configure(RealtimeKind::OpenAiRealtime, &config).expect("configures");
+    assert_eq!(event["session"]["max_output_tokens"], json!(512));
+    assert_eq!(event["session"]["reasoning"], json!({"effort": "medium"}));
+    assert_eq!(event["session"].get("temperature"), None);
+    let names: Vec<&str> = dropped.iter().map(|d| d.setting.as_str()).collect();
+    assert_eq!(names, ["temperature"]);
+    // Out-of-range values are input errors naming the field, as on the HTTP wires.
+    let bad = SessionConfig::new("qwen3-omni-flash-realtime", vec![]).with_temperature(3.0);
+    match configure(RealtimeKind::QwenRealtime, &bad) {
+        Err(Error::Input { path, .. }) => assert_eq!(path, "temperature"),
+        other => panic!("expected an input error, got {other:?}"),
+    }
+}
+
+#[test]
+fn realtime_extra_fields_still_win_over_settings() {
+    // `extra` is merged last: a caller can always override a mapped setting verbatim.
+    let config = SessionConfig::new("qwen3-omni-flash-realtime", vec![])
+        .with_temperature(0.5)
+        .with_extra("temperature", json!(0.9));
+    let (event, _) = configure(RealtimeKind::QwenRealtime, &config).expect("configures");
+    assert_eq!(event["session"]["temperature"], json!(0.9));
+}

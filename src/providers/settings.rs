@@ -300,6 +300,8 @@ impl ToolFields {
 pub(crate) struct Policy<'r> {
     req: &'r ChatRequest,
     kind: ProviderKind,
+    /// The wire's name in messages (the provider's, unless [`Policy::named`] set another).
+    wire: String,
     /// What was left out, for [`crate::provider::HttpRequest::dropped`].
     pub dropped: Vec<Dropped>,
 }
@@ -311,8 +313,15 @@ impl<'r> Policy<'r> {
         Ok(Self {
             req,
             kind,
+            wire: kind.to_string(),
             dropped: Vec::new(),
         })
+    }
+
+    /// Names the wire `wire` in messages (a realtime dialect on its vendor's provider).
+    pub(crate) fn named(mut self, wire: impl Into<String>) -> Self {
+        self.wire = wire.into();
+        self
     }
 
     /// `setting` cannot go on this wire (`why` says why): left out when `neutral`, listed
@@ -340,7 +349,7 @@ impl<'r> Policy<'r> {
     /// ([`ToolChoice::without_allowed`]).
     pub(crate) fn tool_fields(&mut self, carries: &ToolFields) -> Result<()> {
         let req = self.req;
-        let wire = self.kind;
+        let wire = self.wire.clone();
         let lacks = format!("{wire} has no such tool field");
         for (i, t) in req.tools.iter().enumerate() {
             if !t.has_extra_fields() {
@@ -391,7 +400,7 @@ impl<'r> Policy<'r> {
         target: &mut Map<String, Value>,
     ) -> Result<()> {
         let req = self.req;
-        let wire = self.kind;
+        let wire = self.wire.clone();
         let lacks = format!("{wire} has no such setting");
         if let Some(p) = req.top_p
             && self.allowed(rule, "top_p")?
@@ -499,7 +508,7 @@ impl<'r> Policy<'r> {
     /// anyway) is neutral; `concise` and `detailed` follow the policy.
     pub(crate) fn no_summary(&mut self) -> Result<()> {
         if let Some(summary) = self.req.reasoning.and_then(|r| r.summary) {
-            let why = format!("{} has no reasoning summary setting", self.kind);
+            let why = format!("{} has no reasoning summary setting", self.wire);
             let neutral = summary == crate::types::ReasoningSummary::Auto;
             self.cannot("reasoning.summary", neutral, &why)?;
         }
@@ -534,14 +543,14 @@ impl<'r> Policy<'r> {
                 Plan::Default
             }
             (Thinking::On { .. }, ReasoningForm::None) => {
-                let why = format!("{model} takes no reasoning setting on {}", self.kind);
+                let why = format!("{model} takes no reasoning setting on {}", self.wire);
                 self.cannot(effort_field, false, &why)?;
                 Plan::Default
             }
             (Thinking::On { effort, budget }, ReasoningForm::Any) => Plan::Any { effort, budget },
             (Thinking::On { budget, .. }, ReasoningForm::Always | ReasoningForm::Switch) => {
                 if budget.is_some() {
-                    let why = format!("{model} takes no reasoning budget on {}", self.kind);
+                    let why = format!("{model} takes no reasoning budget on {}", self.wire);
                     self.cannot("reasoning.budget_tokens", false, &why)?;
                 }
                 if form == ReasoningForm::Always {

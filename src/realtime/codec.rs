@@ -9,6 +9,7 @@ use super::gemini_live;
 use super::model::{RealtimeEvent, RealtimeKind, SessionConfig, SessionStats};
 use super::state::State;
 use crate::error::{Error, Result};
+use crate::provider::Dropped;
 use crate::types::{ToolChoice, ToolDefinition, ToolResult};
 
 /// Close codes that end a session normally (not an error): normal closure, going away, no
@@ -71,6 +72,8 @@ pub struct RealtimeCodec {
     /// Gemini Live: the setup went out and `setupComplete` has not come back; other client
     /// events wait (the Live API asks clients to wait for it).
     awaiting_setup: bool,
+    /// The settings the last configuration left out (it allowed drops).
+    dropped: Vec<Dropped>,
 }
 
 impl RealtimeCodec {
@@ -84,6 +87,7 @@ impl RealtimeCodec {
             state: State::new(kind.provider()),
             closed: false,
             awaiting_setup: false,
+            dropped: Vec::new(),
         }
     }
 
@@ -105,9 +109,16 @@ impl RealtimeCodec {
         &self.config
     }
 
+    /// The settings the last [`RealtimeCodec::configure`] left out because the dialect cannot
+    /// carry them and the configuration allowed drops (`drop_unsupported`), each with why;
+    /// empty when nothing was dropped.
+    pub fn dropped(&self) -> &[Dropped] {
+        &self.dropped
+    }
+
     /// The events that configure the session (`session.update`, Gemini's `setup`).
     pub fn configure(&mut self, config: &SessionConfig) -> Result<Vec<Value>> {
-        let (event, names) = match self.dialect {
+        let ((event, dropped), names) = match self.dialect {
             Some(d) => {
                 let names = dialect::names(d, &config.tools)?;
                 (dialect::configure(d, config, &names)?, names)
@@ -117,6 +128,7 @@ impl RealtimeCodec {
                 (gemini_live::configure(config, &names)?, names)
             }
         };
+        self.dropped = dropped;
         self.config = config.clone();
         self.instructions = config.instructions.clone().unwrap_or_default();
         self.state.names = names;

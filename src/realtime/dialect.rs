@@ -4,10 +4,14 @@
 use serde_json::{Map, Value, json};
 
 use super::model::{RealtimeEvent, RealtimeKind, SessionConfig};
+use super::settings::{
+    self, GLM_REALTIME_SETTINGS, OPENAI_REALTIME_SETTINGS, QWEN_REALTIME_SETTINGS,
+    RealtimeSettings, STEPFUN_REALTIME_SETTINGS,
+};
 use super::state::{CALL_CHARGE, Held, Open, State, forward};
 use crate::assemble::Fragment;
 use crate::error::{ApiError, Error, Result};
-use crate::provider::{NameMap, scalar_text};
+use crate::provider::{Dropped, NameMap, scalar_text};
 use crate::providers::openai::openai_name;
 use crate::types::{FinishReason, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage};
 
@@ -81,6 +85,8 @@ pub struct RealtimeDialect {
     pub speech_interrupts: bool,
     /// Whether a tool name is accepted as is; others are mapped reversibly.
     pub valid_name: fn(&str) -> bool,
+    /// The sampling and reasoning settings the session takes, and their names.
+    pub settings: RealtimeSettings,
 }
 
 impl RealtimeDialect {
@@ -194,6 +200,12 @@ impl RealtimeDialect {
         self.valid_name = valid_name;
         self
     }
+
+    /// Sets [`RealtimeDialect::settings`].
+    pub const fn with_settings(mut self, settings: RealtimeSettings) -> Self {
+        self.settings = settings;
+        self
+    }
 }
 
 /// OpenAI Realtime (GA interface): flat tools and `tool_choice` in `session.update`, argument
@@ -220,6 +232,7 @@ pub const OPENAI_REALTIME: RealtimeDialect = RealtimeDialect {
     text_input: TextInput::Item,
     speech_interrupts: true,
     valid_name: openai_name,
+    settings: OPENAI_REALTIME_SETTINGS,
 };
 
 /// GLM-Realtime: flat tools, honoured only with audio output; calls arrive only as
@@ -248,6 +261,7 @@ pub const GLM_REALTIME: RealtimeDialect = RealtimeDialect {
     text_input: TextInput::Item,
     speech_interrupts: true,
     valid_name: openai_name,
+    settings: GLM_REALTIME_SETTINGS,
 };
 
 /// Qwen-Omni-Realtime: tools nested under `function`, exclusive with `enable_search`; OpenAI's
@@ -274,6 +288,7 @@ pub const QWEN_REALTIME: RealtimeDialect = RealtimeDialect {
     text_input: TextInput::Instructions,
     speech_interrupts: true,
     valid_name: openai_name,
+    settings: QWEN_REALTIME_SETTINGS,
 };
 
 /// StepFun realtime: tools nested under `function` and always sent (`[]` when none); delta/done
@@ -298,6 +313,7 @@ pub const STEPFUN_REALTIME: RealtimeDialect = RealtimeDialect {
     text_input: TextInput::Item,
     speech_interrupts: true,
     valid_name: openai_name,
+    settings: STEPFUN_REALTIME_SETTINGS,
 };
 
 /// Extra field of a call whose `.done` carried other arguments than its deltas (which win).
@@ -422,12 +438,12 @@ fn session_update(d: &RealtimeDialect, mut s: Map<String, Value>) -> Value {
     json!({"type": "session.update", "session": s})
 }
 
-/// The `session.update` that configures a session.
+/// The `session.update` that configures a session, and the settings it left out.
 pub(crate) fn configure(
     d: &RealtimeDialect,
     config: &SessionConfig,
     names: &NameMap,
-) -> Result<Value> {
+) -> Result<(Value, Vec<Dropped>)> {
     let mut s = Map::new();
     if d.model_in_session && !config.model.is_empty() {
         s.insert("model".into(), json!(config.model));
@@ -460,6 +476,7 @@ pub(crate) fn configure(
     if let Some(td) = &config.turn_detection {
         s.insert("turn_detection".into(), td.clone());
     }
+    let dropped = settings::apply(d.kind, &d.settings, config, &mut s)?;
     if !config.tools.is_empty() && config.tool_choice != Some(ToolChoice::None) {
         for flag in d.disabled_with_tools {
             if config.extra.get(*flag) == Some(&Value::Bool(true)) {
@@ -485,7 +502,7 @@ pub(crate) fn configure(
     for (k, v) in &config.extra {
         s.insert(k.clone(), v.clone());
     }
-    Ok(session_update(d, s))
+    Ok((session_update(d, s), dropped))
 }
 
 /// The `session.update` that replaces the tools mid-session.

@@ -12,9 +12,10 @@
 use serde_json::{Map, Value, json};
 
 use super::model::{RealtimeEvent, RealtimeKind, SessionConfig};
+use super::settings::{self, GEMINI_LIVE_SETTINGS};
 use super::state::{Held, State, forward};
 use crate::error::{ApiError, Error, Result};
-use crate::provider::NameMap;
+use crate::provider::{Dropped, NameMap};
 use crate::providers::gemini::gemini_name;
 use crate::types::{FinishReason, SchemaMode, ToolCall, ToolChoice, ToolDefinition, Usage};
 
@@ -28,8 +29,8 @@ pub(crate) fn names(tools: &[ToolDefinition]) -> Result<NameMap> {
     NameMap::build(tools.iter().map(|t| t.name.as_str()), gemini_name)
 }
 
-/// The `setup` message.
-pub(crate) fn configure(config: &SessionConfig, names: &NameMap) -> Result<Value> {
+/// The `setup` message, and the settings it left out.
+pub(crate) fn configure(config: &SessionConfig, names: &NameMap) -> Result<(Value, Vec<Dropped>)> {
     let provider = RealtimeKind::GeminiLive.provider();
     let offer = match &config.tool_choice {
         None | Some(ToolChoice::Auto) => true,
@@ -52,12 +53,19 @@ pub(crate) fn configure(config: &SessionConfig, names: &NameMap) -> Result<Value
         format!("models/{}", config.model)
     };
     setup.insert("model".into(), json!(model));
+    let mut generation = Map::new();
     if let Some(m) = &config.modalities {
         let upper: Vec<String> = m.iter().map(|x| x.to_ascii_uppercase()).collect();
-        setup.insert(
-            "generationConfig".into(),
-            json!({"responseModalities": upper}),
-        );
+        generation.insert("responseModalities".into(), json!(upper));
+    }
+    let dropped = settings::apply(
+        RealtimeKind::GeminiLive,
+        &GEMINI_LIVE_SETTINGS,
+        config,
+        &mut generation,
+    )?;
+    if !generation.is_empty() {
+        setup.insert("generationConfig".into(), Value::Object(generation));
     }
     if let Some(i) = &config.instructions {
         setup.insert("systemInstruction".into(), json!({"parts": [{"text": i}]}));
@@ -86,7 +94,7 @@ pub(crate) fn configure(config: &SessionConfig, names: &NameMap) -> Result<Value
     for (k, v) in &config.extra {
         setup.insert(k.clone(), v.clone());
     }
-    Ok(json!({"setup": setup}))
+    Ok((json!({"setup": setup}), dropped))
 }
 
 /// A user's text: one complete turn.

@@ -21,6 +21,8 @@
 //!   `.done`, without a `call_id` (toolwire synthesizes `glm_<response id>_<output index>`,
 //!   marked [`ToolCall::SYNTHETIC_ID`](crate::ToolCall::SYNTHETIC_ID)); Gemini Live sends whole
 //!   calls in `toolCall` and may cancel them with `toolCallCancellation`;
+//! - settings: each dialect's session takes the sampling and reasoning settings it documents
+//!   ([`RealtimeSettings`]), the rest follow the drop policy of the HTTP wires;
 //! - results: `conversation.item.create` with a `function_call_output` (with `call_id`, or
 //!   without it on GLM, where results bind by position), then one `response.create`; Gemini Live
 //!   answers each `toolCall` with one batched `toolResponse` carrying the ids.
@@ -52,6 +54,7 @@ mod dialect;
 mod gemini_live;
 mod model;
 pub mod replay;
+mod settings;
 mod state;
 
 #[cfg(feature = "realtime")]
@@ -70,6 +73,11 @@ pub use gemini_live::GEMINI_LIVE_URL;
 pub use model::{RealtimeEvent, RealtimeKind, SessionConfig, SessionStats};
 #[cfg(feature = "realtime")]
 pub use session::{RealtimeSession, SessionBuilder, SessionHandle};
+pub use settings::{
+    GEMINI_LIVE_SETTINGS, GLM_REALTIME_SETTINGS, OPENAI_REALTIME_REASONING,
+    OPENAI_REALTIME_SETTINGS, QWEN_REALTIME_SETTINGS, RealtimeReasoning, RealtimeSettings,
+    STEPFUN_REALTIME_SETTINGS,
+};
 
 /// What each dialect is served with: read from the dialects' own data, here above them, so
 /// the model ([`RealtimeKind`]) stays below every dialect.
@@ -88,6 +96,12 @@ impl RealtimeKind {
     /// The default WebSocket endpoint.
     pub fn url(self) -> &'static str {
         self.dialect().map_or(GEMINI_LIVE_URL, |d| d.url)
+    }
+
+    /// The sampling and reasoning settings the dialect's session setup takes.
+    pub fn settings(self) -> &'static RealtimeSettings {
+        self.dialect()
+            .map_or(&GEMINI_LIVE_SETTINGS, |d| &d.settings)
     }
 
     /// Environment variables holding the API key, in order of preference.

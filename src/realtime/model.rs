@@ -9,7 +9,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{ApiError, Error, Result};
-use crate::types::{ChatResponse, ProviderKind, StreamEvent, ToolCall, ToolChoice, ToolDefinition};
+use crate::types::{
+    ChatRequest, ChatResponse, Effort, ProviderKind, Reasoning, StreamEvent, ToolCall, ToolChoice,
+    ToolDefinition,
+};
 
 /// The realtime dialects. One spelling everywhere: module, `fixtures/`, CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -118,6 +121,40 @@ pub struct SessionConfig {
     /// The dialect's `turn_detection` object, verbatim (GLM defaults to server VAD).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_detection: Option<Value>,
+    /// The output token limit of each response, where the dialect has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// The sampling temperature, where the dialect has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Short form of `reasoning`: on at the model's default, or off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<bool>,
+    /// Reasoning effort, budget and summary, in the form the model takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
+    /// Nucleus sampling's `top_p`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// `top_k`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    /// Stop sequences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
+    /// The sampling seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    /// The presence penalty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
+    /// The frequency penalty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f64>,
+    /// Leave out (and list, [`RealtimeCodec::dropped`](super::RealtimeCodec::dropped)) the
+    /// settings the dialect cannot carry instead of failing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drop_unsupported: bool,
     /// Fields merged into the session object (or Gemini's `setup`) last, for settings toolwire
     /// has no name for: voice, audio formats, transcription.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
@@ -165,6 +202,71 @@ impl SessionConfig {
     pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
         self.extra.insert(key.into(), value);
         self
+    }
+
+    /// Sets the output token limit of each response.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Sets the sampling temperature.
+    pub fn with_temperature(mut self, temperature: f64) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Sets the reasoning settings.
+    pub fn with_reasoning(mut self, reasoning: Reasoning) -> Self {
+        self.reasoning = Some(reasoning);
+        self
+    }
+
+    /// Sets the reasoning effort (keeping any budget or summary already set).
+    pub fn with_effort(mut self, effort: Effort) -> Self {
+        self.reasoning = Some(self.reasoning.unwrap_or_default().with_effort(effort));
+        self
+    }
+
+    /// Leaves out (and lists) settings the dialect cannot carry instead of failing.
+    pub fn with_drop_unsupported(mut self, drop: bool) -> Self {
+        self.drop_unsupported = drop;
+        self
+    }
+
+    /// Takes every sampling and reasoning setting of `req` (`max_tokens`, `temperature`,
+    /// `thinking`, `reasoning`, `top_p`, `top_k`, `stop`, `seed`, the penalties,
+    /// `drop_unsupported`), replacing those set here: a session configured like an HTTP request.
+    pub fn with_settings_of(mut self, req: &ChatRequest) -> Self {
+        self.max_tokens = req.max_tokens;
+        self.temperature = req.temperature;
+        self.thinking = req.thinking;
+        self.reasoning = req.reasoning;
+        self.top_p = req.top_p;
+        self.top_k = req.top_k;
+        self.stop = req.stop.clone();
+        self.seed = req.seed;
+        self.presence_penalty = req.presence_penalty;
+        self.frequency_penalty = req.frequency_penalty;
+        self.drop_unsupported = req.drop_unsupported;
+        self
+    }
+
+    /// The settings as a request for the drop policy: the model and the settings, no messages.
+    pub(crate) fn settings_request(&self) -> ChatRequest {
+        let mut req = ChatRequest::new(self.model.clone(), Vec::new());
+        req.max_tokens = self.max_tokens;
+        req.temperature = self.temperature;
+        req.thinking = self.thinking;
+        req.reasoning = self.reasoning;
+        req.top_p = self.top_p;
+        req.top_k = self.top_k;
+        req.stop = self.stop.clone();
+        req.seed = self.seed;
+        req.presence_penalty = self.presence_penalty;
+        req.frequency_penalty = self.frequency_penalty;
+        req.drop_unsupported = self.drop_unsupported;
+        req
     }
 }
 

@@ -224,6 +224,12 @@ impl SessionHandle {
         lock(&self.inner).codec.stats()
     }
 
+    /// The settings the configuration left out because the dialect cannot carry them and the
+    /// configuration allowed drops (see [`RealtimeCodec::dropped`]).
+    pub fn dropped(&self) -> Vec<crate::provider::Dropped> {
+        lock(&self.inner).codec.dropped().to_vec()
+    }
+
     /// The recording failure, if recording stopped.
     pub fn take_record_error(&self) -> Option<Error> {
         lock(&self.inner).record_error.take()
@@ -480,6 +486,11 @@ impl RealtimeSession {
     /// What the session saw so far.
     pub fn stats(&self) -> SessionStats {
         self.handle.stats()
+    }
+
+    /// The settings the configuration left out (see [`SessionHandle::dropped`]).
+    pub fn dropped(&self) -> Vec<crate::provider::Dropped> {
+        self.handle.dropped()
     }
 
     /// Asks the server to close the session; the stream ends after [`RealtimeEvent::Closed`].
