@@ -275,6 +275,24 @@ pub trait Provider: Send + Sync + fmt::Debug {
         let _ = mode;
         Ok(tool.parameters.clone())
     }
+
+    /// The request asking the provider's own tokenizer how many input tokens `req` holds
+    /// (messages, system text and tools), for a provider with such an endpoint (Gemini's
+    /// `models/{model}:countTokens`); `None` (the default) for one without.
+    fn encode_count_tokens(&self, req: &ChatRequest) -> Result<Option<HttpRequest>> {
+        let _ = req;
+        Ok(None)
+    }
+
+    /// The input-token count in a successful answer to [`Provider::encode_count_tokens`]'s
+    /// request. The default refuses: a provider that encodes the request reads its answer.
+    fn decode_count_tokens(&self, body: &[u8]) -> Result<u64> {
+        let _ = body;
+        Err(Error::Unsupported {
+            provider: self.info().kind,
+            feature: "a token-count endpoint".into(),
+        })
+    }
 }
 
 /// A provider that can also write answers in its own wire format: the inverse of decoding,

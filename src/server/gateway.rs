@@ -287,7 +287,10 @@ impl Charge {
     fn settle(self, usage: Option<&crate::types::Usage>, written: usize) {
         let (tokens, estimated) = match usage {
             Some(u) => (u.input_tokens.saturating_add(u.output_tokens), false),
-            None => (((self.request_bytes + written) as u64).div_ceil(4), true),
+            None => (
+                super::limits::estimate_tokens(self.request_bytes.saturating_add(written)),
+                true,
+            ),
         };
         if estimated {
             tracing::info!(
@@ -887,8 +890,11 @@ pub(crate) async fn model(
 
 /// `POST /v1/messages/count_tokens` (a Messages body, `max_tokens` optional): an Anthropic
 /// upstream's own count (its `/v1/messages/count_tokens`, the body passed as on the same wire);
-/// for any other upstream an estimate, said so in the answer (`"toolwire_estimate": true` and
-/// the `toolwire-count: estimate` header): the body's JSON length in bytes divided by four.
+/// an upstream whose provider has a count endpoint of its own (Gemini's `countTokens`) is asked
+/// with the body translated to its wire, and its count answered as `{"input_tokens": N}`; for
+/// any other upstream an estimate, said so in the answer (`"toolwire_estimate": true` and the
+/// `toolwire-count: estimate` header): the body's JSON length in bytes divided by four, rounded
+/// up ([`super::limits::estimate_tokens`]).
 pub(crate) async fn count_tokens(
     State(app): State<Arc<App>>,
     admitted: Option<axum::Extension<Admitted>>,
@@ -948,14 +954,75 @@ pub(crate) async fn count_tokens(
                 Err(e) => error_response(wire, &upstream_error(&e)),
             };
         }
+        if let Some(response) = counted_upstream(&app, wire, &bytes, &client, &upstream_model).await
+        {
+            return response;
+        }
     }
-    let estimate = bytes.len().div_ceil(4);
+    let estimate = super::limits::estimate_tokens(bytes.len());
     let mut response =
         axum::Json(json!({"input_tokens": estimate, "toolwire_estimate": true})).into_response();
     response
         .headers_mut()
         .insert("toolwire-count", HeaderValue::from_static("estimate"));
     response
+}
+
+/// The count of an upstream whose provider has a count endpoint of its own
+/// ([`crate::provider::Provider::encode_count_tokens`]), the Messages body read as a turn
+/// (`max_tokens` given a placeholder when absent, as count requests leave it out; sealed state
+/// opened); `None` when the provider has none (the caller estimates).
+async fn counted_upstream(
+    app: &App,
+    wire: Wire,
+    bytes: &[u8],
+    client: &crate::client::Client,
+    upstream_model: &str,
+) -> Option<Response> {
+    let probe =
+        crate::types::ChatRequest::new(upstream_model, vec![crate::types::Message::user(".")]);
+    if !matches!(client.provider().encode_count_tokens(&probe), Ok(Some(_))) {
+        return None;
+    }
+    let mut body: serde_json::Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            let e = refuse(400, "invalid_request_error", format!("body: not JSON: {e}"));
+            return Some(error_response(wire, &e));
+        }
+    };
+    if let Some(map) = body.as_object_mut() {
+        map.entry("max_tokens").or_insert(json!(1));
+    }
+    let Ok(body) = serde_json::to_vec(&body) else {
+        return Some(error_response(
+            wire,
+            &refuse(400, "invalid_request_error", "body: not serialisable"),
+        ));
+    };
+    let read = (wire.get().read)(&body).and_then(|mut a| match app.gateway.seal.as_ref() {
+        Some(seal) => providers::seal::open_request(&mut a.request, seal).map(|()| a),
+        None => Ok(a),
+    });
+    let mut asked = match read {
+        Ok(a) => a,
+        Err(Error::Input { path, message }) => {
+            let e = refuse(400, "invalid_request_error", format!("{path}: {message}"));
+            return Some(error_response_at(wire, &e, Some(&path)));
+        }
+        Err(e) => {
+            return Some(error_response(
+                wire,
+                &refuse(400, "invalid_request_error", e.to_string()),
+            ));
+        }
+    };
+    asked.request.model = upstream_model.to_owned();
+    match client.count_tokens(&asked.request).await {
+        Ok(Some(n)) => Some(axum::Json(json!({ "input_tokens": n })).into_response()),
+        Ok(None) => None,
+        Err(e) => Some(error_response(wire, &upstream_error(&e))),
+    }
 }
 
 /// One metric: name, type, help, and where its value is.
