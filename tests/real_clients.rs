@@ -337,12 +337,9 @@ async fn codex(bin: &Path, kind: ProviderKind) -> Result<(), String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_runs_its_shell_tool_through_the_gateway() {
     let Some(bin) = bin_dir() else { return };
-    // Across wires Codex declares `namespace` and free-form (`custom`) tools, which the
-    // gateway's tool reading does not take yet: its own wire only, for now.
-    on_upstreams("codex", &[ProviderKind::OpenAiResponses], |kind| {
-        codex(&bin, kind)
-    })
-    .await;
+    // Across wires Codex's `namespace` tools become flat canonical tools (their calls go back
+    // namespaced) and its hosted `web_search` follows the role's `drop_unsupported = true`.
+    on_upstreams("codex", EVERY_WIRE, |kind| codex(&bin, kind)).await;
 }
 
 async fn opencode(bin: &Path, kind: ProviderKind) -> Result<(), String> {

@@ -612,7 +612,9 @@ async fn serve_in(
                 charge.settle(response.usage.as_ref(), 0);
             }
             let id = answer_id(wire.get().id_prefix);
-            let answer = Answer::new(&id, &model, now()).with_seal(seal);
+            let answer = Answer::new(&id, &model, now())
+                .with_seal(seal)
+                .with_namespaced(&asked.namespaced);
             let mut response = (
                 [(
                     header::CONTENT_TYPE,
@@ -630,7 +632,9 @@ async fn serve_in(
     counters.open_streams.fetch_add(1, Ordering::Relaxed);
     let guard = OpenStream(Arc::clone(&app), wire.slot());
     let id = answer_id(wire.get().id_prefix);
-    let mut answer = Answer::new(&id, &model, now()).with_seal(seal);
+    let mut answer = Answer::new(&id, &model, now())
+        .with_seal(seal)
+        .with_namespaced(&asked.namespaced);
     answer.include_usage = asked.include_usage;
     let mut writer = (wire.get().writer)(&answer);
     let mut first = Vec::new();
