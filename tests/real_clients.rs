@@ -331,7 +331,20 @@ async fn codex(bin: &Path, kind: ProviderKind) -> Result<(), String> {
             "--dangerously-bypass-approvals-and-sandbox",
             "Run the shell command the task needs.",
         ]);
-    run_and_check("codex", cmd, &work, &upstream).await
+    run_and_check("codex", cmd, &work, &upstream).await?;
+    // Across wires its `namespace` tools reach the upstream as flat tools (on its own wire
+    // the body goes through as sent).
+    if kind != ProviderKind::OpenAiResponses {
+        let flat = upstream.requests().iter().any(|r| {
+            r.body
+                .to_string()
+                .contains("\"multi_agent_v1__close_agent\"")
+        });
+        if !flat {
+            return Err("no upstream request declares multi_agent_v1__close_agent".into());
+        }
+    }
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
