@@ -275,6 +275,24 @@ pub trait Provider: Send + Sync + fmt::Debug {
         let _ = mode;
         Ok(tool.parameters.clone())
     }
+
+    /// The request asking the provider's own tokenizer how many input tokens `req` holds
+    /// (messages, system text and tools), for a provider with such an endpoint (Gemini's
+    /// `models/{model}:countTokens`); `None` (the default) for one without.
+    fn encode_count_tokens(&self, req: &ChatRequest) -> Result<Option<HttpRequest>> {
+        let _ = req;
+        Ok(None)
+    }
+
+    /// The input-token count in a successful answer to [`Provider::encode_count_tokens`]'s
+    /// request. The default refuses: a provider that encodes the request reads its answer.
+    fn decode_count_tokens(&self, body: &[u8]) -> Result<u64> {
+        let _ = body;
+        Err(Error::Unsupported {
+            provider: self.info().kind,
+            feature: "a token-count endpoint".into(),
+        })
+    }
 }
 
 /// A provider that can also write answers in its own wire format: the inverse of decoding,
@@ -340,6 +358,42 @@ pub struct ClientRequest {
     /// Whether the stream ends with usage (Chat Completions `stream_options.include_usage`;
     /// wires that always send usage say `true`).
     pub include_usage: bool,
+    /// The tools the client declared inside a namespace (Responses `namespace` tools), each a
+    /// canonical tool under its flat name; the answer writes their calls back namespaced.
+    pub namespaced: Vec<NamespacedName>,
+}
+
+/// A tool a client declared inside a namespace (a Responses `namespace` tool's function): the
+/// canonical tool's flat name (`{namespace}__{name}`, the namespace's trailing and the name's
+/// leading underscores trimmed, as Codex flattens them), and the namespace and name the
+/// client's wire writes its calls with.
+#[cfg(feature = "respond")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NamespacedName {
+    /// The canonical tool's name.
+    pub flat: String,
+    /// The namespace, as the client named it.
+    pub namespace: String,
+    /// The tool's name inside the namespace, as the client named it.
+    pub name: String,
+}
+
+#[cfg(feature = "respond")]
+impl NamespacedName {
+    /// The flat name of tool `name` in `namespace`.
+    pub fn new(namespace: &str, name: &str) -> Self {
+        let flat = format!(
+            "{}__{}",
+            namespace.trim_end_matches('_'),
+            name.trim_start_matches('_')
+        );
+        Self {
+            flat,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
 }
 
 #[cfg(feature = "respond")]
@@ -350,6 +404,7 @@ impl ClientRequest {
             request,
             stream,
             include_usage: true,
+            namespaced: Vec::new(),
         }
     }
 }
@@ -371,6 +426,9 @@ pub struct Answer<'a> {
     /// The key sealing the provider state packed into call ids and reasoning items for the
     /// client to echo ([`crate::seal`]); without one that state is not handed out.
     pub seal: Option<&'a crate::seal::Seal>,
+    /// The tools the client declared inside a namespace ([`ClientRequest::namespaced`]):
+    /// their calls are written back with the namespace and the name inside it.
+    pub namespaced: &'a [NamespacedName],
 }
 
 #[cfg(feature = "respond")]
@@ -390,7 +448,15 @@ impl<'a> Answer<'a> {
             created,
             include_usage: true,
             seal: None,
+            namespaced: &[],
         }
+    }
+
+    /// The same answer writing calls of `namespaced` tools back namespaced.
+    #[must_use]
+    pub fn with_namespaced(mut self, namespaced: &'a [NamespacedName]) -> Self {
+        self.namespaced = namespaced;
+        self
     }
 }
 

@@ -19,11 +19,7 @@ const KEY_A: &str = "CARGO_PKG_NAME";
 const KEY_B: &str = "CARGO_PKG_VERSION";
 
 fn http() -> reqwest::Client {
-    toolwire::client::http_client_builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap()
+    crate::support::http(Duration::from_secs(60))
 }
 
 async fn post(

@@ -8,7 +8,7 @@
 
 #![cfg(all(feature = "cli", feature = "redis"))]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -17,7 +17,9 @@ use serde_json::{Value, json};
 use toolwire::mock::{MockReply, MockServer, Script};
 use toolwire::{ChatResponse, ProviderKind};
 
-/// Kills the child when the test ends, however it ends.
+use crate::support::{Serve, http as http_within};
+
+/// Kills the child (`redis-server`) when the test ends, however it ends.
 struct Proc(Child);
 
 impl Drop for Proc {
@@ -73,35 +75,18 @@ fn redis() -> Option<(Proc, u16)> {
     panic!("redis-server did not answer on port {port}");
 }
 
-/// `toolwire serve --port 0 --config FILE` with the gateway keys' variables; its address.
-fn serve(config: &std::path::Path) -> (Proc, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolwire"))
-        .args(["serve", "--port", "0", "--config"])
-        .arg(config)
+/// `toolwire serve` with `config` and the gateway keys' variables.
+fn serve(config: &str) -> Serve {
+    Serve::builder()
+        .config(config)
         .env("TW_REDIS_TEST_TEAM", "team-secret")
         .env("TW_REDIS_TEST_BUDGET", "budget-secret")
         .env("TW_REDIS_TEST_UPSTREAM", "upstream-key")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let first = lines.next().unwrap().unwrap();
-    let addr = first
-        .strip_prefix("toolwire serve: listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .to_owned();
-    std::thread::spawn(move || for _ in lines {});
-    (Proc(child), addr)
+        .start()
 }
 
 fn http() -> reqwest::Client {
-    toolwire::client::http_client_builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
+    http_within(Duration::from_secs(30))
 }
 
 async fn post(base: &str, key: &str, body: &Value) -> (u16, String) {
@@ -173,18 +158,9 @@ tokens_per_minute = 20
 "#,
         cut.url()
     );
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let path = std::env::temp_dir().join(format!(
-        "toolwire-redis-{}-{nanos}.toml",
-        std::process::id()
-    ));
-    std::fs::write(&path, config).unwrap();
-    let instances: Vec<(Proc, String)> = (0..3).map(|_| serve(&path)).collect();
-    let _ = std::fs::remove_file(&path);
-    let bases: Vec<&str> = instances.iter().map(|(_, a)| a.as_str()).collect();
+    let instances: Vec<Serve> = (0..3).map(|_| serve(&config)).collect();
+    let urls: Vec<String> = instances.iter().map(Serve::url).collect();
+    let bases: Vec<&str> = urls.iter().map(String::as_str).collect();
 
     // 90 requests, 30 to each instance, 15 at a time: 60 ± 1 let through.
     let body = json!({"model": "offline", "messages": [{"role": "user", "content": "Hi"}]});

@@ -72,6 +72,8 @@ mod realtime_cli;
 mod realtime_session;
 #[cfg(feature = "mock")]
 mod reasoning_echo;
+#[cfg(feature = "cli")]
+mod seal_processes;
 mod second_turn;
 #[cfg(feature = "cli")]
 mod serve_hardening;
@@ -79,6 +81,8 @@ mod serve_hardening;
 mod server;
 mod settings;
 mod standalone;
+#[cfg(feature = "server")]
+mod support;
 #[cfg(feature = "respond")]
 mod tool_fields;
 #[cfg(feature = "tools")]

@@ -2,39 +2,52 @@
 //! a loopback OTLP/HTTP receiver, which decodes what arrives with the official OpenTelemetry
 //! protobuf definitions (`opentelemetry-proto`). One gateway request to an offline role, then
 //! SIGTERM: the spans, with their `gen_ai.*` attributes, arrive when the server stops (the
-//! batch delay is an hour, so only the flush at exit can deliver them).
+//! batch delay is an hour, so only the flush at exit can deliver them), and so do the gateway's
+//! counters as OTLP metrics (the export interval is an hour too): the request counted on its
+//! route, the per-route and per-attempt series of `GET /metrics`.
 
 #![cfg(all(feature = "cli", feature = "otlp"))]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::common::v1::{AnyValue as Any, KeyValue};
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as Number;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use serde_json::json;
 
-/// Kills the child when the test ends, however it ends.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use crate::support::{Serve, http};
 
 /// What the receiver got: each request's headers and decoded body.
 type Received = Arc<Mutex<Vec<(HeaderMap, ExportTraceServiceRequest)>>>;
+
+/// The metrics requests the receiver got, decoded.
+type ReceivedMetrics = Arc<Mutex<Vec<ExportMetricsServiceRequest>>>;
+
+async fn metrics(State(got): State<ReceivedMetrics>, body: Bytes) -> (StatusCode, Vec<u8>) {
+    match ExportMetricsServiceRequest::decode(body) {
+        Ok(request) => {
+            got.lock().unwrap().push(request);
+            (
+                StatusCode::OK,
+                ExportMetricsServiceResponse::default().encode_to_vec(),
+            )
+        }
+        Err(_) => (StatusCode::BAD_REQUEST, Vec::new()),
+    }
+}
 
 async fn traces(
     State(got): State<Received>,
@@ -53,18 +66,25 @@ async fn traces(
     }
 }
 
-/// An OTLP/HTTP receiver on a free loopback port: its base URL and what it received.
-async fn receiver() -> (String, Received) {
+/// An OTLP/HTTP receiver on a free loopback port: its base URL and what it received (spans,
+/// metrics).
+async fn receiver() -> (String, Received, ReceivedMetrics) {
     let got = Received::default();
+    let got_metrics = ReceivedMetrics::default();
     let app = axum::Router::new()
         .route("/v1/traces", axum::routing::post(traces))
-        .with_state(got.clone());
+        .with_state(got.clone())
+        .merge(
+            axum::Router::new()
+                .route("/v1/metrics", axum::routing::post(metrics))
+                .with_state(got_metrics.clone()),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    (format!("http://{addr}"), got)
+    (format!("http://{addr}"), got, got_metrics)
 }
 
 fn string(value: &Option<Any>) -> Option<&str> {
@@ -83,47 +103,18 @@ fn attribute<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a Option<Any
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spans_with_gen_ai_fields_arrive_at_the_otlp_receiver() {
-    let (endpoint, got) = receiver().await;
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let config =
-        std::env::temp_dir().join(format!("toolwire-otlp-{}-{nanos}.toml", std::process::id()));
-    std::fs::write(
-        &config,
-        "[[role]]\nname = \"offline\"\nprovider = \"mock\"\n",
-    )
-    .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolwire"))
-        .args(["serve", "--port", "0", "--config"])
-        .arg(&config)
+    let (endpoint, got, got_metrics) = receiver().await;
+    let mut server = Serve::builder()
+        .config("[[role]]\nname = \"offline\"\nprovider = \"mock\"\n")
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
         .env("OTEL_EXPORTER_OTLP_HEADERS", "x-otlp-test=yes")
         .env("OTEL_SERVICE_NAME", "toolwire-otlp-test")
         .env("OTEL_BSP_SCHEDULE_DELAY", "3600000")
-        .env("NO_PROXY", "127.0.0.1")
+        .env("OTEL_METRIC_EXPORT_INTERVAL", "3600000")
         .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut proc = Proc(child);
-    let mut lines = BufReader::new(stdout).lines();
-    let first = lines.next().unwrap().unwrap();
-    let _ = std::fs::remove_file(&config);
-    let base = first
-        .strip_prefix("toolwire serve: listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .to_owned();
-    std::thread::spawn(move || for _ in lines {});
-
-    let http = toolwire::client::http_client_builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap();
+        .start();
+    let base = server.url();
+    let http = http(Duration::from_secs(30));
     let body = json!({"model": "offline", "messages": [{"role": "user", "content": "Hi"}]});
     let answer = http
         .post(format!("{base}/v1/chat/completions"))
@@ -138,24 +129,55 @@ async fn spans_with_gen_ai_fields_arrive_at_the_otlp_receiver() {
         "nothing is sent before the batch delay or the exit"
     );
 
+    assert!(
+        got_metrics.lock().unwrap().is_empty(),
+        "no metrics are sent before the export interval or the exit"
+    );
+
     // SIGTERM: the graceful path, which sends what is queued.
-    let status = Command::new("kill")
-        .args(["-TERM".to_owned(), proc.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let exit = loop {
-        if let Some(exit) = proc.0.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "toolwire serve did not stop"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let exit = server.terminate(Duration::from_secs(30));
     assert!(exit.success(), "{exit}");
+
+    // The gateway's counters, as OTLP metrics: the request counted on its route.
+    {
+        let got = got_metrics.lock().unwrap();
+        assert!(!got.is_empty(), "no OTLP metrics request arrived");
+        let metrics: Vec<_> = got
+            .iter()
+            .flat_map(|r| r.resource_metrics.iter())
+            .flat_map(|rm| rm.scope_metrics.iter())
+            .flat_map(|sm| sm.metrics.iter())
+            .collect();
+        let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
+        let requests = metrics
+            .iter()
+            .find(|m| m.name == "toolwire_gateway_requests_total")
+            .unwrap_or_else(|| panic!("no requests counter among {names:?}"));
+        let Some(Data::Sum(sum)) = &requests.data else {
+            panic!("the requests counter is not a sum: {requests:?}")
+        };
+        assert!(sum.is_monotonic);
+        let on_chat: Vec<_> = sum
+            .data_points
+            .iter()
+            .filter(|p| {
+                attribute(&p.attributes, "route").and_then(string) == Some("/v1/chat/completions")
+            })
+            .collect();
+        assert_eq!(on_chat.len(), 1, "{sum:?}");
+        assert_eq!(on_chat[0].value, Some(Number::AsInt(1)), "{sum:?}");
+        let open = metrics
+            .iter()
+            .find(|m| m.name == "toolwire_gateway_open_streams")
+            .unwrap_or_else(|| panic!("no open-streams gauge among {names:?}"));
+        assert!(matches!(open.data, Some(Data::Gauge(_))), "{open:?}");
+        for name in [
+            "toolwire_gateway_fallbacks_total",
+            "toolwire_gateway_upstream_attempts_total",
+        ] {
+            assert!(names.contains(&name), "no {name} among {names:?}");
+        }
+    }
 
     let got = got.lock().unwrap();
     assert!(!got.is_empty(), "no OTLP request arrived");

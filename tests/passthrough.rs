@@ -329,6 +329,77 @@ async fn count_tokens_asks_anthropic_and_estimates_elsewhere() {
     );
 }
 
+/// `POST /v1/messages/count_tokens` to a Gemini upstream asks Gemini's own
+/// `models/{model}:countTokens` with the Messages body translated into a
+/// `generateContentRequest` (model, system instruction, tools and contents), and answers its
+/// `totalTokens` as `input_tokens`, not an estimate; an error answer from Gemini is an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn count_tokens_asks_gemini_count_tokens() {
+    let http = toolwire::client::http_client_builder()
+        .no_proxy()
+        .build()
+        .unwrap();
+    let body = r#"{"model":"up","system":"be brief","messages":[{"role":"user","content":"hi there"}],
+        "tools":[{"name":"get_weather","description":"w","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]}"#;
+    let (url, seen) = upstream(
+        200,
+        "application/json",
+        vec![r#"{"totalTokens": 31, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 31}]}"#],
+    )
+    .await;
+    let server = gateway(ProviderKind::Gemini, &url).await;
+    let r = http
+        .post(format!("{}/v1/messages/count_tokens", server.url()))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().get("toolwire-count").is_none());
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v, serde_json::json!({"input_tokens": 31}));
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].0, "/v1/v1beta/models/upstream-model-1:countTokens");
+    let sent: serde_json::Value = serde_json::from_slice(&seen[0].2).unwrap();
+    let inner = &sent["generateContentRequest"];
+    assert_eq!(inner["model"], "models/upstream-model-1");
+    assert_eq!(inner["contents"][0]["parts"][0]["text"], "hi there");
+    assert_eq!(inner["systemInstruction"]["parts"][0]["text"], "be brief");
+    assert_eq!(
+        inner["tools"][0]["functionDeclarations"][0]["name"],
+        "get_weather"
+    );
+    assert!(sent.get("contents").is_none(), "one form only: {sent}");
+
+    // Gemini's error comes back as an error in the Messages shape, never an estimate.
+    let (url, _) = upstream(
+        404,
+        "application/json",
+        vec![r#"{"error":{"code":404,"message":"models/x is not found","status":"NOT_FOUND"}}"#],
+    )
+    .await;
+    let server = gateway(ProviderKind::Gemini, &url).await;
+    let r = http
+        .post(format!("{}/v1/messages/count_tokens", server.url()))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "error", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not found"),
+        "{v}"
+    );
+}
+
 /// `GET /v1/models/{id}`; error bodies carry `param` and a request id, and no Rust Debug text.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn model_route_and_error_shapes() {

@@ -331,18 +331,28 @@ async fn codex(bin: &Path, kind: ProviderKind) -> Result<(), String> {
             "--dangerously-bypass-approvals-and-sandbox",
             "Run the shell command the task needs.",
         ]);
-    run_and_check("codex", cmd, &work, &upstream).await
+    run_and_check("codex", cmd, &work, &upstream).await?;
+    // Across wires its `namespace` tools reach the upstream as flat tools (on its own wire
+    // the body goes through as sent).
+    if kind != ProviderKind::OpenAiResponses {
+        let flat = upstream.requests().iter().any(|r| {
+            r.body
+                .to_string()
+                .contains("\"multi_agent_v1__close_agent\"")
+        });
+        if !flat {
+            return Err("no upstream request declares multi_agent_v1__close_agent".into());
+        }
+    }
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_runs_its_shell_tool_through_the_gateway() {
     let Some(bin) = bin_dir() else { return };
-    // Across wires Codex declares `namespace` and free-form (`custom`) tools, which the
-    // gateway's tool reading does not take yet: its own wire only, for now.
-    on_upstreams("codex", &[ProviderKind::OpenAiResponses], |kind| {
-        codex(&bin, kind)
-    })
-    .await;
+    // Across wires Codex's `namespace` tools become flat canonical tools (their calls go back
+    // namespaced) and its hosted `web_search` follows the role's `drop_unsupported = true`.
+    on_upstreams("codex", EVERY_WIRE, |kind| codex(&bin, kind)).await;
 }
 
 async fn opencode(bin: &Path, kind: ProviderKind) -> Result<(), String> {

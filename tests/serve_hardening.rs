@@ -4,45 +4,24 @@
 
 #![cfg(feature = "cli")]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+
+use crate::support::Serve;
 use std::time::Duration;
 
 /// The largest `/api/chat` body the server takes (8 MiB).
 const MAX_CHAT_BODY: usize = 8 << 20;
 
-/// A child process killed when the test ends, also when it fails.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-/// `toolwire serve --port 0 ARGS`, and its `host:port` read from its first line.
-fn serve(args: &[&str]) -> (Proc, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolwire"))
-        .args(["serve", "--port", "0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+/// `toolwire serve --port 0 ARGS` ([`Serve`]), and its `host:port`.
+fn serve(args: &[&str]) -> (Serve, String) {
+    let server = Serve::builder()
+        .args(args.iter().copied())
         .env_remove("OPENAI_API_KEY")
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let first = lines.next().unwrap().unwrap();
-    let addr = first
-        .strip_prefix("toolwire serve: listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .to_owned();
-    std::thread::spawn(move || for _ in lines {});
-    (Proc(child), addr)
+        .start();
+    let addr = server.addr().to_owned();
+    (server, addr)
 }
 
 /// A field of `/proc/<pid>/status` in bytes (`VmRSS`, `VmHWM`).
@@ -92,7 +71,7 @@ fn chat_body(size: usize, stream: bool) -> Vec<u8> {
 #[test]
 fn a_maximum_size_chat_peaks_at_a_small_multiple_of_its_size() {
     let (server, addr) = serve(&[]);
-    let pid = server.0.id();
+    let pid = server.pid();
     // Let the runtime settle, then take the resident size before the first large request.
     std::thread::sleep(Duration::from_millis(200));
     let before = status_bytes(pid, "VmRSS");
@@ -351,21 +330,8 @@ fn a_json_state_file_is_imported_once_and_kept() {
     // A temporary file an older version left when it was killed mid-write.
     std::fs::write(dir.join("state.json.tmp-4242"), "{").unwrap();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolwire"))
-        .args(["serve", "--port", "0", "--state"])
-        .arg(&state)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let server = Proc(child);
-    let first = lines.next().unwrap().unwrap();
-    let addr = first
-        .strip_prefix("toolwire serve: listening on http://")
-        .unwrap()
-        .to_owned();
-    let said: Vec<String> = (0..4).map(|_| lines.next().unwrap().unwrap()).collect();
+    let (server, addr) = serve(&["--state", state.to_str().unwrap()]);
+    let said = server.said(4, Duration::from_secs(30));
     let kept = dir.join("state.json.json-imported");
     assert!(
         said.iter()
@@ -459,11 +425,11 @@ fn kill_9_during_registration_bursts_loses_nothing_acknowledged() {
             .collect();
         std::thread::sleep(Duration::from_millis(300 + 150 * round));
         let status = Command::new("kill")
-            .args(["-9", &server.0.id().to_string()])
+            .args(["-9", &server.pid().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
-        let _ = server.0.wait();
+        let _ = server.child().wait();
         for w in workers {
             w.join().unwrap();
         }
@@ -519,7 +485,7 @@ fn a_registration_writes_the_same_whatever_the_registry_size() {
     let dir = scratch("cost");
     let state = dir.join("state.db");
     let (server, addr) = serve(&["--state", state.to_str().unwrap()]);
-    let pid = server.0.id();
+    let pid = server.pid();
     let mut cost = Vec::new();
     let mut n = 0;
     for batch in [100, 900, 100] {
@@ -554,7 +520,7 @@ fn a_30_mib_gateway_request_peaks_at_a_bounded_multiple_of_its_size() {
     const SIZE: usize = 30 << 20;
     const MESSAGES: usize = 20_000;
     let (server, addr) = serve(&[]);
-    let pid = server.0.id();
+    let pid = server.pid();
     std::thread::sleep(Duration::from_millis(200));
     let before = status_bytes(pid, "VmRSS");
     let frame = r#"{"role":"user","content":""}"#;

@@ -304,32 +304,30 @@ mod gateway_readers {
         assert_eq!(http.body["tools"][1]["format"]["syntax"], "lark");
     }
 
+    /// A Responses `namespace` tool is flattened by the reader: each function in it is a tool
+    /// of its own under `{namespace}__{name}`, encoded as a function on every wire.
     #[test]
-    fn a_namespace_passes_on_responses_and_is_refused_by_name_elsewhere() {
+    fn a_namespace_is_flattened_for_every_wire() {
         let mut req = responses(json!({
             "model": "m", "input": "hi",
             "tools": [{"type": "function", "name": "a"},
-                      {"type": "namespace", "name": "crm", "tools": []}]
+                      {"type": "namespace", "name": "crm", "description": "The CRM.",
+                       "tools": [{"type": "function", "name": "find", "description": "Finds.",
+                                  "parameters": {"type": "object"}}]}]
         }))
         .unwrap();
-        req.model = builtin(ProviderKind::OpenAiResponses)
-            .unwrap()
-            .default_model
-            .into();
-        let http = encode(ProviderKind::OpenAiResponses, &req).unwrap();
-        assert_eq!(http.body["tools"][1]["type"], "namespace");
-        req.model = builtin(ProviderKind::Anthropic)
-            .unwrap()
-            .default_model
-            .into();
-        let err = encode(ProviderKind::Anthropic, &req)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("namespace") && err.contains("drop_unsupported"),
-            "{err}"
-        );
-        assert!(!err.contains("Some(") && !err.contains("Object {"), "{err}");
+        let names: Vec<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "crm__find"]);
+        assert!(req.hosted_tools.is_empty());
+        for kind in [ProviderKind::OpenAiResponses, ProviderKind::Anthropic] {
+            req.model = builtin(kind).unwrap().default_model.into();
+            let http = encode(kind, &req).unwrap();
+            assert!(
+                http.body["tools"].to_string().contains("\"crm__find\""),
+                "{kind}: {}",
+                http.body
+            );
+        }
     }
 
     #[test]

@@ -6,6 +6,12 @@
 //! `OTEL_SERVICE_NAME` (`toolwire` when unset). What is still queued is sent when the command
 //! ends (after `toolwire serve` stops on SIGTERM or Ctrl-C).
 //!
+//! The gateway's counters (what `GET /metrics` shows: requests, streams and errors per route,
+//! per-key requests, tokens and refusals by limit, upstream attempts and fallbacks) go to the
+//! same collector as OTLP metrics (`/v1/metrics`, or `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`),
+//! cumulative, every `OTEL_METRIC_EXPORT_INTERVAL` milliseconds (60 s when unset) and once more
+//! when the command ends.
+//!
 //! The requests go out through toolwire's own reqwest client (its TLS set-up, no second HTTP
 //! stack), driven by a one-thread runtime of the exporter's own: the SDK's batch processor runs
 //! on a thread of its own and may export after the command's runtime is gone.
@@ -14,10 +20,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
-use opentelemetry_otlp::{SpanExporter, WithHttpConfig};
+use opentelemetry_otlp::{MetricExporter, SpanExporter, WithHttpConfig};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::Layer;
 use tracing_subscriber::registry::LookupSpan;
@@ -33,6 +42,9 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// The exporter, while the command runs; dropping it sends what is still queued.
 pub(crate) struct Otlp {
     provider: SdkTracerProvider,
+    /// The metrics' provider (the gateway's counters register with it through [`METERS`]),
+    /// when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` is set.
+    meters: Option<SdkMeterProvider>,
     /// Drives the export requests; dropped after the provider has shut down.
     runtime: Option<tokio::runtime::Runtime>,
 }
@@ -80,11 +92,15 @@ impl Otlp {
             client,
             runtime: runtime.handle().clone(),
         };
+        let span_client = Spawned {
+            client: client.client.clone(),
+            runtime: runtime.handle().clone(),
+        };
         // The endpoint, headers, timeout and compression come from the OTEL_EXPORTER_OTLP_*
         // variables, read by the exporter.
         let exporter = SpanExporter::builder()
             .with_http()
-            .with_http_client(client)
+            .with_http_client(span_client)
             .build()
             .map_err(|e| e.to_string())?;
         let mut resource = Resource::builder();
@@ -96,12 +112,36 @@ impl Otlp {
         {
             resource = resource.with_service_name("toolwire");
         }
+        let resource = resource.build();
+        let meters =
+            if set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") {
+                let metrics = MetricExporter::builder()
+                    .with_http()
+                    .with_http_client(Spawned {
+                        client: client.client.clone(),
+                        runtime: runtime.handle().clone(),
+                    })
+                    .build()
+                    .map_err(|e| e.to_string())?;
+                Some(
+                    SdkMeterProvider::builder()
+                        .with_reader(PeriodicReader::builder(metrics).build())
+                        .with_resource(resource.clone())
+                        .build(),
+                )
+            } else {
+                None
+            };
         let provider = SdkTracerProvider::builder()
             .with_batch_exporter(exporter)
-            .with_resource(resource.build())
+            .with_resource(resource)
             .build();
+        if let Ok(mut slot) = METERS.lock() {
+            slot.clone_from(&meters);
+        }
         Ok(Otlp {
             provider,
+            meters,
             runtime: Some(runtime),
         })
     }
@@ -117,12 +157,74 @@ impl Otlp {
 
 impl Drop for Otlp {
     fn drop(&mut self) {
-        // Sends what is queued and waits for it (bounded by the export timeout).
+        // Sends what is queued and waits for it (bounded by the export timeout); the metrics
+        // are collected once more and sent.
+        if let Ok(mut slot) = METERS.lock() {
+            *slot = None;
+        }
+        if let Some(meters) = &self.meters
+            && let Err(e) = meters.shutdown()
+        {
+            eprintln!("toolwire: OTLP metrics export at exit: {e}");
+        }
         if let Err(e) = self.provider.shutdown() {
             eprintln!("toolwire: OTLP export at exit: {e}");
         }
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+/// The metrics' provider while an [`Otlp`] exports: where [`export_gateway_metrics`] registers.
+static METERS: std::sync::Mutex<Option<SdkMeterProvider>> = std::sync::Mutex::new(None);
+
+/// Exports the gateway's counters as OTLP metrics when OTLP export is on (nothing otherwise):
+/// one observable instrument per metric (a counter, or a gauge for a value now), its series
+/// read from `metrics` at each collection, their labels as attributes.
+pub(crate) fn export_gateway_metrics(metrics: toolwire::server::GatewayMetrics) {
+    let Some(provider) = METERS.lock().ok().and_then(|slot| slot.clone()) else {
+        return;
+    };
+    let meter = provider.meter("toolwire");
+    let observed = move |name: &str| {
+        metrics
+            .samples()
+            .into_iter()
+            .filter(|s| s.name == name)
+            .map(|s| {
+                let attributes: Vec<KeyValue> = s
+                    .labels
+                    .into_iter()
+                    .map(|(k, v)| KeyValue::new(k, v))
+                    .collect();
+                (s.value, attributes)
+            })
+            .collect::<Vec<_>>()
+    };
+    for (name, help, gauge) in toolwire::server::GatewayMetrics::declared() {
+        let observed = observed.clone();
+        // The SDK keeps the instrument (and its callback) for the provider's life.
+        if gauge {
+            let _ = meter
+                .u64_observable_gauge(name)
+                .with_description(help)
+                .with_callback(move |o| {
+                    for (value, attributes) in observed(name) {
+                        o.observe(value, &attributes);
+                    }
+                })
+                .build();
+        } else {
+            let _ = meter
+                .u64_observable_counter(name)
+                .with_description(help)
+                .with_callback(move |o| {
+                    for (value, attributes) in observed(name) {
+                        o.observe(value, &attributes);
+                    }
+                })
+                .build();
         }
     }
 }

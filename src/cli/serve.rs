@@ -92,6 +92,9 @@ async fn run(args: &ServeArgs) -> Result<(), CliError> {
     let server = toolwire::server::start(config)
         .await
         .map_err(|e| CliError::from_error("", &e))?;
+    // With OTLP export on, the gateway's counters go out as metrics beside the spans.
+    #[cfg(feature = "otlp")]
+    super::otlp::export_gateway_metrics(server.metrics());
     let roles: Vec<String> = server
         .roles()
         .iter()

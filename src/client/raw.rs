@@ -11,7 +11,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 
 use super::body::{Body, BodyError, Deadlines};
 use super::{Client, after};
-use crate::error::{Result, TimeoutPhase};
+use crate::error::{Error, Result, TimeoutPhase};
 use crate::provider::HttpRequest;
 use crate::turn::TurnReader;
 use crate::types::{ChatRequest, Message};
@@ -83,7 +83,6 @@ impl Client {
         stream: bool,
         headers: &[(String, String)],
     ) -> Result<RawAnswer> {
-        let inner = &self.inner;
         let mut wire = self.route_of(model, stream)?;
         if !suffix.is_empty() {
             let (path, query) = wire.path.split_once('?').unwrap_or((&wire.path, ""));
@@ -93,7 +92,44 @@ impl Client {
                 format!("{path}{suffix}?{query}")
             };
         }
-        let url = inner.url(&wire);
+        self.send_wire(&wire, body, stream, headers).await
+    }
+
+    /// The provider's own count of `req`'s input tokens ([`Provider::encode_count_tokens`]):
+    /// `None` when the provider has no such endpoint; an error when the upstream could not be
+    /// reached, answered an error (decoded as the provider's), or answered what is no count.
+    ///
+    /// [`Provider::encode_count_tokens`]: crate::provider::Provider::encode_count_tokens
+    pub(crate) async fn count_tokens(&self, req: &ChatRequest) -> Result<Option<u64>> {
+        let provider = &self.inner.provider;
+        let Some(wire) = provider.encode_count_tokens(req)? else {
+            return Ok(None);
+        };
+        let body = serde_json::to_vec(&wire.body)
+            .map_err(|e| Error::input("request", format!("not serialisable: {e}")))?;
+        let mut answer = self.send_wire(&wire, Bytes::from(body), false, &[]).await?;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = std::future::poll_fn(|cx| answer.poll_chunk(cx)).await {
+            bytes.extend_from_slice(&chunk?);
+        }
+        if !(200..300).contains(&answer.status) {
+            let e = provider.decode_error(Some(answer.status), &bytes);
+            return Err(self.inner.redact(Error::Api(Box::new(e))));
+        }
+        provider.decode_count_tokens(&bytes).map(Some)
+    }
+
+    /// Posts `body` to `wire`'s path with its headers, then `headers`, then the client's auth,
+    /// signing and extra headers; see [`Client::send_raw_at`].
+    async fn send_wire(
+        &self,
+        wire: &HttpRequest,
+        body: Bytes,
+        stream: bool,
+        headers: &[(String, String)],
+    ) -> Result<RawAnswer> {
+        let inner = &self.inner;
+        let url = inner.url(wire);
         let t = &inner.timeouts;
         let total = after(t.total);
         let first_byte = after(t.first_byte).min(total);

@@ -287,7 +287,10 @@ impl Charge {
     fn settle(self, usage: Option<&crate::types::Usage>, written: usize) {
         let (tokens, estimated) = match usage {
             Some(u) => (u.input_tokens.saturating_add(u.output_tokens), false),
-            None => (((self.request_bytes + written) as u64).div_ceil(4), true),
+            None => (
+                super::limits::estimate_tokens(self.request_bytes.saturating_add(written)),
+                true,
+            ),
         };
         if estimated {
             tracing::info!(
@@ -609,7 +612,9 @@ async fn serve_in(
                 charge.settle(response.usage.as_ref(), 0);
             }
             let id = answer_id(wire.get().id_prefix);
-            let answer = Answer::new(&id, &model, now()).with_seal(seal);
+            let answer = Answer::new(&id, &model, now())
+                .with_seal(seal)
+                .with_namespaced(&asked.namespaced);
             let mut response = (
                 [(
                     header::CONTENT_TYPE,
@@ -627,7 +632,9 @@ async fn serve_in(
     counters.open_streams.fetch_add(1, Ordering::Relaxed);
     let guard = OpenStream(Arc::clone(&app), wire.slot());
     let id = answer_id(wire.get().id_prefix);
-    let mut answer = Answer::new(&id, &model, now()).with_seal(seal);
+    let mut answer = Answer::new(&id, &model, now())
+        .with_seal(seal)
+        .with_namespaced(&asked.namespaced);
     answer.include_usage = asked.include_usage;
     let mut writer = (wire.get().writer)(&answer);
     let mut first = Vec::new();
@@ -887,8 +894,11 @@ pub(crate) async fn model(
 
 /// `POST /v1/messages/count_tokens` (a Messages body, `max_tokens` optional): an Anthropic
 /// upstream's own count (its `/v1/messages/count_tokens`, the body passed as on the same wire);
-/// for any other upstream an estimate, said so in the answer (`"toolwire_estimate": true` and
-/// the `toolwire-count: estimate` header): the body's JSON length in bytes divided by four.
+/// an upstream whose provider has a count endpoint of its own (Gemini's `countTokens`) is asked
+/// with the body translated to its wire, and its count answered as `{"input_tokens": N}`; for
+/// any other upstream an estimate, said so in the answer (`"toolwire_estimate": true` and the
+/// `toolwire-count: estimate` header): the body's JSON length in bytes divided by four, rounded
+/// up ([`super::limits::estimate_tokens`]).
 pub(crate) async fn count_tokens(
     State(app): State<Arc<App>>,
     admitted: Option<axum::Extension<Admitted>>,
@@ -948,8 +958,12 @@ pub(crate) async fn count_tokens(
                 Err(e) => error_response(wire, &upstream_error(&e)),
             };
         }
+        if let Some(response) = counted_upstream(&app, wire, &bytes, &client, &upstream_model).await
+        {
+            return response;
+        }
     }
-    let estimate = bytes.len().div_ceil(4);
+    let estimate = super::limits::estimate_tokens(bytes.len());
     let mut response =
         axum::Json(json!({"input_tokens": estimate, "toolwire_estimate": true})).into_response();
     response
@@ -958,73 +972,119 @@ pub(crate) async fn count_tokens(
     response
 }
 
-/// One metric: name, type, help, and where its value is.
+/// The count of an upstream whose provider has a count endpoint of its own
+/// ([`crate::provider::Provider::encode_count_tokens`]), the Messages body read as a turn
+/// (`max_tokens` given a placeholder when absent, as count requests leave it out; sealed state
+/// opened); `None` when the provider has none (the caller estimates).
+async fn counted_upstream(
+    app: &App,
+    wire: Wire,
+    bytes: &[u8],
+    client: &crate::client::Client,
+    upstream_model: &str,
+) -> Option<Response> {
+    let probe =
+        crate::types::ChatRequest::new(upstream_model, vec![crate::types::Message::user(".")]);
+    if !matches!(client.provider().encode_count_tokens(&probe), Ok(Some(_))) {
+        return None;
+    }
+    let mut body: serde_json::Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            let e = refuse(400, "invalid_request_error", format!("body: not JSON: {e}"));
+            return Some(error_response(wire, &e));
+        }
+    };
+    if let Some(map) = body.as_object_mut() {
+        map.entry("max_tokens").or_insert(json!(1));
+    }
+    let Ok(body) = serde_json::to_vec(&body) else {
+        return Some(error_response(
+            wire,
+            &refuse(400, "invalid_request_error", "body: not serialisable"),
+        ));
+    };
+    let read = (wire.get().read)(&body).and_then(|mut a| match app.gateway.seal.as_ref() {
+        Some(seal) => providers::seal::open_request(&mut a.request, seal).map(|()| a),
+        None => Ok(a),
+    });
+    let mut asked = match read {
+        Ok(a) => a,
+        Err(Error::Input { path, message }) => {
+            let e = refuse(400, "invalid_request_error", format!("{path}: {message}"));
+            return Some(error_response_at(wire, &e, Some(&path)));
+        }
+        Err(e) => {
+            return Some(error_response(
+                wire,
+                &refuse(400, "invalid_request_error", e.to_string()),
+            ));
+        }
+    };
+    asked.request.model = upstream_model.to_owned();
+    match client.count_tokens(&asked.request).await {
+        Ok(Some(n)) => Some(axum::Json(json!({ "input_tokens": n })).into_response()),
+        Ok(None) => None,
+        Err(e) => Some(error_response(wire, &upstream_error(&e))),
+    }
+}
+
+/// One series of the gateway's counters, as `GET /metrics` shows it (and an OTLP exporter
+/// sends it): a counter (monotonic) or a gauge, its labels, its value now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MetricSample {
+    /// The metric's name (`toolwire_gateway_requests_total`, …).
+    pub name: &'static str,
+    /// What it counts.
+    pub help: &'static str,
+    /// A gauge (a value now) rather than a counter (a total since the start).
+    pub gauge: bool,
+    /// Its labels, in order (`route`, `key`, `limit`, `role`, `outcome`).
+    pub labels: Vec<(&'static str, String)>,
+    /// The value.
+    pub value: u64,
+}
+
+/// A reader of the gateway's counters ([`MetricSample`]s), from
+/// [`ServerHandle::metrics`](super::ServerHandle::metrics).
+#[derive(Clone)]
+pub struct GatewayMetrics(Arc<App>);
+
+impl std::fmt::Debug for GatewayMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayMetrics").finish_non_exhaustive()
+    }
+}
+
+impl GatewayMetrics {
+    /// Every series now, in the order of `GET /metrics` (one metric's series together).
+    pub fn samples(&self) -> Vec<MetricSample> {
+        samples(&self.0.gateway)
+    }
+
+    /// Every metric the gateway has, whether or not it has a series yet: name, help, and
+    /// whether it is a gauge.
+    pub fn declared() -> Vec<(&'static str, &'static str, bool)> {
+        ROUTE_SERIES
+            .iter()
+            .map(|(name, help, gauge, _)| (*name, *help, *gauge))
+            .chain(
+                DECLARED
+                    .iter()
+                    .map(|(name, help, kind)| (*name, *help, *kind == "gauge")),
+            )
+            .collect()
+    }
+}
+
+/// One per-route metric: name, help, whether a gauge, and where its value is.
 type Series = (
     &'static str,
     &'static str,
-    &'static str,
+    bool,
     fn(&Counters) -> &AtomicU64,
 );
-
-/// `GET /metrics`: per-route counters in the Prometheus text format.
-pub(crate) async fn metrics(State(app): State<Arc<App>>) -> Response {
-    let mut out = String::new();
-    let series: [Series; 5] = [
-        (
-            "toolwire_gateway_requests_total",
-            "counter",
-            "Requests received.",
-            |c| &c.requests,
-        ),
-        (
-            "toolwire_gateway_streams_total",
-            "counter",
-            "Requests that asked for a stream.",
-            |c| &c.streams,
-        ),
-        (
-            "toolwire_gateway_client_errors_total",
-            "counter",
-            "Requests refused before an upstream was called.",
-            |c| &c.client_errors,
-        ),
-        (
-            "toolwire_gateway_upstream_errors_total",
-            "counter",
-            "Requests the upstream failed before answering.",
-            |c| &c.upstream_errors,
-        ),
-        (
-            "toolwire_gateway_open_streams",
-            "gauge",
-            "Streams being answered now.",
-            |c| &c.open_streams,
-        ),
-    ];
-    for (name, kind, help, get) in series {
-        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-        for wire in Wire::all() {
-            let value = get(&app.gateway.counters[wire.slot()]).load(Ordering::Relaxed);
-            out.push_str(&format!("{name}{{route=\"{}\"}} {value}\n", wire.route()));
-        }
-    }
-    key_metrics(&app.gateway, &mut out);
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-        )],
-        out,
-    )
-        .into_response()
-}
-
-/// The label value `v` in the Prometheus text format (backslash, quote and newline escaped).
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
 
 /// One per-key metric: name, help, and its value.
 type KeySeries = (
@@ -1033,9 +1093,64 @@ type KeySeries = (
     fn(&super::limits::KeyCounters) -> u64,
 );
 
-/// The per-key and per-attempt series of `GET /metrics`.
-fn key_metrics(gateway: &Gateway, out: &mut String) {
-    use std::fmt::Write;
+/// The per-route metrics: name, help, whether a gauge, and where the value is.
+const ROUTE_SERIES: [Series; 5] = [
+    (
+        "toolwire_gateway_requests_total",
+        "Requests received.",
+        false,
+        |c| &c.requests,
+    ),
+    (
+        "toolwire_gateway_streams_total",
+        "Requests that asked for a stream.",
+        false,
+        |c| &c.streams,
+    ),
+    (
+        "toolwire_gateway_client_errors_total",
+        "Requests refused before an upstream was called.",
+        false,
+        |c| &c.client_errors,
+    ),
+    (
+        "toolwire_gateway_upstream_errors_total",
+        "Requests the upstream failed before answering.",
+        false,
+        |c| &c.upstream_errors,
+    ),
+    (
+        "toolwire_gateway_open_streams",
+        "Streams being answered now.",
+        true,
+        |c| &c.open_streams,
+    ),
+];
+
+/// Every series of the gateway: per route, per named key, per upstream attempt.
+fn samples(gateway: &Gateway) -> Vec<MetricSample> {
+    let mut out = Vec::new();
+    let mut push = |name, help, gauge, labels, value| {
+        out.push(MetricSample {
+            name,
+            help,
+            gauge,
+            labels,
+            value,
+        });
+    };
+    for (name, help, gauge, get) in ROUTE_SERIES {
+        for wire in Wire::all() {
+            let value = get(&gateway.counters[wire.slot()]).load(Ordering::Relaxed);
+            push(
+                name,
+                help,
+                gauge,
+                vec![("route", wire.route().to_owned())],
+                value,
+            );
+        }
+    }
     let limiter = &gateway.limiter;
     let keyed: [KeySeries; 3] = [
         (
@@ -1055,50 +1170,151 @@ fn key_metrics(gateway: &Gateway, out: &mut String) {
         ),
     ];
     for (name, help, get) in keyed {
-        let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} counter\n");
         for (i, key) in limiter.names().iter().enumerate() {
             if let Some(c) = limiter.counters(i) {
-                let _ = writeln!(out, "{name}{{key=\"{}\"}} {}", label(key), get(c));
+                push(name, help, false, vec![("key", key.clone())], get(c));
             }
         }
     }
-    let name = "toolwire_gateway_key_refusals_total";
-    let _ = write!(
-        out,
-        "# HELP {name} Requests of a named gateway key refused by a limit.\n# TYPE {name} counter\n"
-    );
     for (i, key) in limiter.names().iter().enumerate() {
         if let Some(c) = limiter.counters(i) {
             for limit in Limit::ALL {
-                let n = c.refused[limit as usize].load(Ordering::Relaxed);
-                let _ = writeln!(
-                    out,
-                    "{name}{{key=\"{}\",limit=\"{}\"}} {n}",
-                    label(key),
-                    limit.name()
+                push(
+                    "toolwire_gateway_key_refusals_total",
+                    "Requests of a named gateway key refused by a limit.",
+                    false,
+                    vec![("key", key.clone()), ("limit", limit.name().to_owned())],
+                    c.refused[limit as usize].load(Ordering::Relaxed),
                 );
             }
         }
     }
-    let name = "toolwire_gateway_upstream_attempts_total";
-    let _ = write!(
-        out,
-        "# HELP {name} Upstream attempts by role, key variable and outcome.\n# TYPE {name} counter\n"
-    );
     for ((role, key, outcome), n) in gateway.upstreams.attempts() {
-        let _ = writeln!(
-            out,
-            "{name}{{role=\"{}\",key=\"{}\",outcome=\"{outcome}\"}} {n}",
-            label(&role),
-            label(&key)
+        push(
+            "toolwire_gateway_upstream_attempts_total",
+            "Upstream attempts by role, key variable and outcome.",
+            false,
+            vec![
+                ("role", role),
+                ("key", key),
+                ("outcome", outcome.to_string()),
+            ],
+            n,
         );
     }
-    let name = "toolwire_gateway_fallbacks_total";
-    let _ = write!(
-        out,
-        "# HELP {name} Attempts after the first of their request (another key or a fallback role).\n# TYPE {name} counter\n{name} {}\n",
-        gateway.upstreams.fallbacks.load(Ordering::Relaxed)
+    push(
+        "toolwire_gateway_fallbacks_total",
+        "Attempts after the first of their request (another key or a fallback role).",
+        false,
+        Vec::new(),
+        gateway.upstreams.fallbacks.load(Ordering::Relaxed),
     );
+    out
+}
+
+/// The metrics after the per-route ones, each declared in `GET /metrics` even before it has
+/// a series: name, help, type.
+const DECLARED: [(&str, &str, &str); 6] = [
+    (
+        "toolwire_gateway_key_requests_total",
+        "Requests a named gateway key made that its limits let through.",
+        "counter",
+    ),
+    (
+        "toolwire_gateway_key_tokens_total",
+        "Upstream tokens (input and output) charged to a named gateway key.",
+        "counter",
+    ),
+    (
+        "toolwire_gateway_key_estimated_tokens_total",
+        "Of those, tokens estimated because the upstream sent no usage.",
+        "counter",
+    ),
+    (
+        "toolwire_gateway_key_refusals_total",
+        "Requests of a named gateway key refused by a limit.",
+        "counter",
+    ),
+    (
+        "toolwire_gateway_upstream_attempts_total",
+        "Upstream attempts by role, key variable and outcome.",
+        "counter",
+    ),
+    (
+        "toolwire_gateway_fallbacks_total",
+        "Attempts after the first of their request (another key or a fallback role).",
+        "counter",
+    ),
+];
+
+/// `GET /metrics`: the gateway's series ([`samples`]) in the Prometheus text format: a
+/// metric's `HELP` and `TYPE` lines before its first series, even when it has none yet.
+pub(crate) async fn metrics(State(app): State<Arc<App>>) -> Response {
+    use std::fmt::Write;
+    let samples = samples(&app.gateway);
+    let mut out = String::new();
+    let mut declared: Vec<&str> = Vec::new();
+    let mut declare = |out: &mut String, name: &'static str, help: &str, kind: &str| {
+        if !declared.contains(&name) {
+            declared.push(name);
+            let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n");
+        }
+    };
+    let mut written = 0;
+    // The per-route series first, then each declared metric in its order (series or not).
+    for s in samples
+        .iter()
+        .filter(|s| !DECLARED.iter().any(|(name, _, _)| *name == s.name))
+    {
+        declare(
+            &mut out,
+            s.name,
+            s.help,
+            if s.gauge { "gauge" } else { "counter" },
+        );
+        write_series(&mut out, s);
+        written += 1;
+    }
+    for (name, help, kind) in DECLARED {
+        declare(&mut out, name, help, kind);
+        for s in samples.iter().filter(|s| s.name == name) {
+            write_series(&mut out, s);
+            written += 1;
+        }
+    }
+    debug_assert_eq!(written, samples.len());
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        out,
+    )
+        .into_response()
+}
+
+/// One series line: `name{label="value",…} value` (no braces without labels).
+fn write_series(out: &mut String, s: &MetricSample) {
+    use std::fmt::Write;
+    out.push_str(s.name);
+    if !s.labels.is_empty() {
+        out.push('{');
+        for (i, (k, v)) in s.labels.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{k}=\"{}\"", label(v));
+        }
+        out.push('}');
+    }
+    let _ = writeln!(out, " {}", s.value);
+}
+
+/// The label value `v` in the Prometheus text format (backslash, quote and newline escaped).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// The gateway area's state: what every area shares, and the gateway's own ([`Gateway`]).
@@ -1118,8 +1334,8 @@ impl std::ops::Deref for App {
 
 /// The gateway's routes: every client wire of [`WIRES`], `GET /v1/models` and `GET /metrics`,
 /// behind [`gate`]: loopback
-/// only, or anyone with one of `keys`.
-pub(crate) fn routes(shared: Arc<Shared>, settings: Settings) -> axum::Router {
+/// only, or anyone with one of `keys`; and the reader of its counters.
+pub(crate) fn routes(shared: Arc<Shared>, settings: Settings) -> (axum::Router, GatewayMetrics) {
     use axum::routing::{get, post};
     let app = Arc::new(App {
         shared,
@@ -1139,13 +1355,15 @@ pub(crate) fn routes(shared: Arc<Shared>, settings: Settings) -> axum::Router {
             ),
         );
     }
-    router
+    let metrics_of = GatewayMetrics(Arc::clone(&app));
+    let router = router
         .route("/v1/models", get(models))
         .route("/v1/models/{id}", get(model))
         .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/metrics", get(metrics))
         .with_state(Arc::clone(&app))
-        .layer(axum::middleware::from_fn_with_state(app, gate))
+        .layer(axum::middleware::from_fn_with_state(app, gate));
+    (router, metrics_of)
 }
 
 #[cfg(test)]

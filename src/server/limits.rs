@@ -18,6 +18,13 @@ use super::config::{GatewayKey, LimitsConfig};
 /// How many "minute" windows make a day.
 const MINUTES_PER_DAY: u64 = 1_440;
 
+/// The gateway's token estimate where no upstream counted: a token per four bytes of JSON,
+/// rounded up (the rule of thumb OpenAI and Anthropic give for English text). The one estimate
+/// of `POST /v1/messages/count_tokens` and of a charge whose upstream sent no usage.
+pub(crate) fn estimate_tokens(bytes: usize) -> u64 {
+    u64::try_from(bytes.div_ceil(4)).unwrap_or(u64::MAX)
+}
+
 /// A limit a request went over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Limit {
@@ -344,6 +351,14 @@ mod tests {
         let c = l.counters(0).unwrap();
         assert_eq!(c.tokens.load(Ordering::Relaxed), 100);
         assert_eq!(c.estimated_tokens.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn the_estimate_is_a_token_per_four_bytes_rounded_up() {
+        assert_eq!(estimate_tokens(0), 0);
+        assert_eq!(estimate_tokens(1), 1);
+        assert_eq!(estimate_tokens(8), 2);
+        assert_eq!(estimate_tokens(9), 3);
     }
 
     #[tokio::test]

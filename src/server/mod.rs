@@ -38,6 +38,7 @@ pub use config::{
     ServerConfig, StoreFailure,
 };
 pub use gate::{is_loopback_host, is_loopback_peer};
+pub use gateway::{GatewayMetrics, MetricSample};
 #[cfg(feature = "mcp")]
 pub use mount::McpMount;
 pub use offline::{MAX_CALLS as OFFLINE_MAX_CALLS, arguments_from, example_arguments};
@@ -66,6 +67,7 @@ use live::Live;
 #[derive(Debug)]
 pub struct ServerHandle {
     addr: SocketAddr,
+    metrics: GatewayMetrics,
     roles: Vec<(String, bool)>,
     stop: watch::Sender<bool>,
     drain: Duration,
@@ -82,6 +84,12 @@ impl ServerHandle {
     /// `http://<address>:<port>`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// A reader of the gateway's counters, the series `GET /metrics` shows (for an exporter;
+    /// it stays readable after the server stopped).
+    pub fn metrics(&self) -> GatewayMetrics {
+        self.metrics.clone()
     }
 
     /// Where the JSON state file of an earlier version was kept after it was imported into the
@@ -194,10 +202,11 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
     let stopping = app.shutdown.clone();
     let mut gateway = gateway::Settings::from_config(&config);
     gateway.seal = Some(seal);
-    let router = router(app, gateway);
+    let (router, metrics) = router(app, gateway);
     let task = tokio::spawn(listen::serve(listener, router, limits, stopping));
     Ok(ServerHandle {
         addr,
+        metrics,
         roles: handle_roles,
         stop,
         drain: config.drain,
@@ -254,8 +263,9 @@ fn client_for(role: &RoleConfig) -> Result<Option<Client>> {
 
 /// Every area's routes, merged: the local areas behind the loopback gate, the gateway behind
 /// its own (loopback, or a key).
-fn router(app: Arc<App>, gateway: gateway::Settings) -> Router {
-    Router::new()
+fn router(app: Arc<App>, gateway: gateway::Settings) -> (Router, GatewayMetrics) {
+    let (gateway, metrics) = gateway::routes(app.clone(), gateway);
+    let router = Router::new()
         .merge(page::routes())
         .merge(api::routes())
         .merge(chat::routes())
@@ -264,7 +274,8 @@ fn router(app: Arc<App>, gateway: gateway::Settings) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(Arc::clone(&app))
         .layer(axum::middleware::from_fn(gate::loopback_only))
-        .merge(gateway::routes(app, gateway))
+        .merge(gateway);
+    (router, metrics)
 }
 
 async fn not_found() -> Response {

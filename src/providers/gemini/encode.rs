@@ -128,19 +128,40 @@ impl ModelTraits {
 /// `…:streamGenerateContent?alt=sse`. `models/` and `tunedModels/` prefixes are understood; the
 /// name itself is percent-encoded so it stays one path segment.
 pub(crate) fn path(model: &str, stream: bool) -> Result<String> {
-    let (collection, id) = match model.split_once('/') {
-        Some(("models", id)) => ("models", id),
-        Some(("tunedModels", id)) => ("tunedModels", id),
-        _ => ("models", model),
-    };
-    if id.trim().is_empty() {
-        return Err(Error::input("model", "the model name is empty"));
-    }
     let method = if stream {
         "streamGenerateContent?alt=sse"
     } else {
         "generateContent"
     };
+    method_path(model, method)
+}
+
+/// The path of `models/{model}:countTokens` (`tunedModels/` understood as in [`path`]).
+pub(crate) fn count_tokens_path(model: &str) -> Result<String> {
+    method_path(model, "countTokens")
+}
+
+/// The model's resource name as a request body names it: `models/{id}` (or `tunedModels/{id}`).
+pub(crate) fn resource(model: &str) -> String {
+    let (collection, id) = split_model(model);
+    format!("{collection}/{id}")
+}
+
+/// The collection (`models` or `tunedModels`) and id of `model`.
+fn split_model(model: &str) -> (&'static str, &str) {
+    match model.split_once('/') {
+        Some(("models", id)) => ("models", id),
+        Some(("tunedModels", id)) => ("tunedModels", id),
+        _ => ("models", model),
+    }
+}
+
+/// `/v1beta/{collection}/{id}:{method}`, the id percent-encoded.
+fn method_path(model: &str, method: &str) -> Result<String> {
+    let (collection, id) = split_model(model);
+    if id.trim().is_empty() {
+        return Err(Error::input("model", "the model name is empty"));
+    }
     Ok(format!(
         "/v1beta/{collection}/{}:{method}",
         percent_encode(id)

@@ -17,7 +17,7 @@ mod wire;
 
 use serde_json::Value;
 
-use crate::error::{ApiError, Result};
+use crate::error::{ApiError, Error, Result};
 use crate::provider::{Auth, HttpRequest, Provider, ProviderInfo, ProviderKind, StreamDecoder};
 use crate::types::{ChatRequest, ChatResponse, SchemaMode, ToolDefinition};
 
@@ -120,6 +120,34 @@ impl Provider for Gemini {
     fn encode_parameters(&self, tool: &ToolDefinition, mode: Option<SchemaMode>) -> Result<Value> {
         let mode = mode.unwrap_or(self.schema_mode);
         Ok(encode::parameters(tool, mode, "parameters")?.map_or(Value::Null, |(_, v)| v))
+    }
+
+    /// `POST /v1beta/models/{model}:countTokens` with the turn's whole `generateContent` body
+    /// as its `generateContentRequest` (its `model` set, as that form requires), so the count
+    /// covers the system instruction and the function declarations too
+    /// (<https://ai.google.dev/api/tokens#method:-models.counttokens>).
+    fn encode_count_tokens(&self, req: &ChatRequest) -> Result<Option<HttpRequest>> {
+        let mut wire = encode::encode(req, false, self.schema_mode)?;
+        wire.path = encode::count_tokens_path(&req.model)?;
+        let mut inner = std::mem::take(&mut wire.body);
+        if let Value::Object(map) = &mut inner {
+            map.insert("model".into(), Value::String(encode::resource(&req.model)));
+        }
+        wire.body = serde_json::json!({ "generateContentRequest": inner });
+        Ok(Some(wire))
+    }
+
+    /// `totalTokens` of a `CountTokensResponse` (absent when the input counts nothing: 0).
+    fn decode_count_tokens(&self, body: &[u8]) -> Result<u64> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Counted {
+            #[serde(default)]
+            total_tokens: u64,
+        }
+        serde_json::from_slice::<Counted>(body)
+            .map(|c| c.total_tokens)
+            .map_err(|e| Error::decode(ProviderKind::Gemini, "countTokens body", e))
     }
 }
 

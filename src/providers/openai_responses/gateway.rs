@@ -18,7 +18,7 @@ use crate::providers::shared::Shown;
 use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, Error, Result};
-use crate::provider::{Answer, ClientRequest, StreamWriter};
+use crate::provider::{Answer, ClientRequest, NamespacedName, StreamWriter};
 use crate::providers::openai_responses::respond;
 use crate::providers::shared::{CallGate, CallOut, Fields, carry_id, settled, uncarry_id};
 use crate::providers::shared::{SEALED, pending};
@@ -44,6 +44,9 @@ pub struct ResponsesRequest {
     pub request: ChatRequest,
     /// Whether the client asked for a stream.
     pub stream: bool,
+    /// The functions declared inside `namespace` tools, each a canonical tool under its flat
+    /// name ([`NamespacedName`]); their calls go back to the client namespaced.
+    pub namespaced: Vec<NamespacedName>,
 }
 
 /// Reads a Responses request body. Errors are [`Error::Input`] naming the field.
@@ -79,13 +82,19 @@ pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
         }
     }
     let mut request = ChatRequest::new(model, messages);
+    let mut namespaced = Vec::new();
     if let Some(tools) = f.array("tools")? {
         for (i, t) in tools.into_iter().enumerate() {
+            let at = format!("tools[{i}]");
+            if t.get("type").and_then(Value::as_str) == Some("namespace") {
+                namespace(t, &at, &mut request.tools, &mut namespaced)?;
+                continue;
+            }
             // A tool the provider runs (web search, code execution, …) is a hosted tool:
             // mapped to the upstream's equivalent, or refused there by name.
             match crate::providers::hosted_tools::read_responses(&t) {
                 Some(hosted) => request.hosted_tools.push(hosted),
-                None => request.tools.push(tool(t, &format!("tools[{i}]"))?),
+                None => request.tools.push(tool(t, &at)?),
             }
         }
     }
@@ -210,7 +219,79 @@ pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
     f.ignore("client_metadata");
     f.ignore("prompt_cache_key");
     f.finish()?;
-    Ok(ResponsesRequest { request, stream })
+    Ok(ResponsesRequest {
+        request,
+        stream,
+        namespaced,
+    })
+}
+
+/// A `namespace` tool (`{"type": "namespace", "name", "description", "tools": [...]}`, the
+/// Responses reference's `NamespaceToolParam`): each function or custom tool inside it becomes
+/// a canonical tool under its flat name ([`NamespacedName`]), its description prefixed by the
+/// namespace's so the model keeps the grouping's sense.
+fn namespace(
+    value: Value,
+    at: &str,
+    tools: &mut Vec<ToolDefinition>,
+    namespaced: &mut Vec<NamespacedName>,
+) -> Result<()> {
+    let mut n = Fields::of(value, at)?;
+    n.ignore("type");
+    let space = n
+        .string("name")?
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| Error::input(format!("{at}.name"), "field required"))?;
+    let about = n.string("description")?.unwrap_or_default();
+    let inner = n
+        .array("tools")?
+        .ok_or_else(|| Error::input(format!("{at}.tools"), "field required"))?;
+    n.finish()?;
+    for (j, mut t) in inner.into_iter().enumerate() {
+        let at = format!("{at}.tools[{j}]");
+        let name = match t.get("name") {
+            Some(Value::String(name)) => name.clone(),
+            _ => return Err(Error::input(format!("{at}.name"), "field required")),
+        };
+        let entry = NamespacedName::new(&space, &name);
+        if let Value::Object(map) = &mut t {
+            map.insert("name".into(), Value::String(entry.flat.clone()));
+            if !about.is_empty() {
+                let own = map.get("description").and_then(Value::as_str).unwrap_or("");
+                let joined = if own.is_empty() {
+                    about.clone()
+                } else {
+                    format!("{about} {own}")
+                };
+                map.insert("description".into(), Value::String(joined));
+            }
+        }
+        tools.push(tool(t, &at)?);
+        namespaced.push(entry);
+    }
+    Ok(())
+}
+
+/// `item` (an output item) with a call of a namespaced tool written as the client declared it:
+/// `name` the name inside the namespace, `namespace` beside it.
+fn write_namespaced(item: &mut Value, namespaced: &[NamespacedName]) {
+    if namespaced.is_empty() {
+        return;
+    }
+    let Some(map) = item.as_object_mut() else {
+        return;
+    };
+    if !matches!(
+        map.get("type").and_then(Value::as_str),
+        Some("function_call" | "custom_tool_call")
+    ) {
+        return;
+    }
+    let flat = map.get("name").and_then(Value::as_str).unwrap_or_default();
+    if let Some(n) = namespaced.iter().find(|n| n.flat == flat) {
+        map.insert("name".into(), Value::String(n.name.clone()));
+        map.insert("namespace".into(), Value::String(n.namespace.clone()));
+    }
 }
 
 /// The assistant turn being read from consecutive output items the client echoed.
@@ -306,7 +387,11 @@ fn read_items(items: Vec<Value>, out: &mut Vec<Message>) -> Result<()> {
                 let call_id = f
                     .string("call_id")?
                     .ok_or_else(|| Error::input(format!("{at}.call_id"), "field required"))?;
-                let name = f.string("name")?.unwrap_or_default();
+                let mut name = f.string("name")?.unwrap_or_default();
+                // A call of a namespaced tool: the canonical tool's flat name.
+                if let Some(space) = f.string("namespace")? {
+                    name = NamespacedName::new(&space, &name).flat;
+                }
                 let arguments = f.string("arguments")?.unwrap_or_default();
                 f.finish()?;
                 let (id, mut extra) = uncarry_id(&call_id, &format!("{at}.call_id"))?;
@@ -708,6 +793,8 @@ pub struct EventWriter {
     output: Vec<Value>,
     call_items: Vec<CallItem>,
     finished: bool,
+    /// Tools the client declared inside a namespace: their calls are written namespaced.
+    namespaced: Vec<NamespacedName>,
 }
 
 impl EventWriter {
@@ -724,10 +811,22 @@ impl EventWriter {
             output: Vec::new(),
             call_items: Vec::new(),
             finished: false,
+            namespaced: Vec::new(),
         }
     }
 
-    fn event(&mut self, kind: &str, body: Value, out: &mut Vec<u8>) {
+    fn event(&mut self, kind: &str, mut body: Value, out: &mut Vec<u8>) {
+        if let Some(item) = body.get_mut("item") {
+            write_namespaced(item, &self.namespaced);
+        }
+        if let Some(items) = body
+            .pointer_mut("/response/output")
+            .and_then(Value::as_array_mut)
+        {
+            items
+                .iter_mut()
+                .for_each(|i| write_namespaced(i, &self.namespaced));
+        }
         let mut m = Map::new();
         m.insert("type".into(), json!(kind));
         m.insert("sequence_number".into(), json!(self.sequence));
@@ -1078,7 +1177,9 @@ pub const EXAMPLE: &str = r#"{"model":"m","input":"Hi"}"#;
 /// canonical request and how to answer it.
 pub fn read(body: &[u8]) -> Result<ClientRequest> {
     let r = decode_request(body)?;
-    Ok(ClientRequest::new(r.request, r.stream))
+    let mut asked = ClientRequest::new(r.request, r.stream);
+    asked.namespaced = r.namespaced;
+    Ok(asked)
 }
 
 /// The Responses client wire's stream writer for one answer.
@@ -1086,18 +1187,31 @@ pub fn writer(answer: &Answer<'_>) -> Box<dyn StreamWriter> {
     let mut w = EventWriter::new(answer.id, answer.model, answer.created);
     w.calls = CallGate::sealed(answer.seal);
     w.seal = answer.seal.cloned();
+    w.namespaced = answer.namespaced.to_vec();
     Box::new(w)
 }
 
 /// The Responses client wire's whole body for one answer.
 pub fn body(response: &ChatResponse, answer: &Answer<'_>) -> Vec<u8> {
-    encode_sealed(
+    let written = encode_sealed(
         response,
         answer.id,
         answer.model,
         answer.created,
         answer.seal,
-    )
+    );
+    if answer.namespaced.is_empty() {
+        return written;
+    }
+    let Ok(mut body) = serde_json::from_slice::<Value>(&written) else {
+        return written;
+    };
+    if let Some(items) = body.get_mut("output").and_then(Value::as_array_mut) {
+        items
+            .iter_mut()
+            .for_each(|i| write_namespaced(i, answer.namespaced));
+    }
+    serde_json::to_vec(&body).unwrap_or(written)
 }
 
 #[cfg(test)]
@@ -1268,6 +1382,83 @@ mod tests {
         assert_eq!(done.len(), 1, "{text}");
         assert_eq!(done[0]["item"]["encrypted_content"], "ZW5j");
         assert_eq!(done[0]["item"]["summary"][0]["text"], "Look it up.");
+    }
+
+    /// Codex's `namespace` tools: each inner function is a canonical tool under its flat name;
+    /// a call of it goes back with `namespace` and the inner name (body and stream), and the
+    /// client's echo of that call reads back to the flat name.
+    #[test]
+    fn namespace_tools_round_trip() {
+        let body = json!({"model": "m", "input": "hi", "tools": [
+            {"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
+            {"type": "namespace", "name": "multi_agent_v1", "description": "Sub-agents.",
+             "tools": [{"type": "function", "name": "close_agent", "description": "Close one.",
+                        "strict": false, "parameters": {"type": "object",
+                        "properties": {"target": {"type": "string"}}}}]}]});
+        let read = req(body).unwrap();
+        let names: Vec<&str> = read.request.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["exec_command", "multi_agent_v1__close_agent"]);
+        assert_eq!(read.request.tools[1].description, "Sub-agents. Close one.");
+        assert_eq!(
+            read.namespaced,
+            [NamespacedName::new("multi_agent_v1", "close_agent")]
+        );
+
+        let call = ToolCall::new("call_1", "multi_agent_v1__close_agent", r#"{"target":"a"}"#);
+        let response = ChatResponse::default()
+            .with_tool_calls([call.clone()])
+            .with_finish_reason(FinishReason::ToolCalls);
+        let answer = Answer::new("r", "m", 0).with_namespaced(&read.namespaced);
+        let written: Value = serde_json::from_slice(&super::body(&response, &answer)).unwrap();
+        let item = &written["output"][0];
+        assert_eq!(item["name"], "close_agent", "{written}");
+        assert_eq!(item["namespace"], "multi_agent_v1", "{written}");
+
+        let mut w = writer(&answer);
+        let mut out = Vec::new();
+        w.start(&mut out);
+        w.events(
+            &[
+                StreamEvent::ToolCallStarted {
+                    index: 0,
+                    id: Some("call_1".into()),
+                    name: call.name.clone(),
+                },
+                StreamEvent::ToolCallDelta {
+                    index: 0,
+                    fragment: call.raw_arguments.clone(),
+                },
+                StreamEvent::ToolCallComplete {
+                    index: 0,
+                    call: call.clone(),
+                },
+            ],
+            &mut out,
+        );
+        w.finish(&response, &mut out);
+        let text = String::from_utf8_lossy(&out);
+        let items: Vec<Value> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .filter_map(|e| e.get("item").cloned())
+            .collect();
+        assert!(!items.is_empty(), "{text}");
+        for item in &items {
+            assert_eq!(item["name"], "close_agent", "{text}");
+            assert_eq!(item["namespace"], "multi_agent_v1", "{text}");
+        }
+
+        // The client echoes the call as it got it: it reads back to the flat name.
+        let echo = json!({"model": "m", "input": [
+            {"role": "user", "content": "hi"},
+            item.clone(),
+            {"type": "function_call_output", "call_id": item["call_id"], "output": "closed"}]});
+        let back = req(echo).unwrap();
+        let Message::Assistant(a) = &back.request.messages[1] else {
+            panic!("{:?}", back.request.messages)
+        };
+        assert_eq!(a.tool_calls[0].name, "multi_agent_v1__close_agent");
     }
 
     /// What the writer sends reads back, through our own Responses decoder, as what it was given.
