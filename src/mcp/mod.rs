@@ -41,7 +41,10 @@
 //! # Ok(()) }
 //! ```
 
+mod auth;
 mod bounded;
+
+pub use auth::{LoginOptions, TOKEN_DIR_ENV, TokenFile, default_token_dir, login};
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -96,6 +99,8 @@ pub enum Endpoint {
         headers: Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
         /// The bearer token sent as `Authorization: Bearer ...` (secret).
         bearer: Option<Secret>,
+        /// The saved OAuth login whose access token is sent (refreshed when it expires).
+        login: Option<TokenFile>,
     },
 }
 
@@ -149,6 +154,7 @@ impl Endpoint {
             url,
             headers: Vec::new(),
             bearer: None,
+            login: None,
         })
     }
 
@@ -179,13 +185,39 @@ impl Endpoint {
     /// Sends `Authorization: Bearer <token>` with every request to an HTTP server; errors for
     /// a command endpoint.
     pub fn with_bearer(mut self, token: impl Into<String>) -> Result<Self> {
-        let Self::Url { bearer, .. } = &mut self else {
+        let Self::Url { bearer, login, .. } = &mut self else {
             return Err(Error::input(
                 "bearer",
                 "a bearer token is for MCP servers reached by URL",
             ));
         };
+        if login.is_some() {
+            return Err(Error::input(
+                "bearer",
+                "a server is reached with a bearer token or an OAuth login, not both",
+            ));
+        }
         *bearer = Some(Secret::new(token));
+        Ok(self)
+    }
+
+    /// Sends the access token of a saved OAuth login ([`login`]) with every request to an
+    /// HTTP server, refreshing it when it expires and saving the new tokens back; errors for
+    /// a command endpoint or one that already has a bearer token.
+    pub fn with_login(mut self, file: TokenFile) -> Result<Self> {
+        let Self::Url { bearer, login, .. } = &mut self else {
+            return Err(Error::input(
+                "login",
+                "an OAuth login is for MCP servers reached by URL",
+            ));
+        };
+        if bearer.is_some() {
+            return Err(Error::input(
+                "login",
+                "a server is reached with a bearer token or an OAuth login, not both",
+            ));
+        }
+        *login = Some(file);
         Ok(self)
     }
 
@@ -761,6 +793,7 @@ impl Connection {
                     url,
                     headers,
                     bearer,
+                    login,
                 } => {
                     use rmcp::transport::StreamableHttpClientTransport;
                     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -770,13 +803,21 @@ impl Connection {
                     config.max_sse_event_size = MAX_MESSAGE_BYTES;
                     config.custom_headers = headers.iter().cloned().collect();
                     config.auth_header = bearer.as_ref().map(|b| b.expose().to_owned());
-                    let authenticated = !headers.is_empty() || bearer.is_some();
-                    let transport = StreamableHttpClientTransport::with_client(http, config);
-                    listener
-                        .clone()
-                        .serve(transport)
-                        .await
-                        .map_err(|e| fail(unauthorized(tidy(&e), authenticated)))
+                    let authenticated = !headers.is_empty() || bearer.is_some() || login.is_some();
+                    let served = match login {
+                        Some(file) => {
+                            let client = auth::client(url, file, http).await?;
+                            let transport =
+                                StreamableHttpClientTransport::with_client(client, config);
+                            listener.clone().serve(transport).await
+                        }
+                        None => {
+                            let transport =
+                                StreamableHttpClientTransport::with_client(http, config);
+                            listener.clone().serve(transport).await
+                        }
+                    };
+                    served.map_err(|e| fail(unauthorized(tidy(&e), authenticated, url)))
                 }
             }
         };
@@ -1020,8 +1061,8 @@ fn tidy(e: &impl std::fmt::Display) -> String {
 }
 
 /// A failure to reach an HTTP server, with what to do when the server asked for credentials
-/// (401): toolwire sends static headers and bearer tokens; OAuth is not supported yet.
-fn unauthorized(message: String, authenticated: bool) -> String {
+/// (401): a bearer token, a header, or an OAuth login.
+fn unauthorized(message: String, authenticated: bool, url: &str) -> String {
     let lower = message.to_ascii_lowercase();
     if !(lower.contains("auth required") || lower.contains("401") || lower.contains("unauthorized"))
     {
@@ -1034,8 +1075,9 @@ fn unauthorized(message: String, authenticated: bool) -> String {
     };
     format!(
         "{message}: {what} (HTTP 401); pass a token with --bearer-env VAR (config: \
-         bearer_env = \"VAR\") or a header with --header 'Name: value' (config: headers = \
-         {{...}}); OAuth is not supported yet"
+         bearer_env = \"VAR\"), a header with --header 'Name: value' (config: headers = \
+         {{...}}), or, for a server that uses OAuth, log in once with `toolwire mcp login --url \
+         {url}` (config: oauth = true)"
     )
 }
 
