@@ -53,6 +53,8 @@ mod hostile;
 #[cfg(feature = "cli")]
 mod mcp;
 #[cfg(feature = "cli")]
+mod mcp_input;
+#[cfg(feature = "cli")]
 mod mcp_oauth;
 #[cfg(all(feature = "client", feature = "mock", feature = "conformance"))]
 mod one_path;

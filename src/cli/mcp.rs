@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
-use toolwire::mcp::{Connection, Endpoint, LoginOptions, TokenFile};
+use toolwire::mcp::{
+    Connection, Endpoint, InputAnswer, InputHandler, InputRequest, LoginOptions, TokenFile,
+};
 use toolwire::tools::{Reporter, Update};
 use toolwire::{ProviderKind, provider_for};
 
@@ -24,7 +26,8 @@ enum McpCommand {
     /// provider receives for each, or why it cannot take it).
     Tools(ToolsArgs),
     /// Call one tool and print the result ({"output", "content", "is_error", "error"}); the
-    /// progress the server reports while it runs goes to stderr, a line per update.
+    /// progress the server reports while it runs goes to stderr, a line per update, and a
+    /// question the server asks meanwhile (elicitation) is asked on the terminal.
     Call(CallArgs),
     /// Log in to an MCP server that uses OAuth, once: prints the authorization URL (and opens
     /// it in a browser), waits for the browser's redirect on a loopback port, and saves the
@@ -245,6 +248,87 @@ async fn connect(args: &ServerArgs) -> Result<Connection, CliError> {
         .map_err(|e| failed(&e))
 }
 
+/// [`connect`], with the server's input requests asked on the terminal
+/// ([`ask_on_terminal`]).
+async fn connect_asking(args: &ServerArgs) -> Result<Connection, CliError> {
+    let endpoint = endpoint(args)?;
+    let handler = InputHandler::new(|request| async move {
+        tokio::task::spawn_blocking(move || ask_on_terminal(&request))
+            .await
+            .unwrap_or(InputAnswer::Decline)
+    });
+    Connection::connect_asking(&endpoint, timeout(args)?, handler)
+        .await
+        .map_err(|e| failed(&e))
+}
+
+/// Asks a server's input request on the terminal: the question and the form's fields on
+/// stderr, the answer a line on stdin: a JSON object to accept (or, for a form of one field,
+/// its value as typed), `decline` or `cancel`. The end of stdin declines.
+fn ask_on_terminal(request: &InputRequest) -> InputAnswer {
+    use std::io::BufRead;
+    eprintln!("toolwire: the server asks: {}", one_line(&request.message));
+    if let Some(url) = &request.url {
+        eprintln!("toolwire: open {url} to answer there");
+    }
+    let properties = request.schema.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = request
+        .schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for (name, field) in properties.into_iter().flatten() {
+        let kind = field.get("type").and_then(Value::as_str).unwrap_or("any");
+        let need = if required.contains(&name.as_str()) {
+            ", required"
+        } else {
+            ""
+        };
+        let about = field
+            .get("description")
+            .or_else(|| field.get("title"))
+            .and_then(Value::as_str)
+            .map(|d| format!(": {}", one_line(d)))
+            .unwrap_or_default();
+        eprintln!("toolwire:   {name} ({kind}{need}){about}");
+    }
+    let single = properties
+        .filter(|p| p.len() == 1)
+        .and_then(|p| p.iter().next());
+    let stdin = std::io::stdin();
+    loop {
+        eprintln!("toolwire: answer (a JSON object, or decline / cancel):");
+        let mut line = String::new();
+        match stdin.lock().read_line(&mut line) {
+            Ok(0) | Err(_) => return InputAnswer::Decline,
+            Ok(_) => {}
+        }
+        let line = line.trim();
+        match line {
+            "decline" | "d" | "" => return InputAnswer::Decline,
+            "cancel" | "c" => return InputAnswer::Cancel,
+            _ => {}
+        }
+        match (serde_json::from_str::<Value>(line), single) {
+            (Ok(Value::Object(content)), _) => return InputAnswer::Accept(Value::Object(content)),
+            (parsed, Some((name, field))) => {
+                let kind = field
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("string");
+                let value = match (kind, parsed) {
+                    ("string", _) => Value::String(line.to_owned()),
+                    (_, Ok(value)) => value,
+                    (_, Err(_)) => Value::String(line.to_owned()),
+                };
+                return InputAnswer::Accept(json!({ name.as_str(): value }));
+            }
+            _ => eprintln!("toolwire: that is not a JSON object"),
+        }
+    }
+}
+
 async fn within<T>(
     args: &ServerArgs,
     what: &str,
@@ -326,7 +410,7 @@ async fn call(args: CallArgs) -> Result<(), CliError> {
             "ARGUMENTS_JSON must be a JSON object".to_owned(),
         ));
     }
-    let connection = connect(&args.server).await?;
+    let connection = connect_asking(&args.server).await?;
     let what = format!("tools/call {:?}", args.name);
     // The server's progress goes to stderr as it arrives; stdout stays the result alone.
     let (reporter, mut reports) = Reporter::channel();

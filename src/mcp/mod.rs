@@ -52,10 +52,13 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientConfig,
-    ClientRequest, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
-    ServerResult, SubscriptionFilter,
+    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    FormElicitationCapability, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    RequestId, ServerResult, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService,
+};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -123,6 +126,70 @@ impl Secret {
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Secret(..)")
+    }
+}
+
+/// A server's request for input from the person during a tool call (MCP elicitation,
+/// `elicitation/create`): the question and the form of the answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct InputRequest {
+    /// The server asking: its command line or URL.
+    pub server: String,
+    /// The question, for a person.
+    pub message: String,
+    /// The JSON Schema of the answer (an object of primitive fields); `null` for a URL request.
+    pub schema: Value,
+    /// For a URL request: the page the person is sent to (the answer is given there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// The answer to an [`InputRequest`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum InputAnswer {
+    /// The person answered: the content (an object matching the request's schema).
+    Accept(Value),
+    /// The person declined to answer; the tool goes on without it.
+    Decline,
+    /// The person cancelled the whole operation.
+    Cancel,
+}
+
+type AskFn = dyn Fn(InputRequest) -> std::pin::Pin<Box<dyn Future<Output = InputAnswer> + Send>>
+    + Send
+    + Sync;
+
+/// Who answers a server's input requests ([`Connection::connect_asking`]): a hook like the
+/// agent's approval hook, called with each [`InputRequest`] while the call that caused it
+/// waits. A connection without one declines every request.
+#[derive(Clone)]
+pub struct InputHandler(Arc<AskFn>);
+
+impl std::fmt::Debug for InputHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InputHandler(..)")
+    }
+}
+
+impl InputHandler {
+    /// A handler that answers with `ask`.
+    pub fn new<F, Fut>(ask: F) -> Self
+    where
+        F: Fn(InputRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = InputAnswer> + Send + 'static,
+    {
+        Self(Arc::new(move |request| Box::pin(ask(request))))
+    }
+
+    /// Declines every request (what a connection without a handler does).
+    pub fn decline() -> Self {
+        Self::new(|_| async { InputAnswer::Decline })
+    }
+
+    async fn ask(&self, request: InputRequest) -> InputAnswer {
+        (self.0)(request).await
     }
 }
 
@@ -474,6 +541,8 @@ impl Mount {
 struct Listener {
     changed: Arc<watch::Sender<u64>>,
     watched: Arc<Watched>,
+    label: String,
+    asker: Option<InputHandler>,
 }
 
 impl ClientHandler for Listener {
@@ -495,8 +564,56 @@ impl ClientHandler for Listener {
         }
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> std::result::Result<ElicitResult, rmcp::ErrorData> {
+        let asked = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => InputRequest {
+                server: self.label.clone(),
+                message,
+                schema: serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+                url: None,
+            },
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => InputRequest {
+                server: self.label.clone(),
+                message,
+                schema: Value::Null,
+                url: Some(url),
+            },
+            // A kind of request this version does not know: nobody can answer it.
+            _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
+        };
+        let answer = match &self.asker {
+            Some(asker) => asker.ask(asked).await,
+            None => {
+                tracing::info!(
+                    server = self.label.as_str(),
+                    "MCP input request declined: nobody answers input requests"
+                );
+                InputAnswer::Decline
+            }
+        };
+        Ok(match answer {
+            InputAnswer::Accept(content) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(content)
+            }
+            InputAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            InputAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        })
+    }
+
     fn get_info(&self) -> ClientConfig {
         let mut info = ClientConfig::default();
+        // Input requests are always taken: answered by the connection's handler, or declined.
+        let mut elicitation = ElicitationCapability::new();
+        elicitation.form = Some(FormElicitationCapability::new());
+        info.capabilities.elicitation = Some(elicitation);
         info.client_info.name = "toolwire".to_owned();
         info.client_info.version = env!("CARGO_PKG_VERSION").to_owned();
         info
@@ -749,11 +866,33 @@ impl Connection {
     /// child that exits, writes something other than MCP, or does not answer in time is an
     /// [`Error::Mcp`] naming the server (with the last line it wrote on standard error).
     pub async fn connect_with_timeout(endpoint: &Endpoint, timeout: Duration) -> Result<Self> {
+        Self::open(endpoint, timeout, None).await
+    }
+
+    /// [`Connection::connect_with_timeout`], with `handler` answering the server's input
+    /// requests (elicitation) during calls: each [`InputRequest`] goes to it while the call
+    /// waits, and its [`InputAnswer`] goes back to the server. Without a handler, every input
+    /// request is declined.
+    pub async fn connect_asking(
+        endpoint: &Endpoint,
+        timeout: Duration,
+        handler: InputHandler,
+    ) -> Result<Self> {
+        Self::open(endpoint, timeout, Some(handler)).await
+    }
+
+    async fn open(
+        endpoint: &Endpoint,
+        timeout: Duration,
+        asker: Option<InputHandler>,
+    ) -> Result<Self> {
         let label = endpoint.label();
         let (sender, changed) = watch::channel(0u64);
         let listener = Listener {
             changed: Arc::new(sender),
             watched: Arc::default(),
+            label: label.clone(),
+            asker,
         };
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         let child: Mutex<Option<tokio::process::Child>> = Mutex::new(None);
