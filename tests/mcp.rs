@@ -1235,3 +1235,57 @@ fn serve_mounts_servers_with_static_auth() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("TW_TEST"), "{stderr}");
 }
+
+/// Over streamable HTTP too, a 50 MiB result fails as it arrives, well within the call's time
+/// limit: as a size error when the server answers with JSON; when it answers with an SSE event,
+/// the SDK closes the transport at the event limit (its message says "Transport closed").
+#[test]
+fn an_oversized_http_result_fails_as_it_arrives() {
+    for mode in ["json", "sse"] {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(python())
+            .args([here("big.py"), port.to_string(), mode.to_owned()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "big.py did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let server = HttpServer {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        };
+        let out = toolwire(&[
+            "mcp",
+            "call",
+            "big",
+            "{}",
+            "--timeout",
+            "60",
+            "--url",
+            &server.url,
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{mode}: {stderr}");
+        assert!(!stderr.contains("within"), "{mode}: a timeout: {stderr}");
+        if mode == "json" {
+            assert!(
+                stderr.contains("exceeded the maximum size of 16777216"),
+                "{stderr}"
+            );
+        }
+        assert!(out.stdout.is_empty());
+        let small = toolwire(&["mcp", "call", "small", "{}", "--url", &server.url]);
+        assert_eq!(json_out(&small)["content"][0]["text"], "small");
+    }
+}
