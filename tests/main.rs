@@ -54,7 +54,8 @@ mod hostile;
 mod mcp;
 #[cfg(feature = "cli")]
 mod mcp_input;
-#[cfg(feature = "cli")]
+// Token file modes are Unix permissions.
+#[cfg(all(feature = "cli", unix))]
 mod mcp_oauth;
 #[cfg(all(feature = "client", feature = "mock", feature = "conformance"))]
 mod one_path;
