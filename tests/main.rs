@@ -52,6 +52,11 @@ mod hosted;
 mod hostile;
 #[cfg(feature = "cli")]
 mod mcp;
+#[cfg(feature = "cli")]
+mod mcp_input;
+// Token file modes are Unix permissions.
+#[cfg(all(feature = "cli", unix))]
+mod mcp_oauth;
 #[cfg(all(feature = "client", feature = "mock", feature = "conformance"))]
 mod one_path;
 #[cfg(all(feature = "cli", feature = "otlp"))]

@@ -19,7 +19,7 @@ use toolwire::{ProviderKind, ToolCall, provider_for};
 /// The 1x1 PNG `image` returns, base64.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAIB5Sc+3gAAAABJRU5ErkJggg==";
 
-fn here(file: &str) -> String {
+pub(crate) fn here(file: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp")
         .join(file)
@@ -29,7 +29,7 @@ fn here(file: &str) -> String {
 
 /// A Python with the official MCP SDK: the venv under the target directory, created and
 /// filled (`pip install mcp`) on first use.
-fn python() -> &'static str {
+pub(crate) fn python() -> &'static str {
     static PYTHON: OnceLock<String> = OnceLock::new();
     PYTHON.get_or_init(|| {
         let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-venv");
@@ -92,7 +92,7 @@ fn toolwire_stdio(args: &[&str]) -> Output {
     toolwire(&all)
 }
 
-fn json_out(out: &Output) -> Value {
+pub(crate) fn json_out(out: &Output) -> Value {
     assert!(
         out.status.success(),
         "status {:?}, stderr: {}",
@@ -143,7 +143,7 @@ impl Drop for HttpServer {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -623,7 +623,7 @@ fn agent_leaves_out_what_the_provider_cannot_take_and_sees_annotations() {
     });
 }
 
-fn http() -> reqwest::Client {
+pub(crate) fn http() -> reqwest::Client {
     toolwire::client::http_client_builder()
         .no_proxy()
         .timeout(Duration::from_secs(60))
@@ -632,7 +632,7 @@ fn http() -> reqwest::Client {
 }
 
 /// The tool names `GET /api/tools` lists for the default role (each checked to be mounted).
-async fn listed(base: &str) -> Vec<String> {
+pub(crate) async fn listed(base: &str) -> Vec<String> {
     let body: Value = http()
         .get(format!("{base}/api/tools"))
         .send()
@@ -663,7 +663,7 @@ async fn wait_for(base: &str, want: &str, present: bool) {
     }
 }
 
-async fn chat(base: &str, message: &str) -> Value {
+pub(crate) async fn chat(base: &str, message: &str) -> Value {
     http()
         .post(format!("{base}/api/chat"))
         .json(&json!({"message": message}))
@@ -1043,7 +1043,7 @@ fn authed_server(check: &[&str]) -> HttpServer {
 const BEARER: &str = "tw-bearer-s3cret-7781";
 const KEY: &str = "tw-key-s3cret-4402";
 
-fn toolwire_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn toolwire_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolwire"));
     command.args(args);
     for (k, v) in env {
@@ -1234,4 +1234,58 @@ fn serve_mounts_servers_with_static_auth() {
     assert_ne!(out.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("TW_TEST"), "{stderr}");
+}
+
+/// Over streamable HTTP too, a 50 MiB result fails as it arrives, well within the call's time
+/// limit: as a size error when the server answers with JSON; when it answers with an SSE event,
+/// the SDK closes the transport at the event limit (its message says "Transport closed").
+#[test]
+fn an_oversized_http_result_fails_as_it_arrives() {
+    for mode in ["json", "sse"] {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(python())
+            .args([here("big.py"), port.to_string(), mode.to_owned()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "big.py did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let server = HttpServer {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        };
+        let out = toolwire(&[
+            "mcp",
+            "call",
+            "big",
+            "{}",
+            "--timeout",
+            "60",
+            "--url",
+            &server.url,
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{mode}: {stderr}");
+        assert!(!stderr.contains("within"), "{mode}: a timeout: {stderr}");
+        if mode == "json" {
+            assert!(
+                stderr.contains("exceeded the maximum size of 16777216"),
+                "{stderr}"
+            );
+        }
+        assert!(out.stdout.is_empty());
+        let small = toolwire(&["mcp", "call", "small", "{}", "--url", &server.url]);
+        assert_eq!(json_out(&small)["content"][0]["text"], "small");
+    }
 }

@@ -1,11 +1,13 @@
-//! `toolwire mcp tools` and `toolwire mcp call`: an MCP server's tools as toolwire sees them,
-//! and one call, from the command line.
+//! `toolwire mcp tools`, `toolwire mcp call` and `toolwire mcp login`: an MCP server's tools as
+//! toolwire sees them, one call, and an OAuth login, from the command line.
 
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
-use toolwire::mcp::{Connection, Endpoint};
+use toolwire::mcp::{
+    Connection, Endpoint, InputAnswer, InputHandler, InputRequest, LoginOptions, TokenFile,
+};
 use toolwire::tools::{Reporter, Update};
 use toolwire::{ProviderKind, provider_for};
 
@@ -24,8 +26,34 @@ enum McpCommand {
     /// provider receives for each, or why it cannot take it).
     Tools(ToolsArgs),
     /// Call one tool and print the result ({"output", "content", "is_error", "error"}); the
-    /// progress the server reports while it runs goes to stderr, a line per update.
+    /// progress the server reports while it runs goes to stderr, a line per update, and a
+    /// question the server asks meanwhile (elicitation) is asked on the terminal.
     Call(CallArgs),
+    /// Log in to an MCP server that uses OAuth, once: prints the authorization URL (and opens
+    /// it in a browser), waits for the browser's redirect on a loopback port, and saves the
+    /// tokens in a file only you can read. `mcp tools`, `mcp call` and `[[mcp]]` mounts with
+    /// `oauth = true` then use them, refreshing them when they expire.
+    Login(LoginArgs),
+}
+
+#[derive(Debug, Args)]
+struct LoginArgs {
+    /// The streamable HTTP MCP server.
+    #[arg(long)]
+    url: String,
+    /// The loopback port the browser is redirected to (default: any free one).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Only print the authorization URL; do not try to open a browser.
+    #[arg(long)]
+    no_browser: bool,
+    /// Where logins are saved (default: $TOOLWIRE_MCP_TOKEN_DIR, else
+    /// ~/.config/toolwire/mcp-tokens).
+    #[arg(long, value_name = "DIR")]
+    token_dir: Option<std::path::PathBuf>,
+    /// Seconds to wait for the browser to come back.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
 }
 
 /// Where the server is, shared by both subcommands.
@@ -42,6 +70,11 @@ struct ServerArgs {
     /// environment variable.
     #[arg(long, value_name = "VAR", requires = "url")]
     bearer_env: Option<String>,
+    /// Where saved OAuth logins are (`toolwire mcp login`; default: $TOOLWIRE_MCP_TOKEN_DIR,
+    /// else ~/.config/toolwire/mcp-tokens). A --url server without --header or --bearer-env
+    /// is sent the access token of its saved login, when there is one.
+    #[arg(long, value_name = "DIR", requires = "url")]
+    token_dir: Option<std::path::PathBuf>,
     /// Seconds the server may take to start and answer (each of: connecting, the request).
     #[arg(long, default_value_t = 30)]
     timeout: u64,
@@ -79,6 +112,7 @@ pub(crate) fn mcp(args: McpArgs) -> Result<(), CliError> {
     let result = match args.command {
         McpCommand::Tools(args) => runtime.block_on(tools(args)),
         McpCommand::Call(args) => runtime.block_on(call(args)),
+        McpCommand::Login(args) => runtime.block_on(login(args)),
     };
     // A child server that ignores its closed stdin must not hold the command open.
     runtime.shutdown_timeout(Duration::from_secs(1));
@@ -112,7 +146,81 @@ fn endpoint(args: &ServerArgs) -> Result<Endpoint, CliError> {
             .with_bearer_env(var)
             .map_err(|e| CliError::Input(format!("--bearer-env: {e}")))?;
     }
+    // A saved login is used when no static credentials are given.
+    if let Some(url) = &args.url
+        && args.headers.is_empty()
+        && args.bearer_env.is_none()
+    {
+        let file = token_file(args.token_dir.as_deref(), url);
+        if let Some(file) = file.filter(TokenFile::exists) {
+            endpoint = endpoint
+                .with_login(file)
+                .map_err(|e| CliError::Input(e.to_string()))?;
+        } else if args.token_dir.is_some() {
+            return Err(CliError::Input(format!(
+                "no saved login for {url} in --token-dir: run `toolwire mcp login --url {url} \
+                 --token-dir DIR` first"
+            )));
+        }
+    }
     Ok(endpoint)
+}
+
+/// The login file for `url`: in `dir`, else in the default directory (`None` when there is
+/// none).
+fn token_file(dir: Option<&std::path::Path>, url: &str) -> Option<TokenFile> {
+    match dir {
+        Some(dir) => Some(TokenFile::new(dir, url)),
+        None => TokenFile::in_default_dir(url).ok(),
+    }
+}
+
+async fn login(args: LoginArgs) -> Result<(), CliError> {
+    Endpoint::url(args.url.clone()).map_err(|e| CliError::Input(e.to_string()))?;
+    if args.timeout == 0 {
+        return Err(CliError::Input(
+            "--timeout must be at least 1 second".to_owned(),
+        ));
+    }
+    let file = match &args.token_dir {
+        Some(dir) => TokenFile::new(dir, &args.url),
+        None => TokenFile::in_default_dir(&args.url).map_err(|e| CliError::Input(e.to_string()))?,
+    };
+    let options = LoginOptions::default()
+        .with_port(args.port)
+        .with_timeout(Duration::from_secs(args.timeout));
+    let no_browser = args.no_browser;
+    toolwire::mcp::login(&args.url, &file, &options, |url| {
+        eprintln!("toolwire: to log in, open this URL in a browser:\n{url}");
+        if !no_browser {
+            open_browser(url);
+        }
+    })
+    .await
+    .map_err(|e| failed(&e))?;
+    eprintln!(
+        "toolwire: logged in; tokens saved in {}",
+        file.path().display()
+    );
+    Ok(())
+}
+
+/// Asks the desktop to open `url`; failing is fine (the URL is printed).
+fn open_browser(url: &str) {
+    let opener: &[&str] = if cfg!(target_os = "macos") {
+        &["open"]
+    } else if cfg!(windows) {
+        &["cmd", "/c", "start", ""]
+    } else {
+        &["xdg-open"]
+    };
+    let _ = std::process::Command::new(opener[0])
+        .args(&opener[1..])
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
 }
 
 fn timeout(args: &ServerArgs) -> Result<Duration, CliError> {
@@ -138,6 +246,87 @@ async fn connect(args: &ServerArgs) -> Result<Connection, CliError> {
     Connection::connect_with_timeout(&endpoint, timeout(args)?)
         .await
         .map_err(|e| failed(&e))
+}
+
+/// [`connect`], with the server's input requests asked on the terminal
+/// ([`ask_on_terminal`]).
+async fn connect_asking(args: &ServerArgs) -> Result<Connection, CliError> {
+    let endpoint = endpoint(args)?;
+    let handler = InputHandler::new(|request| async move {
+        tokio::task::spawn_blocking(move || ask_on_terminal(&request))
+            .await
+            .unwrap_or(InputAnswer::Decline)
+    });
+    Connection::connect_asking(&endpoint, timeout(args)?, handler)
+        .await
+        .map_err(|e| failed(&e))
+}
+
+/// Asks a server's input request on the terminal: the question and the form's fields on
+/// stderr, the answer a line on stdin: a JSON object to accept (or, for a form of one field,
+/// its value as typed), `decline` or `cancel`. The end of stdin declines.
+fn ask_on_terminal(request: &InputRequest) -> InputAnswer {
+    use std::io::BufRead;
+    eprintln!("toolwire: the server asks: {}", one_line(&request.message));
+    if let Some(url) = &request.url {
+        eprintln!("toolwire: open {url} to answer there");
+    }
+    let properties = request.schema.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = request
+        .schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for (name, field) in properties.into_iter().flatten() {
+        let kind = field.get("type").and_then(Value::as_str).unwrap_or("any");
+        let need = if required.contains(&name.as_str()) {
+            ", required"
+        } else {
+            ""
+        };
+        let about = field
+            .get("description")
+            .or_else(|| field.get("title"))
+            .and_then(Value::as_str)
+            .map(|d| format!(": {}", one_line(d)))
+            .unwrap_or_default();
+        eprintln!("toolwire:   {name} ({kind}{need}){about}");
+    }
+    let single = properties
+        .filter(|p| p.len() == 1)
+        .and_then(|p| p.iter().next());
+    let stdin = std::io::stdin();
+    loop {
+        eprintln!("toolwire: answer (a JSON object, or decline / cancel):");
+        let mut line = String::new();
+        match stdin.lock().read_line(&mut line) {
+            Ok(0) | Err(_) => return InputAnswer::Decline,
+            Ok(_) => {}
+        }
+        let line = line.trim();
+        match line {
+            "decline" | "d" | "" => return InputAnswer::Decline,
+            "cancel" | "c" => return InputAnswer::Cancel,
+            _ => {}
+        }
+        match (serde_json::from_str::<Value>(line), single) {
+            (Ok(Value::Object(content)), _) => return InputAnswer::Accept(Value::Object(content)),
+            (parsed, Some((name, field))) => {
+                let kind = field
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("string");
+                let value = match (kind, parsed) {
+                    ("string", _) => Value::String(line.to_owned()),
+                    (_, Ok(value)) => value,
+                    (_, Err(_)) => Value::String(line.to_owned()),
+                };
+                return InputAnswer::Accept(json!({ name.as_str(): value }));
+            }
+            _ => eprintln!("toolwire: that is not a JSON object"),
+        }
+    }
 }
 
 async fn within<T>(
@@ -221,7 +410,7 @@ async fn call(args: CallArgs) -> Result<(), CliError> {
             "ARGUMENTS_JSON must be a JSON object".to_owned(),
         ));
     }
-    let connection = connect(&args.server).await?;
+    let connection = connect_asking(&args.server).await?;
     let what = format!("tools/call {:?}", args.name);
     // The server's progress goes to stderr as it arrives; stdout stays the result alone.
     let (reporter, mut reports) = Reporter::channel();

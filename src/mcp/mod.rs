@@ -41,7 +41,10 @@
 //! # Ok(()) }
 //! ```
 
+mod auth;
 mod bounded;
+
+pub use auth::{LoginOptions, TOKEN_DIR_ENV, TokenFile, default_token_dir, login};
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -49,10 +52,13 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientConfig,
-    ClientRequest, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
-    ServerResult, SubscriptionFilter,
+    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    FormElicitationCapability, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    RequestId, ServerResult, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService,
+};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -96,6 +102,8 @@ pub enum Endpoint {
         headers: Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
         /// The bearer token sent as `Authorization: Bearer ...` (secret).
         bearer: Option<Secret>,
+        /// The saved OAuth login whose access token is sent (refreshed when it expires).
+        login: Option<TokenFile>,
     },
 }
 
@@ -118,6 +126,70 @@ impl Secret {
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Secret(..)")
+    }
+}
+
+/// A server's request for input from the person during a tool call (MCP elicitation,
+/// `elicitation/create`): the question and the form of the answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct InputRequest {
+    /// The server asking: its command line or URL.
+    pub server: String,
+    /// The question, for a person.
+    pub message: String,
+    /// The JSON Schema of the answer (an object of primitive fields); `null` for a URL request.
+    pub schema: Value,
+    /// For a URL request: the page the person is sent to (the answer is given there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// The answer to an [`InputRequest`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum InputAnswer {
+    /// The person answered: the content (an object matching the request's schema).
+    Accept(Value),
+    /// The person declined to answer; the tool goes on without it.
+    Decline,
+    /// The person cancelled the whole operation.
+    Cancel,
+}
+
+type AskFn = dyn Fn(InputRequest) -> std::pin::Pin<Box<dyn Future<Output = InputAnswer> + Send>>
+    + Send
+    + Sync;
+
+/// Who answers a server's input requests ([`Connection::connect_asking`]): a hook like the
+/// agent's approval hook, called with each [`InputRequest`] while the call that caused it
+/// waits. A connection without one declines every request.
+#[derive(Clone)]
+pub struct InputHandler(Arc<AskFn>);
+
+impl std::fmt::Debug for InputHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InputHandler(..)")
+    }
+}
+
+impl InputHandler {
+    /// A handler that answers with `ask`.
+    pub fn new<F, Fut>(ask: F) -> Self
+    where
+        F: Fn(InputRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = InputAnswer> + Send + 'static,
+    {
+        Self(Arc::new(move |request| Box::pin(ask(request))))
+    }
+
+    /// Declines every request (what a connection without a handler does).
+    pub fn decline() -> Self {
+        Self::new(|_| async { InputAnswer::Decline })
+    }
+
+    async fn ask(&self, request: InputRequest) -> InputAnswer {
+        (self.0)(request).await
     }
 }
 
@@ -149,6 +221,7 @@ impl Endpoint {
             url,
             headers: Vec::new(),
             bearer: None,
+            login: None,
         })
     }
 
@@ -179,13 +252,39 @@ impl Endpoint {
     /// Sends `Authorization: Bearer <token>` with every request to an HTTP server; errors for
     /// a command endpoint.
     pub fn with_bearer(mut self, token: impl Into<String>) -> Result<Self> {
-        let Self::Url { bearer, .. } = &mut self else {
+        let Self::Url { bearer, login, .. } = &mut self else {
             return Err(Error::input(
                 "bearer",
                 "a bearer token is for MCP servers reached by URL",
             ));
         };
+        if login.is_some() {
+            return Err(Error::input(
+                "bearer",
+                "a server is reached with a bearer token or an OAuth login, not both",
+            ));
+        }
         *bearer = Some(Secret::new(token));
+        Ok(self)
+    }
+
+    /// Sends the access token of a saved OAuth login ([`login`]) with every request to an
+    /// HTTP server, refreshing it when it expires and saving the new tokens back; errors for
+    /// a command endpoint or one that already has a bearer token.
+    pub fn with_login(mut self, file: TokenFile) -> Result<Self> {
+        let Self::Url { bearer, login, .. } = &mut self else {
+            return Err(Error::input(
+                "login",
+                "an OAuth login is for MCP servers reached by URL",
+            ));
+        };
+        if bearer.is_some() {
+            return Err(Error::input(
+                "login",
+                "a server is reached with a bearer token or an OAuth login, not both",
+            ));
+        }
+        *login = Some(file);
         Ok(self)
     }
 
@@ -442,6 +541,8 @@ impl Mount {
 struct Listener {
     changed: Arc<watch::Sender<u64>>,
     watched: Arc<Watched>,
+    label: String,
+    asker: Option<InputHandler>,
 }
 
 impl ClientHandler for Listener {
@@ -463,8 +564,56 @@ impl ClientHandler for Listener {
         }
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> std::result::Result<ElicitResult, rmcp::ErrorData> {
+        let asked = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => InputRequest {
+                server: self.label.clone(),
+                message,
+                schema: serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+                url: None,
+            },
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => InputRequest {
+                server: self.label.clone(),
+                message,
+                schema: Value::Null,
+                url: Some(url),
+            },
+            // A kind of request this version does not know: nobody can answer it.
+            _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
+        };
+        let answer = match &self.asker {
+            Some(asker) => asker.ask(asked).await,
+            None => {
+                tracing::info!(
+                    server = self.label.as_str(),
+                    "MCP input request declined: nobody answers input requests"
+                );
+                InputAnswer::Decline
+            }
+        };
+        Ok(match answer {
+            InputAnswer::Accept(content) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(content)
+            }
+            InputAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            InputAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        })
+    }
+
     fn get_info(&self) -> ClientConfig {
         let mut info = ClientConfig::default();
+        // Input requests are always taken: answered by the connection's handler, or declined.
+        let mut elicitation = ElicitationCapability::new();
+        elicitation.form = Some(FormElicitationCapability::new());
+        info.capabilities.elicitation = Some(elicitation);
         info.client_info.name = "toolwire".to_owned();
         info.client_info.version = env!("CARGO_PKG_VERSION").to_owned();
         info
@@ -717,11 +866,33 @@ impl Connection {
     /// child that exits, writes something other than MCP, or does not answer in time is an
     /// [`Error::Mcp`] naming the server (with the last line it wrote on standard error).
     pub async fn connect_with_timeout(endpoint: &Endpoint, timeout: Duration) -> Result<Self> {
+        Self::open(endpoint, timeout, None).await
+    }
+
+    /// [`Connection::connect_with_timeout`], with `handler` answering the server's input
+    /// requests (elicitation) during calls: each [`InputRequest`] goes to it while the call
+    /// waits, and its [`InputAnswer`] goes back to the server. Without a handler, every input
+    /// request is declined.
+    pub async fn connect_asking(
+        endpoint: &Endpoint,
+        timeout: Duration,
+        handler: InputHandler,
+    ) -> Result<Self> {
+        Self::open(endpoint, timeout, Some(handler)).await
+    }
+
+    async fn open(
+        endpoint: &Endpoint,
+        timeout: Duration,
+        asker: Option<InputHandler>,
+    ) -> Result<Self> {
         let label = endpoint.label();
         let (sender, changed) = watch::channel(0u64);
         let listener = Listener {
             changed: Arc::new(sender),
             watched: Arc::default(),
+            label: label.clone(),
+            asker,
         };
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         let child: Mutex<Option<tokio::process::Child>> = Mutex::new(None);
@@ -761,6 +932,7 @@ impl Connection {
                     url,
                     headers,
                     bearer,
+                    login,
                 } => {
                     use rmcp::transport::StreamableHttpClientTransport;
                     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -770,13 +942,21 @@ impl Connection {
                     config.max_sse_event_size = MAX_MESSAGE_BYTES;
                     config.custom_headers = headers.iter().cloned().collect();
                     config.auth_header = bearer.as_ref().map(|b| b.expose().to_owned());
-                    let authenticated = !headers.is_empty() || bearer.is_some();
-                    let transport = StreamableHttpClientTransport::with_client(http, config);
-                    listener
-                        .clone()
-                        .serve(transport)
-                        .await
-                        .map_err(|e| fail(unauthorized(tidy(&e), authenticated)))
+                    let authenticated = !headers.is_empty() || bearer.is_some() || login.is_some();
+                    let served = match login {
+                        Some(file) => {
+                            let client = auth::client(url, file, http).await?;
+                            let transport =
+                                StreamableHttpClientTransport::with_client(client, config);
+                            listener.clone().serve(transport).await
+                        }
+                        None => {
+                            let transport =
+                                StreamableHttpClientTransport::with_client(http, config);
+                            listener.clone().serve(transport).await
+                        }
+                    };
+                    served.map_err(|e| fail(unauthorized(tidy(&e), authenticated, url)))
                 }
             }
         };
@@ -1020,8 +1200,8 @@ fn tidy(e: &impl std::fmt::Display) -> String {
 }
 
 /// A failure to reach an HTTP server, with what to do when the server asked for credentials
-/// (401): toolwire sends static headers and bearer tokens; OAuth is not supported yet.
-fn unauthorized(message: String, authenticated: bool) -> String {
+/// (401): a bearer token, a header, or an OAuth login.
+fn unauthorized(message: String, authenticated: bool, url: &str) -> String {
     let lower = message.to_ascii_lowercase();
     if !(lower.contains("auth required") || lower.contains("401") || lower.contains("unauthorized"))
     {
@@ -1034,8 +1214,9 @@ fn unauthorized(message: String, authenticated: bool) -> String {
     };
     format!(
         "{message}: {what} (HTTP 401); pass a token with --bearer-env VAR (config: \
-         bearer_env = \"VAR\") or a header with --header 'Name: value' (config: headers = \
-         {{...}}); OAuth is not supported yet"
+         bearer_env = \"VAR\"), a header with --header 'Name: value' (config: headers = \
+         {{...}}), or, for a server that uses OAuth, log in once with `toolwire mcp login --url \
+         {url}` (config: oauth = true)"
     )
 }
 

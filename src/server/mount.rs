@@ -9,6 +9,9 @@
 //! # with url only, static auth:
 //! bearer_env = "FILES_TOKEN"             # Authorization: Bearer $FILES_TOKEN
 //! headers = { "X-Api-Key" = "${FILES_KEY}" }  # a value "${VAR}" is read from VAR
+//! # or OAuth, after `toolwire mcp login --url URL` (tokens refreshed when they expire):
+//! oauth = true
+//! token_dir = "/path/to/mcp-tokens"      # optional; default: toolwire mcp login's directory
 //! ```
 //!
 //! Environment variables are read when the config is loaded; one that is not set is a config
@@ -67,6 +70,10 @@ struct Entry {
     headers: Option<std::collections::BTreeMap<String, String>>,
     #[serde(default)]
     bearer_env: Option<String>,
+    #[serde(default)]
+    oauth: bool,
+    #[serde(default)]
+    token_dir: Option<std::path::PathBuf>,
 }
 
 /// The `[[mcp]]` entries of a config file, or the reason (no line: the roles' parse has
@@ -100,11 +107,16 @@ pub(crate) fn parse(text: &str) -> std::result::Result<Vec<McpMount>, (Option<us
         .map_err(|e| (None, format!("{}: {}", at("command"), plain(&e))))?;
         let mut endpoint = endpoint;
         let is_url = matches!(endpoint, Endpoint::Url { .. });
-        if !is_url && (entry.headers.is_some() || entry.bearer_env.is_some()) {
+        if !is_url
+            && (entry.headers.is_some()
+                || entry.bearer_env.is_some()
+                || entry.oauth
+                || entry.token_dir.is_some())
+        {
             return Err((
                 None,
                 format!(
-                    "{}: headers and bearer_env are for url = \"...\" servers",
+                    "{}: headers, bearer_env and oauth are for url = \"...\" servers",
                     at("headers")
                 ),
             ));
@@ -130,6 +142,24 @@ pub(crate) fn parse(text: &str) -> std::result::Result<Vec<McpMount>, (Option<us
             endpoint = endpoint
                 .with_bearer_env(var)
                 .map_err(|e| (None, format!("{}: {}", at("bearer_env"), plain(&e))))?;
+        }
+        if entry.token_dir.is_some() && !entry.oauth {
+            return Err((
+                None,
+                format!("{}: token_dir needs oauth = true", at("oauth")),
+            ));
+        }
+        if entry.oauth
+            && let Endpoint::Url { url, .. } = &endpoint
+        {
+            let file = match &entry.token_dir {
+                Some(dir) => crate::mcp::TokenFile::new(dir, url),
+                None => crate::mcp::TokenFile::in_default_dir(url)
+                    .map_err(|e| (None, format!("{}: {}", at("oauth"), plain(&e))))?,
+            };
+            endpoint = endpoint
+                .with_login(file)
+                .map_err(|e| (None, format!("{}: {}", at("oauth"), plain(&e))))?;
         }
         mounts.push(McpMount {
             name: entry.name,
