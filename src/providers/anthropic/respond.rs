@@ -1,8 +1,10 @@
 //! The canonical response → the bytes the Messages API would send, for the mock provider: a
 //! `Message` body, or its event stream (`event:` + `data:` frames: `message_start`, one
 //! `content_block_start` / `_delta`s / `_stop` run per block, a `ping` after the first block
-//! starts, `message_delta` with the stop reason and usage, `message_stop`). An error without
-//! a status answering a stream is an `error` event after whatever the partial response holds.
+//! starts, `message_delta` with the stop reason and usage, `message_stop`), written by the
+//! gateway's [`EventWriter`] speaking as Anthropic ([`EventWriter::native`]) from the answer's
+//! events ([`segments`] cut by `split::cut`). An error without a status answering a stream is
+//! an `error` event after whatever the partial response holds.
 
 use serde_json::{Map, Value, json};
 
@@ -429,6 +431,49 @@ mod tests {
         r.raw_finish_reason = Some("tool_use".into());
         r.extra.insert(CACHE_READ_INPUT_TOKENS.into(), json!(30));
         r
+    }
+
+    /// One writer: the mock's stream is the gateway's writer speaking as Anthropic, with the
+    /// `ping` after the first block's start and the input counts in `message_start`, as the
+    /// streaming guide's example shows
+    /// (<https://docs.anthropic.com/en/docs/build-with-claude/streaming>); the gateway's
+    /// `message_delta` carries the stop sequence that ended the turn, as the body does.
+    #[test]
+    fn the_mock_streams_as_anthropic_and_the_gateway_keeps_the_stop_sequence() {
+        let mut answer = sample();
+        answer.tool_calls.clear();
+        answer.finish_reason = FinishReason::Stop;
+        answer.raw_finish_reason = Some("stop_sequence".into());
+        answer.extra.insert(STOP_SEQUENCE.into(), json!("END"));
+        let frames = |bytes: &[u8]| -> Vec<Value> {
+            String::from_utf8_lossy(bytes)
+                .split("\n\n")
+                .filter_map(|f| f.split("data: ").nth(1))
+                .map(|d| serde_json::from_str(d).unwrap())
+                .collect()
+        };
+        let mock = frames(&Anthropic::new().encode_response(&answer, true).unwrap());
+        assert_eq!(mock[0]["message"]["usage"]["input_tokens"], 10);
+        assert_eq!(mock[0]["message"]["usage"]["cache_read_input_tokens"], 30);
+        assert_eq!(mock[1]["type"], "content_block_start");
+        assert_eq!(mock[2]["type"], "ping");
+        assert_eq!(mock.iter().filter(|f| f["type"] == "ping").count(), 1);
+        let mut gateway = Vec::new();
+        let mut w = EventWriter::new("msg_1", "m");
+        w.start(&mut gateway);
+        w.events(
+            &crate::providers::split::events(&answer, crate::providers::split::FINE),
+            &mut gateway,
+        );
+        w.finish(&answer, &mut gateway);
+        for stream in [mock, frames(&gateway)] {
+            let delta = stream
+                .iter()
+                .find(|f| f["type"] == "message_delta")
+                .unwrap();
+            assert_eq!(delta["delta"]["stop_reason"], "stop_sequence");
+            assert_eq!(delta["delta"]["stop_sequence"], "END");
+        }
     }
 
     #[test]

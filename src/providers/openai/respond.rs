@@ -6,7 +6,10 @@
 //! then argument fragments keyed by `index` only, a chunk with an empty delta and the
 //! `finish_reason`, a usage-only chunk with empty `choices`, and `data: [DONE]`; GLM, Qwen and
 //! StepFun differ where their shapes say.
-//! Decoding what this writes gives back the response it was given.
+//! The stream is the scripted answer's events (`split::cut`) written by the gateway's
+//! [`ChunkWriter`] speaking as the dialect's server ([`ChunkWriter::native`]): one stream
+//! writer for the mock and the gateway. Decoding what this writes gives back the response it
+//! was given.
 
 use serde_json::{Map, Value, json};
 
@@ -700,6 +703,50 @@ mod tests {
     use crate::test_support::{
         assert_round_trips, chunks, sample_chunks, samples, with_raw_finish,
     };
+
+    /// One writer: a scripted answer streamed by the mock and the same answer's events written
+    /// by the gateway's writer give the same chunks, `"logprobs": null` on every choice as
+    /// OpenAI's chunk object shows it
+    /// (<https://platform.openai.com/docs/api-reference/chat-streaming/streaming>).
+    #[test]
+    fn the_mock_and_the_gateway_write_the_same_chunks() {
+        let answer = ChatResponse::default()
+            .with_text("Checking the weather.")
+            .with_tool_calls(vec![ToolCall::new(
+                "call_1",
+                "get_weather",
+                r#"{"city":"Paris"}"#,
+            )])
+            .with_finish_reason(FinishReason::ToolCalls)
+            .with_usage(Usage::new(12, 7));
+        let parse = |bytes: &[u8]| -> Vec<Value> {
+            String::from_utf8_lossy(bytes)
+                .split("\n\n")
+                .filter_map(|f| f.strip_prefix("data: "))
+                .map(|d| serde_json::from_str(d).unwrap_or(json!(d)))
+                .collect()
+        };
+        let mock = OpenAiResponder::default()
+            .encode_response(&answer, true)
+            .unwrap();
+        let mut gateway = Vec::new();
+        let mut w = ChunkWriter::new(MOCK.id, MOCK.model, MOCK.created, true);
+        w.start(&mut gateway);
+        // One event per batch, as an upstream's bytes arrive.
+        for event in crate::providers::split::events(&answer, FINE) {
+            w.events(std::slice::from_ref(&event), &mut gateway);
+        }
+        w.finish(&answer, &mut gateway);
+        let (mock, gateway) = (parse(&mock), parse(&gateway));
+        assert_eq!(mock, gateway);
+        let choices = mock.iter().filter_map(|c| c["choices"].get(0));
+        assert!(choices.clone().count() > 3);
+        assert!(
+            choices
+                .into_iter()
+                .all(|c| c.get("logprobs") == Some(&Value::Null))
+        );
+    }
 
     #[test]
     fn decode_inverts_encode_response() {
