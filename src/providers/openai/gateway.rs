@@ -487,7 +487,7 @@ pub fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
 }
 
 /// The Chat Completions [`StreamWriter`]: the one stream writer of this wire, the gateway's
-/// (OpenAI's shape, call ids carrying their state) and the mock's ([`ChunkWriter::native`]: a
+/// (OpenAI's shape, call ids carrying their state) and the mock's (its native mode: a
 /// dialect's own shape, speaking as that provider).
 #[derive(Debug)]
 pub struct ChunkWriter {
@@ -629,7 +629,7 @@ impl ChunkWriter {
     fn send(&mut self, chunk: Map<String, Value>, out: &mut Vec<u8>) {
         match &mut self.held {
             Some(held) => held.push(chunk),
-            None => data(out, &Value::Object(chunk).to_string()),
+            None => chunk_data(out, &chunk),
         }
     }
 
@@ -785,15 +785,23 @@ impl ChunkWriter {
                             ..*u
                         };
                         chunk.insert("usage".into(), respond::usage_json(&running));
-                        data(out, &Value::Object(chunk).to_string());
+                        chunk_data(out, &chunk);
                     }
                 }
             }
         }
         for chunk in self.held.take().unwrap_or_default() {
-            data(out, &Value::Object(chunk).to_string());
+            chunk_data(out, &chunk);
         }
     }
+}
+
+/// One `data:` event holding `chunk`, serialised straight into `out` (writing into a `Vec`
+/// cannot fail, and a JSON map always serialises).
+fn chunk_data(out: &mut Vec<u8>, chunk: &Map<String, Value>) {
+    out.extend_from_slice(b"data: ");
+    let _ = serde_json::to_writer(&mut *out, chunk);
+    out.extend_from_slice(b"\n\n");
 }
 
 fn data(out: &mut Vec<u8>, text: &str) {
