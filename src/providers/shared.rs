@@ -1124,6 +1124,9 @@ pub(crate) struct CallGate {
     reasoning: bool,
     /// Whether the turn's provider state rides in the first call's id ([`TURN_STATE`]).
     fold: bool,
+    /// Native: the writer speaks as the provider itself (the mock), so each call opens as it
+    /// starts, under its own id, and nothing is held or carried.
+    native: bool,
 }
 
 #[cfg(feature = "respond")]
@@ -1132,6 +1135,16 @@ impl CallGate {
     pub(crate) fn sealed(seal: Option<&crate::seal::Seal>) -> Self {
         Self {
             seal: seal.cloned(),
+            ..Self::default()
+        }
+    }
+
+    /// The gate of a writer speaking as the provider itself (the mock's streams): each call
+    /// opens as it starts, under the id it started with (empty when it has none), and its
+    /// argument text follows as it arrives; no call is held and no id carries state.
+    pub(crate) fn native() -> Self {
+        Self {
+            native: true,
             ..Self::default()
         }
     }
@@ -1152,6 +1165,18 @@ impl CallGate {
     /// Takes one call event (others are ignored).
     pub(crate) fn event(&mut self, event: &StreamEvent, emit: &mut Vec<CallOut>) {
         match event {
+            StreamEvent::ToolCallStarted { index, id, name }
+                if self.native && !self.opened.contains_key(index) =>
+            {
+                let slot = self.opened.len();
+                self.opened.insert(*index, slot);
+                emit.push(CallOut::Open {
+                    slot,
+                    id: id.clone().unwrap_or_default(),
+                    name: name.clone(),
+                    arguments: String::new(),
+                });
+            }
             StreamEvent::ToolCallStarted { index, id, name }
                 if !self.opened.contains_key(index) =>
             {
@@ -1203,9 +1228,14 @@ impl CallGate {
                 if let Some(turn) = turn {
                     call.extra.entry(TURN_STATE).or_insert(turn);
                 }
+                let id = if self.native {
+                    call.id.clone()
+                } else {
+                    carry_id(&call, self.seal.as_ref())
+                };
                 emit.push(CallOut::Open {
                     slot,
-                    id: carry_id(&call, self.seal.as_ref()),
+                    id,
                     name: call.name.clone(),
                     arguments: call.raw_arguments.clone(),
                 });

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::THINKING_BLOCKS;
+use super::{STOP_DETAILS, STOP_SEQUENCE, THINKING_BLOCKS};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{Answer, ClientRequest, StreamWriter};
 use crate::providers::anthropic::respond::{self, Stamp};
@@ -23,8 +23,8 @@ use crate::providers::shared::{
 };
 use crate::seal::Seal;
 use crate::types::{
-    AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part, Source,
-    StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult,
+    AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, HostedCall, Message, Part,
+    Source, StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult,
 };
 
 /// A client's Messages request, read.
@@ -613,6 +613,21 @@ enum Open {
     /// A thinking block; `true` once its signature went out.
     Thinking(bool),
     Call(usize),
+    /// A block sent whole at its start (a server tool's block).
+    Whole,
+}
+
+/// What a writer speaking as Anthropic itself (the mock) knows of its scripted answer before
+/// it streams: the counts `message_start` carries, and the server tool calls whose blocks go
+/// out in their places.
+#[derive(Debug)]
+struct Native {
+    /// `message_start`'s usage: the input counts, no output yet.
+    start: Value,
+    /// The answer's hosted calls; those made on this wire go out as their blocks.
+    hosted: Vec<HostedCall>,
+    /// Whether the `ping` after the first block's start went out.
+    pinged: bool,
 }
 
 /// The Messages [`StreamWriter`].
@@ -627,6 +642,8 @@ pub struct EventWriter {
     /// Content block index of each call slot.
     call_blocks: HashMap<usize, usize>,
     finished: bool,
+    /// Speaking as Anthropic itself ([`EventWriter::native`]).
+    native: Option<Native>,
 }
 
 /// Writes one event, its data serialised straight into `out` (writing into a `Vec` cannot
@@ -663,7 +680,41 @@ impl EventWriter {
             next: 0,
             call_blocks: HashMap::new(),
             finished: false,
+            native: None,
         }
+    }
+
+    /// A writer speaking as Anthropic itself, for the scripted answer `response` (the mock's
+    /// streams): `message_start` carries the answer's input counts, a `ping` follows the first
+    /// block's start, each `tool_use` opens under its own id with the empty `input_json_delta`
+    /// first, its server tool blocks go out whole in their places, and calls are never held,
+    /// carried or refused (as the streaming guide's examples show,
+    /// <https://docs.anthropic.com/en/docs/build-with-claude/streaming>).
+    pub(crate) fn native(response: &ChatResponse, id: &str, model: &str) -> Self {
+        let usage = response.usage.unwrap_or_default();
+        let mut w = Self::new(id, model);
+        w.calls = CallGate::native();
+        w.native = Some(Native {
+            start: respond::usage_json(&usage, &response.extra, false),
+            hosted: response.hosted_calls.clone(),
+            pinged: false,
+        });
+        w
+    }
+
+    /// The blocks of hosted call `index` made on this wire, each sent whole (native writers).
+    fn hosted(&mut self, index: usize, out: &mut Vec<u8>) {
+        let blocks: Vec<Value> = match &self.native {
+            Some(n) => (n.hosted.get(index).into_iter())
+                .filter(|c| c.wire == crate::provider::ProviderKind::Anthropic.name())
+                .flat_map(|c| c.blocks.iter().filter(|b| b.is_object()).cloned())
+                .collect(),
+            None => return,
+        };
+        for block in blocks {
+            self.begin(Open::Whole, block, out);
+        }
+        self.close(out);
     }
 
     fn close(&mut self, out: &mut Vec<u8>) {
@@ -693,6 +744,10 @@ impl EventWriter {
                 delta: None,
             },
         );
+        if let Some(n) = self.native.as_mut().filter(|n| !n.pinged) {
+            n.pinged = true;
+            event(out, "ping", &json!({"type": "ping"}));
+        }
         index
     }
 
@@ -724,6 +779,13 @@ impl EventWriter {
                         out,
                     );
                     self.call_blocks.insert(slot, index);
+                    if self.native.is_some() {
+                        self.delta(
+                            index,
+                            json!({"type": "input_json_delta", "partial_json": ""}),
+                            out,
+                        );
+                    }
                     if !arguments.is_empty() {
                         self.delta(
                             index,
@@ -805,13 +867,17 @@ impl EventWriter {
 
 impl StreamWriter for EventWriter {
     fn start(&mut self, out: &mut Vec<u8>) {
+        let usage = (self.native.as_ref()).map_or_else(
+            || json!({"input_tokens": 0, "output_tokens": 0}),
+            |n| n.start.clone(),
+        );
         event(
             out,
             "message_start",
             &json!({"type": "message_start", "message": {
                 "id": self.id, "type": "message", "role": "assistant", "model": self.model,
                 "content": [], "stop_reason": null, "stop_sequence": null,
-                "usage": {"input_tokens": 0, "output_tokens": 0}}}),
+                "usage": usage}}),
         );
     }
 
@@ -867,6 +933,10 @@ impl StreamWriter for EventWriter {
                     self.flush(out);
                     self.calls.reasoning();
                 }
+                StreamEvent::HostedCall { index, .. } if self.native.is_some() => {
+                    self.flush(out);
+                    self.hosted(*index, out);
+                }
                 other => {
                     let mut outs = Vec::new();
                     self.calls.event(other, &mut outs);
@@ -881,7 +951,7 @@ impl StreamWriter for EventWriter {
         if self.finished {
             return;
         }
-        if has_bad_call(response) {
+        if self.native.is_none() && has_bad_call(response) {
             // Its opener may have gone out already, and `input` has no place for text that
             // is not JSON: the turn ends in this wire's error event, never as a runnable call.
             let bad = response
@@ -920,11 +990,21 @@ impl StreamWriter for EventWriter {
         }
         self.close(out);
         let u = response.usage.unwrap_or_default();
+        // The stop sequence that ended the turn and the refusal's details, when the answer
+        // has them, as the whole body carries them.
+        let mut delta = Map::new();
+        delta.insert("stop_reason".into(), json!(stop_reason(response)));
+        delta.insert(
+            "stop_sequence".into(),
+            (response.extra.get(STOP_SEQUENCE).cloned()).unwrap_or(Value::Null),
+        );
+        if let Some(details) = response.extra.get(STOP_DETAILS) {
+            delta.insert("stop_details".into(), details.clone());
+        }
         event(
             out,
             "message_delta",
-            &json!({"type": "message_delta",
-                    "delta": {"stop_reason": stop_reason(response), "stop_sequence": null},
+            &json!({"type": "message_delta", "delta": delta,
                     "usage": respond::usage_json(&u, &response.extra, true)}),
         );
         event(out, "message_stop", &json!({"type": "message_stop"}));

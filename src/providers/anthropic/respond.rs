@@ -1,8 +1,10 @@
 //! The canonical response → the bytes the Messages API would send, for the mock provider: a
 //! `Message` body, or its event stream (`event:` + `data:` frames: `message_start`, one
 //! `content_block_start` / `_delta`s / `_stop` run per block, a `ping` after the first block
-//! starts, `message_delta` with the stop reason and usage, `message_stop`). An error without
-//! a status answering a stream is an `error` event after whatever the partial response holds.
+//! starts, `message_delta` with the stop reason and usage, `message_stop`), written by the
+//! gateway's [`EventWriter`] speaking as Anthropic ([`EventWriter::native`]) from the answer's
+//! events ([`segments`] cut by `split::cut`). An error without a status answering a stream is
+//! an `error` event after whatever the partial response holds.
 
 use serde_json::{Map, Value, json};
 
@@ -12,10 +14,13 @@ use super::{
 };
 use crate::error::{ApiError, Error, Result};
 use crate::provider::ProviderKind;
+use crate::provider::StreamWriter;
 use crate::providers::hosted::{Piece, interleave};
 use crate::providers::shared::carry_id;
-use crate::providers::split::pieces;
-use crate::types::{ChatResponse, FinishReason, HostedCall, ToolCall, Usage};
+use crate::providers::split::{Cut, Segment, cut};
+
+use super::gateway::EventWriter;
+use crate::types::{ChatResponse, FinishReason, HostedCall, Usage};
 
 /// Longest text or argument piece of one delta, in characters.
 const PIECE_CHARS: usize = 24;
@@ -30,7 +35,7 @@ fn unsupported(what: impl Into<String>) -> Error {
 impl crate::provider::Respond for super::Anthropic {
     fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
         if stream {
-            stream_body(response)
+            native_stream(response)
         } else {
             whole_body(response)
         }
@@ -222,132 +227,98 @@ pub(super) fn body(r: &ChatResponse, stamp: &Stamp<'_>) -> Result<Value> {
     Ok(message(r, stamp, blocks(r, stamp), Some(&stop), true))
 }
 
-/// Writes SSE frames.
-#[derive(Default)]
-struct Frames {
-    out: String,
-    index: usize,
-    pinged: bool,
+/// The layout of a scripted answer as this wire streams it: its opening thinking blocks (or
+/// its reasoning as one signed block), the text with its server tool calls in their places,
+/// then each call after its own thinking blocks.
+fn segments(r: &ChatResponse) -> Vec<Segment<'_>> {
+    fn thinking<'a>(extra: &'a Map<String, Value>, out: &mut Vec<Segment<'a>>) {
+        let blocks = extra.get(THINKING_BLOCKS).and_then(Value::as_array);
+        for block in blocks.into_iter().flatten() {
+            let field = |key: &str| block.get(key).and_then(Value::as_str);
+            match field("type") {
+                Some("thinking") => out.push(Segment::Reasoning {
+                    text: field("thinking").unwrap_or(""),
+                    signature: Some(field("signature").unwrap_or("")),
+                }),
+                Some("redacted_thinking") => {
+                    out.push(Segment::Redacted(field("data").unwrap_or("")));
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    thinking(&r.extra, &mut out);
+    if out.is_empty()
+        && let Some(reasoning) = r.reasoning.as_deref().filter(|t| !t.is_empty())
+    {
+        out.push(Segment::Reasoning {
+            text: reasoning,
+            signature: Some(MOCK_SIGNATURE),
+        });
+    }
+    // The text, with the server tool calls made on this wire in their places (another wire's
+    // hosted calls have no blocks here).
+    let own: Vec<HostedCall> = (r.hosted_calls.iter())
+        .filter(|c| c.wire == ProviderKind::Anthropic.name())
+        .cloned()
+        .collect();
+    let mut text = 0;
+    for piece in interleave(r.text.as_deref(), &own) {
+        match piece {
+            Piece::Text(t) => {
+                let from = text;
+                text += t.len();
+                out.push(Segment::Text(
+                    r.text.as_deref().map_or("", |all| &all[from..text]),
+                ));
+            }
+            Piece::Hosted(call) => {
+                if let Some((index, c)) =
+                    (r.hosted_calls.iter().enumerate()).find(|(_, c)| *c == call)
+                {
+                    out.push(Segment::Hosted {
+                        index,
+                        name: &c.name,
+                    });
+                }
+            }
+        }
+    }
+    for (index, call) in r.tool_calls.iter().enumerate() {
+        thinking(&call.extra, &mut out);
+        // An empty input streams no fragment after the empty one the writer opens with.
+        let arguments = match call.raw_arguments.as_str() {
+            "{}" => "",
+            raw => raw,
+        };
+        out.push(Segment::Call {
+            index,
+            call,
+            arguments,
+        });
+    }
+    out
 }
 
-impl Frames {
-    fn event(&mut self, value: &Value) {
-        let name = value.get("type").and_then(Value::as_str).unwrap_or("");
-        self.out.push_str("event: ");
-        self.out.push_str(name);
-        self.out.push_str("\ndata: ");
-        self.out.push_str(&value.to_string());
-        self.out.push_str("\n\n");
-    }
+/// Pieces of text and arguments as this wire's mock streams them: up to 24 characters; every
+/// `tool_use` has an id.
+const CUT: Cut = Cut {
+    text: PIECE_CHARS,
+    arguments: PIECE_CHARS,
+    every_id: true,
+};
 
-    fn start(&mut self, block: Value) {
-        self.event(
-            &json!({"type": "content_block_start", "index": self.index, "content_block": block}),
-        );
-        if !self.pinged {
-            self.pinged = true;
-            self.event(&json!({"type": "ping"}));
-        }
-    }
-
-    fn delta(&mut self, delta: Value) {
-        self.event(&json!({"type": "content_block_delta", "index": self.index, "delta": delta}));
-    }
-
-    fn stop(&mut self) {
-        self.event(&json!({"type": "content_block_stop", "index": self.index}));
-        self.index += 1;
-    }
-
-    fn thinking(&mut self, block: &Value) {
-        match block.get("type").and_then(Value::as_str) {
-            Some("thinking") => {
-                self.start(json!({"type": "thinking", "thinking": "", "signature": ""}));
-                let text = block.get("thinking").and_then(Value::as_str).unwrap_or("");
-                for piece in pieces(text, PIECE_CHARS) {
-                    self.delta(json!({"type": "thinking_delta", "thinking": piece}));
-                }
-                let signature = block.get("signature").and_then(Value::as_str).unwrap_or("");
-                self.delta(json!({"type": "signature_delta", "signature": signature}));
-            }
-            _ => self.start(block.clone()),
-        }
-        self.stop();
-    }
-
-    fn text(&mut self, text: &str) {
-        self.start(json!({"type": "text", "text": ""}));
-        for piece in pieces(text, PIECE_CHARS) {
-            self.delta(json!({"type": "text_delta", "text": piece}));
-        }
-        self.stop();
-    }
-
-    /// A call: its raw argument text in pieces after one empty piece, as the API streams it
-    /// (a call without arguments gets only the empty piece).
-    fn call(&mut self, call: &ToolCall) {
-        self.start(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": {}}));
-        self.delta(json!({"type": "input_json_delta", "partial_json": ""}));
-        if call.raw_arguments != "{}" {
-            for piece in pieces(&call.raw_arguments, PIECE_CHARS) {
-                self.delta(json!({"type": "input_json_delta", "partial_json": piece}));
-            }
-        }
-        self.stop();
-    }
-
-    /// Every block of `r`, in wire order.
-    fn content(&mut self, r: &ChatResponse) {
-        for block in blocks(r, &MOCK) {
-            match block.get("type").and_then(Value::as_str) {
-                Some("text") => {
-                    let text = block.get("text").and_then(Value::as_str).unwrap_or("");
-                    self.text(text);
-                }
-                Some("tool_use") => {}
-                _ => self.thinking(&block),
-            }
-        }
-    }
-}
-
-fn stream_body(r: &ChatResponse) -> Result<Vec<u8>> {
-    let stop = stop_reason(r)?;
-    let mut frames = Frames::default();
-    frames.event(
-        &json!({"type": "message_start", "message": message(r, &MOCK, Vec::new(), None, false)}),
-    );
-    // Blocks in order, each call streamed from its raw text (so malformed and truncated
-    // arguments go out as they are).
-    let mut calls = r.tool_calls.iter();
-    for block in blocks(r, &MOCK) {
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => frames.text(block.get("text").and_then(Value::as_str).unwrap_or("")),
-            Some("tool_use") => {
-                if let Some(call) = calls.next() {
-                    frames.call(call);
-                }
-            }
-            _ => frames.thinking(&block),
-        }
-    }
-    let mut delta = Map::new();
-    delta.insert("stop_reason".into(), json!(stop));
-    delta.insert(
-        "stop_sequence".into(),
-        r.extra.get(STOP_SEQUENCE).cloned().unwrap_or(Value::Null),
-    );
-    if let Some(details) = r.extra.get(STOP_DETAILS) {
-        delta.insert("stop_details".into(), details.clone());
-    }
-    let usage = r.usage.unwrap_or_default();
-    frames.event(&json!({
-        "type": "message_delta",
-        "delta": delta,
-        "usage": usage_json(&usage, &r.extra, true),
-    }));
-    frames.event(&json!({"type": "message_stop"}));
-    Ok(frames.out.into_bytes())
+/// The stream of a scripted answer: its events ([`segments`], cut by the shared splitter)
+/// written by the gateway's writer speaking as Anthropic itself.
+fn native_stream(r: &ChatResponse) -> Result<Vec<u8>> {
+    stop_reason(r)?;
+    let mut out = Vec::new();
+    let mut w = EventWriter::native(r, MOCK.id, MOCK.model);
+    w.start(&mut out);
+    w.events(&cut(&segments(r), r.usage, CUT), &mut out);
+    w.finish(r, &mut out);
+    Ok(out)
 }
 
 /// The error types Anthropic documents (<https://docs.claude.com/en/api/errors>).
@@ -400,16 +371,16 @@ pub(super) fn error_json(error: &ApiError) -> Value {
 pub(crate) fn encode_error(error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
     let mut body = error_json(error);
     match error.status {
+        // The partial answer streamed as far as it got, then the `error` event (the
+        // streaming guide's "Error events", <https://docs.anthropic.com/en/docs/build-with-claude/streaming>).
         None if stream => {
-            let mut frames = Frames::default();
             let partial = error.partial.as_deref().cloned().unwrap_or_default();
-            frames.event(&json!({"type": "message_start", "message": message(&partial, &MOCK, Vec::new(), None, false)}));
-            frames.content(&partial);
-            for call in &partial.tool_calls {
-                frames.call(call);
-            }
-            frames.event(&body);
-            (200, frames.out.into_bytes())
+            let mut out = Vec::new();
+            let mut w = EventWriter::native(&partial, MOCK.id, MOCK.model);
+            w.start(&mut out);
+            w.events(&cut(&segments(&partial), partial.usage, CUT), &mut out);
+            w.fail(error, &mut out);
+            (200, out)
         }
         status => {
             body["request_id"] = json!("req_toolwire_mock");
@@ -426,6 +397,7 @@ mod tests {
     use crate::provider::Respond;
     use crate::providers::anthropic::Anthropic;
     use crate::replay::replay;
+    use crate::types::ToolCall;
 
     fn sample() -> ChatResponse {
         let mut first = ToolCall::new("toolu_tw_1", "get_weather", r#"{"city":"Lyon"}"#);
@@ -459,6 +431,49 @@ mod tests {
         r.raw_finish_reason = Some("tool_use".into());
         r.extra.insert(CACHE_READ_INPUT_TOKENS.into(), json!(30));
         r
+    }
+
+    /// One writer: the mock's stream is the gateway's writer speaking as Anthropic, with the
+    /// `ping` after the first block's start and the input counts in `message_start`, as the
+    /// streaming guide's example shows
+    /// (<https://docs.anthropic.com/en/docs/build-with-claude/streaming>); the gateway's
+    /// `message_delta` carries the stop sequence that ended the turn, as the body does.
+    #[test]
+    fn the_mock_streams_as_anthropic_and_the_gateway_keeps_the_stop_sequence() {
+        let mut answer = sample();
+        answer.tool_calls.clear();
+        answer.finish_reason = FinishReason::Stop;
+        answer.raw_finish_reason = Some("stop_sequence".into());
+        answer.extra.insert(STOP_SEQUENCE.into(), json!("END"));
+        let frames = |bytes: &[u8]| -> Vec<Value> {
+            String::from_utf8_lossy(bytes)
+                .split("\n\n")
+                .filter_map(|f| f.split("data: ").nth(1))
+                .map(|d| serde_json::from_str(d).unwrap())
+                .collect()
+        };
+        let mock = frames(&Anthropic::new().encode_response(&answer, true).unwrap());
+        assert_eq!(mock[0]["message"]["usage"]["input_tokens"], 10);
+        assert_eq!(mock[0]["message"]["usage"]["cache_read_input_tokens"], 30);
+        assert_eq!(mock[1]["type"], "content_block_start");
+        assert_eq!(mock[2]["type"], "ping");
+        assert_eq!(mock.iter().filter(|f| f["type"] == "ping").count(), 1);
+        let mut gateway = Vec::new();
+        let mut w = EventWriter::new("msg_1", "m");
+        w.start(&mut gateway);
+        w.events(
+            &crate::providers::split::events(&answer, crate::providers::split::FINE),
+            &mut gateway,
+        );
+        w.finish(&answer, &mut gateway);
+        for stream in [mock, frames(&gateway)] {
+            let delta = stream
+                .iter()
+                .find(|f| f["type"] == "message_delta")
+                .unwrap();
+            assert_eq!(delta["delta"]["stop_reason"], "stop_sequence");
+            assert_eq!(delta["delta"]["stop_sequence"], "END");
+        }
     }
 
     #[test]

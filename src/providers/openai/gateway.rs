@@ -12,12 +12,14 @@
 use crate::providers::shared::Shown;
 use std::collections::HashMap;
 
-use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{Answer, ClientRequest, StreamWriter};
-use crate::providers::openai::respond::{self, OPENAI_WIRE, Stamp};
+use crate::providers::openai::respond::{
+    self, DeltaRole, IdleContent, OPENAI_WIRE, RunningFinish, Stamp, StreamUsage, StreamedCalls,
+    Wire,
+};
 use crate::providers::shared::{CallGate, CallOut, Fields, settled, uncarry_id};
 use crate::types::{
     AllowedMode, AssistantMessage, ChatRequest, ChatResponse, Content, Message, Part,
@@ -465,102 +467,6 @@ fn finish_spelling(response: &ChatResponse) -> &str {
     respond::finish_wire(OPENAI_WIRE, &stamp, response)
 }
 
-// The answer shapes, serialised straight from borrowed fields (no JSON tree per answer or per
-// chunk). Field order is the order OpenAI sends.
-
-/// A `chat.completion` or `chat.completion.chunk` envelope. Seconds since the epoch are the
-/// caller's to give: providers read no clock.
-#[derive(Serialize)]
-struct Envelope<'a, C: Serialize> {
-    id: &'a str,
-    object: &'static str,
-    created: u64,
-    model: &'a str,
-    choices: C,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<UsageOut>,
-}
-
-#[derive(Serialize)]
-struct UsageOut {
-    prompt_tokens: u64,
-    completion_tokens: u64,
-    total_tokens: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prompt_tokens_details: Option<Cached>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    completion_tokens_details: Option<Reasoned>,
-}
-
-#[derive(Serialize)]
-struct Cached {
-    cached_tokens: u64,
-}
-
-#[derive(Serialize)]
-struct Reasoned {
-    reasoning_tokens: u64,
-}
-
-fn usage_out(u: &Usage) -> UsageOut {
-    UsageOut {
-        prompt_tokens: u.input_tokens,
-        completion_tokens: u.output_tokens,
-        total_tokens: u.input_tokens.saturating_add(u.output_tokens),
-        prompt_tokens_details: u.cached_input_tokens.map(|c| Cached { cached_tokens: c }),
-        completion_tokens_details: u.reasoning_tokens.map(|r| Reasoned {
-            reasoning_tokens: r,
-        }),
-    }
-}
-
-/// A call, whole or as a stream fragment (`index` only in a stream, `id`, `type` and `name`
-/// only when it opens).
-#[derive(Serialize)]
-struct CallOutJson<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    index: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<std::borrow::Cow<'a, str>>,
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    kind: Option<&'static str>,
-    function: FunctionOut<'a>,
-}
-
-#[derive(Serialize)]
-struct FunctionOut<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    name: Option<&'a str>,
-    arguments: &'a str,
-}
-
-#[derive(Serialize)]
-struct ChunkChoice<'a> {
-    index: u32,
-    delta: Delta<'a>,
-    finish_reason: Option<&'a str>,
-    logprobs: (),
-}
-
-/// A chunk's `delta`; absent fields are left out (`{}` for the finishing chunk).
-#[derive(Serialize, Default)]
-struct Delta<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    role: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    content: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reasoning_content: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_calls: Option<[CallOutJson<'a>; 1]>,
-}
-
-/// Appends `value` as JSON. Writing into a `Vec` cannot fail, and these shapes (strings,
-/// numbers, string-keyed structs) always serialise.
-fn write_json(out: &mut Vec<u8>, value: &impl Serialize) {
-    let _ = serde_json::to_writer(out, value);
-}
-
 /// A whole `chat.completion` body for `response`, translated from another wire. `id` and
 /// `created` are the caller's. The mock's bodies come from the same writer.
 pub fn encode_body(response: &ChatResponse, id: &str, model: &str, created: u64) -> Vec<u8> {
@@ -580,14 +486,32 @@ pub fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
     respond::error(OPENAI_WIRE, error, false)
 }
 
-/// The Chat Completions [`StreamWriter`].
+/// The Chat Completions [`StreamWriter`]: the one stream writer of this wire, the gateway's
+/// (OpenAI's shape, call ids carrying their state) and the mock's (its native mode: a
+/// dialect's own shape, speaking as that provider).
 #[derive(Debug)]
 pub struct ChunkWriter {
+    wire: Wire<'static>,
     id: String,
     model: String,
     created: u64,
     include_usage: bool,
     calls: CallGate,
+    /// Speaking as the provider itself: its finish spelling, its usage always.
+    native: bool,
+    /// Chunks held until the turn ends, where usage rides on every chunk as running totals
+    /// (their count must be known); else each chunk goes out as it is made.
+    held: Option<Vec<Map<String, Value>>>,
+    role_sent: bool,
+    /// A call opener waiting for its first argument piece (a wire whose opener carries it).
+    opener: Option<(usize, String, String)>,
+    /// The calls finished so far, for a wire that sends them whole.
+    done: Vec<ToolCall>,
+    /// The last counts the stream gave.
+    usage: Option<Usage>,
+    /// Structured reasoning entries (OpenRouter's, MiniMax's `reasoning_details`) sent one per
+    /// chunk after the opening one, with their field name (native writers).
+    details: Option<(&'static str, Vec<Value>)>,
     finished: bool,
 }
 
@@ -600,81 +524,284 @@ impl ChunkWriter {
         include_usage: bool,
     ) -> Self {
         Self {
+            wire: OPENAI_WIRE,
             id: id.into(),
             model: model.into(),
             created,
             include_usage,
             calls: CallGate::default(),
+            native: false,
+            held: None,
+            role_sent: false,
+            opener: None,
+            done: Vec::new(),
+            usage: None,
+            details: None,
             finished: false,
         }
     }
 
-    fn chunk(&self, delta: Delta<'_>, finish: Option<&str>, out: &mut Vec<u8>) {
-        let choice = ChunkChoice {
-            index: 0,
-            delta,
-            finish_reason: finish,
-            logprobs: (),
-        };
-        self.event([choice], None, out);
+    /// A writer speaking as the provider of `wire` itself, for the scripted answer `response`
+    /// (the mock's streams): the dialect's response shape, the answer's own finish spelling,
+    /// its structured reasoning entries, usage where the shape puts it, and calls under their
+    /// own ids, never held or carried.
+    pub(crate) fn native(wire: Wire<'static>, response: &ChatResponse, id: &str) -> Self {
+        let mut w = Self::new(id, respond::MOCK.model, respond::MOCK.created, true);
+        w.wire = wire;
+        w.calls = CallGate::native();
+        w.native = true;
+        // Running totals need the chunk count; usage on the finish chunk needs that chunk.
+        w.held = matches!(
+            wire.shape.usage,
+            StreamUsage::EveryChunk | StreamUsage::FinishChunk
+        )
+        .then(Vec::new);
+        w.details = respond::reasoning_details(wire.dialect, response)
+            .and_then(|(field, d)| d.as_array().map(|d| (field, d.clone())));
+        w
     }
 
-    /// One `data:` event: a chunk with these choices and usage.
-    fn event<C: Serialize>(&self, choices: C, usage: Option<UsageOut>, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"data: ");
-        let chunk = Envelope {
+    fn stamp(&self) -> Stamp<'_> {
+        Stamp {
             id: &self.id,
-            object: "chat.completion.chunk",
-            created: self.created,
             model: &self.model,
-            choices,
-            usage,
-        };
-        write_json(out, &chunk);
-        out.extend_from_slice(b"\n\n");
+            created: self.created,
+            translated: !self.native,
+            seal: None,
+        }
     }
 
-    fn call_out(&self, o: CallOut, out: &mut Vec<u8>) {
-        let call = match &o {
+    /// A delta with what every delta of this wire carries (its role, its idle content).
+    fn delta(&mut self) -> Map<String, Value> {
+        let shape = self.wire.shape;
+        let mut d = Map::new();
+        match shape.role {
+            DeltaRole::OpeningChunk | DeltaRole::OpeningChunkEmptyFinish => {}
+            DeltaRole::FirstDelta => {
+                if !self.role_sent {
+                    d.insert("role".into(), json!("assistant"));
+                }
+            }
+            DeltaRole::EveryDelta(role) => {
+                d.insert("role".into(), json!(role));
+            }
+        }
+        self.role_sent = true;
+        match shape.idle_content {
+            IdleContent::Absent => {}
+            IdleContent::Null => {
+                d.insert("content".into(), Value::Null);
+            }
+            IdleContent::Empty => {
+                d.insert("content".into(), json!(""));
+            }
+        }
+        d
+    }
+
+    /// A chunk whose only choice has `delta` and, when given, `finish`.
+    fn chunk(&mut self, delta: Map<String, Value>, finish: Option<&str>, out: &mut Vec<u8>) {
+        let shape = self.wire.shape;
+        let mut choice = Map::new();
+        choice.insert("index".into(), json!(0));
+        choice.insert("delta".into(), Value::Object(delta));
+        match (finish, shape.running_finish) {
+            (Some(reason), _) => {
+                choice.insert("finish_reason".into(), json!(reason));
+            }
+            (None, RunningFinish::Null) => {
+                choice.insert("finish_reason".into(), Value::Null);
+            }
+            (None, RunningFinish::Absent) => {}
+            (None, RunningFinish::Empty) => {
+                choice.insert("finish_reason".into(), json!(""));
+            }
+        }
+        for field in shape.null_choice_fields {
+            choice.insert((*field).into(), Value::Null);
+        }
+        let mut chunk = respond::envelope(shape, &self.stamp(), "chat.completion.chunk");
+        chunk.insert("choices".into(), json!([choice]));
+        self.send(chunk, out);
+    }
+
+    /// Sends a chunk, or holds it until the turn ends.
+    fn send(&mut self, chunk: Map<String, Value>, out: &mut Vec<u8>) {
+        match &mut self.held {
+            Some(held) => held.push(chunk),
+            None => chunk_data(out, &chunk),
+        }
+    }
+
+    /// A delta carrying these calls.
+    fn calls_chunk(&mut self, calls: Vec<Value>, finish: Option<&str>, out: &mut Vec<u8>) {
+        let mut d = self.delta();
+        d.insert("tool_calls".into(), Value::Array(calls));
+        self.chunk(d, finish, out);
+    }
+
+    /// A call's opening fragment: `index`, `id` (left out when it has none), `type`, `name`,
+    /// and the first argument piece.
+    fn open_call(&mut self, slot: usize, id: &str, name: &str, first: &str, out: &mut Vec<u8>) {
+        let call = respond::call_fragment(
+            Some(slot as i64),
+            Some(id).filter(|i| !i.is_empty()),
+            name,
+            first,
+        );
+        self.calls_chunk(vec![call], None, out);
+    }
+
+    fn call_out(&mut self, o: CallOut, out: &mut Vec<u8>) {
+        let StreamedCalls::Fragments {
+            first_piece_in_opener,
+            empty_id_continuations,
+        } = self.wire.shape.calls
+        else {
+            // Calls sent whole go out at the end.
+            if let CallOut::Done { call } = o {
+                self.done.push(call);
+            }
+            return;
+        };
+        match o {
             CallOut::Open {
                 slot,
                 id,
                 name,
                 arguments,
-            } => CallOutJson {
-                index: Some(*slot),
-                id: Some(std::borrow::Cow::Borrowed(id)),
-                kind: Some("function"),
-                function: FunctionOut {
-                    name: Some(name),
-                    arguments,
-                },
-            },
-            CallOut::Arguments { slot, fragment } => CallOutJson {
-                index: Some(*slot),
-                id: None,
-                kind: None,
-                function: FunctionOut {
-                    name: None,
-                    arguments: fragment,
-                },
-            },
-            CallOut::Done { .. } => return,
-        };
-        let delta = Delta {
-            tool_calls: Some([call]),
-            ..Delta::default()
-        };
-        self.chunk(delta, None, out);
+            } => {
+                if first_piece_in_opener && arguments.is_empty() {
+                    self.opener = Some((slot, id, name));
+                } else {
+                    self.open_call(slot, &id, &name, &arguments, out);
+                }
+            }
+            CallOut::Arguments { slot, fragment } => {
+                if let Some((open, id, name)) = self.opener.take() {
+                    if open == slot {
+                        self.open_call(slot, &id, &name, &fragment, out);
+                        return;
+                    }
+                    self.open_call(open, &id, &name, "", out);
+                }
+                let mut piece = Map::new();
+                piece.insert("index".into(), json!(slot));
+                if empty_id_continuations {
+                    piece.insert("id".into(), json!(""));
+                    piece.insert("type".into(), json!("function"));
+                }
+                piece.insert("function".into(), json!({ "arguments": fragment }));
+                self.calls_chunk(vec![Value::Object(piece)], None, out);
+            }
+            CallOut::Done { call } => {
+                self.close_opener(out);
+                self.done.push(call);
+            }
+        }
+    }
+
+    /// An opener still waiting for its first piece goes out with none.
+    fn close_opener(&mut self, out: &mut Vec<u8>) {
+        if let Some((slot, id, name)) = self.opener.take() {
+            self.open_call(slot, &id, &name, "", out);
+        }
+    }
+
+    fn outs(&mut self, outs: Vec<CallOut>, out: &mut Vec<u8>) {
+        for o in outs {
+            self.call_out(o, out);
+        }
     }
 
     fn flush(&mut self, out: &mut Vec<u8>) {
         let mut outs = Vec::new();
         self.calls.flush(&mut outs);
-        for o in outs {
-            self.call_out(o, out);
+        self.outs(outs, out);
+    }
+
+    /// Calls sent whole, in one chunk (with `finish` where the wire puts it there).
+    fn whole_calls(&mut self, finish: Option<&str>, out: &mut Vec<u8>) {
+        let index = match self.wire.shape.calls {
+            StreamedCalls::Fragments { .. } => return,
+            StreamedCalls::Whole { index } => index,
+            StreamedCalls::WholeWithFinish => None,
+        };
+        let done = std::mem::take(&mut self.done);
+        if done.is_empty() {
+            return;
+        }
+        let stamp = self.stamp();
+        let calls = (0_i64..)
+            .zip(&done)
+            .map(|(i, c)| respond::call_json(c, &stamp, Some(index.unwrap_or(i)), &c.raw_arguments))
+            .collect();
+        self.calls_chunk(calls, finish, out);
+    }
+
+    /// The chunk that ends the turn.
+    fn finish_chunk(&mut self, reason: &str, out: &mut Vec<u8>) {
+        let delta = match self.wire.shape.role {
+            DeltaRole::EveryDelta(role) => respond::role_and_empty_content(role),
+            DeltaRole::OpeningChunkEmptyFinish => {
+                let mut d = Map::new();
+                d.insert("content".into(), json!(""));
+                d
+            }
+            DeltaRole::OpeningChunk | DeltaRole::FirstDelta => Map::new(),
+        };
+        self.chunk(delta, Some(reason), out);
+    }
+
+    /// Places the turn's usage where this wire sends it, then sends what was held.
+    fn usage_and_rest(&mut self, usage: Option<&Usage>, out: &mut Vec<u8>) {
+        let shape = self.wire.shape;
+        if let Some(u) = usage.filter(|_| self.include_usage) {
+            match shape.usage {
+                StreamUsage::LastChunk => {
+                    let mut chunk =
+                        respond::envelope(shape, &self.stamp(), "chat.completion.chunk");
+                    chunk.insert("choices".into(), json!([]));
+                    chunk.insert("usage".into(), respond::usage_json(u));
+                    self.send(chunk, out);
+                }
+                StreamUsage::FinishChunk => {
+                    // The finish chunk is the last one made: it was held for this.
+                    if let Some(last) = self.held.as_mut().and_then(|h| h.last_mut()) {
+                        last.insert("usage".into(), respond::usage_json(u));
+                    }
+                }
+                StreamUsage::EveryChunk => {
+                    let held = self.held.as_mut().map(std::mem::take).unwrap_or_default();
+                    let n = held.len();
+                    for (k, mut chunk) in held.into_iter().enumerate() {
+                        let running = Usage {
+                            input_tokens: u.input_tokens,
+                            output_tokens: respond::share(u.output_tokens, k + 1, n),
+                            reasoning_tokens: u
+                                .reasoning_tokens
+                                .map(|r| respond::share(r, k + 1, n)),
+                            // The prompt (and what of it was cached) is known from the first chunk.
+                            ..*u
+                        };
+                        chunk.insert("usage".into(), respond::usage_json(&running));
+                        chunk_data(out, &chunk);
+                    }
+                }
+            }
+        }
+        for chunk in self.held.take().unwrap_or_default() {
+            chunk_data(out, &chunk);
         }
     }
+}
+
+/// One `data:` event holding `chunk`, serialised straight into `out` (writing into a `Vec`
+/// cannot fail, and a JSON map always serialises).
+fn chunk_data(out: &mut Vec<u8>, chunk: &Map<String, Value>) {
+    out.extend_from_slice(b"data: ");
+    let _ = serde_json::to_writer(&mut *out, chunk);
+    out.extend_from_slice(b"\n\n");
 }
 
 fn data(out: &mut Vec<u8>, text: &str) {
@@ -685,33 +812,44 @@ fn data(out: &mut Vec<u8>, text: &str) {
 
 impl StreamWriter for ChunkWriter {
     fn start(&mut self, out: &mut Vec<u8>) {
-        let delta = Delta {
-            role: Some("assistant"),
-            content: Some(""),
-            ..Delta::default()
-        };
-        self.chunk(delta, None, out);
+        if matches!(
+            self.wire.shape.role,
+            DeltaRole::OpeningChunk | DeltaRole::OpeningChunkEmptyFinish
+        ) {
+            self.chunk(respond::role_and_empty_content("assistant"), None, out);
+        }
+        if let Some((field, details)) = self.details.take() {
+            for entry in details {
+                let mut d = self.delta();
+                d.insert(field.into(), json!([entry]));
+                self.chunk(d, None, out);
+            }
+        }
     }
 
     fn events(&mut self, events: &[StreamEvent], out: &mut Vec<u8>) {
+        let dialect = self.wire.dialect;
         for event in events {
             match event {
                 StreamEvent::TextDelta { text } => {
                     self.flush(out);
-                    let delta = Delta {
-                        content: Some(text),
-                        ..Delta::default()
-                    };
-                    self.chunk(delta, None, out);
+                    let mut d = self.delta();
+                    d.insert("content".into(), json!(text));
+                    self.chunk(d, None, out);
                 }
                 StreamEvent::ReasoningDelta { text } => {
                     self.flush(out);
                     self.calls.reasoning();
-                    let delta = Delta {
-                        reasoning_content: Some(text),
-                        ..Delta::default()
-                    };
-                    self.chunk(delta, None, out);
+                    if let Some(field) = dialect.reasoning_fields.first() {
+                        let mut d = self.delta();
+                        d.insert(field.name().into(), json!(text));
+                        self.chunk(d, None, out);
+                    }
+                    if dialect.thinking_chunks {
+                        let mut d = self.delta();
+                        d.insert("content".into(), json!([respond::thinking_chunk(text)]));
+                        self.chunk(d, None, out);
+                    }
                 }
                 StreamEvent::ReasoningSignature { .. }
                 | StreamEvent::RedactedReasoning { .. }
@@ -721,12 +859,11 @@ impl StreamWriter for ChunkWriter {
                     self.flush(out);
                     self.calls.reasoning();
                 }
+                StreamEvent::Usage { usage } => self.usage = Some(*usage),
                 other => {
                     let mut outs = Vec::new();
                     self.calls.event(other, &mut outs);
-                    for o in outs {
-                        self.call_out(o, out);
-                    }
+                    self.outs(outs, out);
                 }
             }
         }
@@ -740,16 +877,19 @@ impl StreamWriter for ChunkWriter {
         self.finished = true;
         let mut outs = Vec::new();
         self.calls.rest(response, true, &mut outs);
-        for o in outs {
-            self.call_out(o, out);
+        self.outs(outs, out);
+        self.close_opener(out);
+        let reason = if self.native {
+            respond::finish_wire(self.wire, &self.stamp(), response).to_owned()
+        } else {
+            finish_reason(response).to_owned()
+        };
+        let whole = !self.done.is_empty();
+        self.whole_calls(Some(&reason), out);
+        if !(whole && self.wire.shape.calls == StreamedCalls::WholeWithFinish) {
+            self.finish_chunk(&reason, out);
         }
-        let reason = finish_reason(response);
-        self.chunk(Delta::default(), Some(reason), out);
-        if self.include_usage
-            && let Some(u) = &response.usage
-        {
-            self.event([(); 0], Some(usage_out(u)), out);
-        }
+        self.usage_and_rest(response.usage.as_ref(), out);
         data(out, "[DONE]");
     }
 
@@ -759,7 +899,13 @@ impl StreamWriter for ChunkWriter {
         }
         self.finished = true;
         self.flush(out);
-        let (_, body) = encode_error(error);
+        self.close_opener(out);
+        self.whole_calls(None, out);
+        let usage = self
+            .usage
+            .filter(|_| self.wire.shape.usage == StreamUsage::EveryChunk);
+        self.usage_and_rest(usage.as_ref(), out);
+        let (_, body) = respond::error(self.wire, error, false);
         data(out, &String::from_utf8_lossy(&body));
     }
 }

@@ -6,15 +6,21 @@
 //! then argument fragments keyed by `index` only, a chunk with an empty delta and the
 //! `finish_reason`, a usage-only chunk with empty `choices`, and `data: [DONE]`; GLM, Qwen and
 //! StepFun differ where their shapes say.
-//! Decoding what this writes gives back the response it was given.
+//! The stream is the scripted answer's events (`split::cut`) written by the gateway's
+//! [`ChunkWriter`] speaking as the dialect's server ([`ChunkWriter::native`]): one stream
+//! writer for the mock and the gateway. Decoding what this writes gives back the response it
+//! was given.
 
 use serde_json::{Map, Value, json};
 
 use super::{Dialect, OPENAI, OpenAi};
 use crate::error::{ApiError, Result};
+use crate::provider::StreamWriter;
 use crate::provider::{Framing, HttpRequest, Provider, ProviderInfo, Respond, StreamDecoder};
 use crate::providers::shared::{carry_id, fold_turn};
-use crate::providers::split::pieces;
+use crate::providers::split::{FINE, cut, plain};
+
+use super::gateway::ChunkWriter;
 use crate::types::{
     ChatRequest, ChatResponse, FinishReason, SchemaMode, ToolCall, ToolDefinition, Usage,
 };
@@ -103,7 +109,13 @@ impl Provider for OpenAiResponder {
 impl Respond for OpenAiResponder {
     fn encode_response(&self, response: &ChatResponse, stream: bool) -> Result<Vec<u8>> {
         Ok(if stream {
-            self::stream(self.wire(), response)
+            let events = cut(&plain(response), response.usage, FINE);
+            let mut out = Vec::new();
+            let mut w = ChunkWriter::native(self.wire(), response, MOCK.id);
+            w.start(&mut out);
+            w.events(&events, &mut out);
+            w.finish(response, &mut out);
+            out
         } else {
             body(self.wire(), &MOCK, response)
         })
@@ -117,8 +129,8 @@ impl Respond for OpenAiResponder {
 /// A dialect and its response shape: what every writer function below reads.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Wire<'a> {
-    dialect: &'a Dialect,
-    shape: &'a ResponseShape,
+    pub(super) dialect: &'a Dialect,
+    pub(super) shape: &'a ResponseShape,
 }
 
 /// OpenAI's own Chat Completions: what the gateway writes for its clients.
@@ -336,7 +348,8 @@ pub enum ErrorFields {
 }
 
 /// How OpenAI's server writes (OpenAI's recorded streams): a role-only opening chunk, calls opened then
-/// streamed in fragments, `finish_reason: null` while running, usage in a last chunk.
+/// streamed in fragments, `finish_reason: null` and `logprobs: null` while running, usage in a
+/// last chunk.
 pub const OPENAI_RESPONSE: ResponseShape = ResponseShape {
     role: DeltaRole::OpeningChunk,
     idle_content: IdleContent::Absent,
@@ -347,18 +360,17 @@ pub const OPENAI_RESPONSE: ResponseShape = ResponseShape {
     },
     usage: StreamUsage::LastChunk,
     null_fields: &[],
-    null_choice_fields: &[],
+    // Every choice, of a body and of a chunk, carries `"logprobs": null` when none were asked
+    // for: the chat completion object and chunk object in OpenAI's API reference
+    // (<https://platform.openai.com/docs/api-reference/chat/object>,
+    // <https://platform.openai.com/docs/api-reference/chat-streaming/streaming>) and
+    // openai-python's recorded streams show it; the gateway wrote it, the mock did not.
+    null_choice_fields: &["logprobs"],
     body_call_index: false,
     finish_reasons: &[],
     error_fields: ErrorFields::OpenAi,
     sse_errors: false,
 };
-
-/// Characters per text fragment: about one token, like the real service.
-const TEXT_PIECE: usize = 4;
-/// Characters per argument fragment (recorded OpenAI streams split as `{"`, `city`,
-/// `":"`, `New`, ` York`).
-const ARGUMENT_PIECE: usize = 5;
 
 /// Who an answer is written for: its `id`, `model` and `created`, and whether it was
 /// translated from another wire (the gateway's answers) rather than scripted for this one (the
@@ -389,7 +401,11 @@ pub(crate) const MOCK: Stamp<'static> = Stamp {
 };
 
 /// Fields every chunk and body carries.
-fn envelope(shape: &ResponseShape, stamp: &Stamp<'_>, object: &str) -> Map<String, Value> {
+pub(super) fn envelope(
+    shape: &ResponseShape,
+    stamp: &Stamp<'_>,
+    object: &str,
+) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("id".into(), json!(stamp.id));
     m.insert("object".into(), json!(object));
@@ -451,7 +467,7 @@ pub(crate) fn finish_wire<'a>(
     }
 }
 
-fn usage_json(u: &Usage) -> Value {
+pub(super) fn usage_json(u: &Usage) -> Value {
     let mut m = Map::new();
     m.insert("prompt_tokens".into(), json!(u.input_tokens));
     m.insert("completion_tokens".into(), json!(u.output_tokens));
@@ -472,34 +488,53 @@ fn usage_json(u: &Usage) -> Value {
 }
 
 /// `part / whole` of `value`, rounded down: the running total after `part` of `whole` chunks.
-fn share(value: u64, part: usize, whole: usize) -> u64 {
+pub(super) fn share(value: u64, part: usize, whole: usize) -> u64 {
     let (part, whole) = (part as u128, whole.max(1) as u128);
     u64::try_from(u128::from(value) * part / whole).unwrap_or(value)
 }
 
 /// The call's wire object; a minted id is left out of a scripted answer, as the service that
 /// sent none did.
-fn call_json(call: &ToolCall, stamp: &Stamp<'_>, index: Option<i64>, arguments: &str) -> Value {
+pub(super) fn call_json(
+    call: &ToolCall,
+    stamp: &Stamp<'_>,
+    index: Option<i64>,
+    arguments: &str,
+) -> Value {
+    let id = if stamp.translated {
+        Some(carry_id(call, stamp.seal))
+    } else {
+        (!call.has_synthetic_id()).then(|| call.id.clone())
+    };
+    call_fragment(index, id.as_deref(), &call.name, arguments)
+}
+
+/// A call's wire object from its parts: `index` (streams), `id` (when it has one), `type`,
+/// `name` and `arguments`, in the order OpenAI sends them.
+pub(super) fn call_fragment(
+    index: Option<i64>,
+    id: Option<&str>,
+    name: &str,
+    arguments: &str,
+) -> Value {
     let mut m = Map::new();
     if let Some(index) = index {
         m.insert("index".into(), json!(index));
     }
-    if stamp.translated {
-        m.insert("id".into(), json!(carry_id(call, stamp.seal)));
-    } else if !call.has_synthetic_id() {
-        m.insert("id".into(), json!(call.id));
+    if let Some(id) = id {
+        m.insert("id".into(), json!(id));
     }
     m.insert("type".into(), json!("function"));
     m.insert(
         "function".into(),
-        json!({"name": call.name, "arguments": arguments}),
+        json!({"name": name, "arguments": arguments}),
     );
     Value::Object(m)
 }
 
 /// The response's structured reasoning entries (OpenRouter and MiniMax `reasoning_details`,
 /// kept verbatim by the decoder under the dialect's field name), with that field name.
-fn reasoning_details<'r>(
+pub(super) fn reasoning_details<'r>(
     dialect: &Dialect,
     response: &'r ChatResponse,
 ) -> Option<(&'static str, &'r Value)> {
@@ -571,267 +606,22 @@ pub(crate) fn body(w: Wire<'_>, stamp: &Stamp<'_>, response: &ChatResponse) -> V
 }
 
 /// A Magistral `thinking` chunk holding `text`.
-fn thinking_chunk(text: &str) -> Value {
+pub(super) fn thinking_chunk(text: &str) -> Value {
     json!({"type": "thinking", "thinking": [{"type": "text", "text": text}]})
 }
 
 /// `{"role": role, "content": ""}`: OpenAI's opening delta, GLM's and StepFun's finish delta.
-fn role_and_empty_content(role: &str) -> Map<String, Value> {
+pub(super) fn role_and_empty_content(role: &str) -> Map<String, Value> {
     let mut d = Map::new();
     d.insert("role".into(), json!(role));
     d.insert("content".into(), json!(""));
     d
 }
 
-/// The chunks of one stream, built whole before they are written, so usage can be placed on
-/// any of them (StepFun's running totals need the chunk count).
-struct Chunks<'d> {
-    dialect: &'d Dialect,
-    shape: &'d ResponseShape,
-    chunks: Vec<Map<String, Value>>,
-    role_sent: bool,
-}
-
-impl<'d> Chunks<'d> {
-    fn new(w: Wire<'d>) -> Self {
-        let mut chunks = Self {
-            dialect: w.dialect,
-            shape: w.shape,
-            chunks: Vec::new(),
-            role_sent: false,
-        };
-        if matches!(
-            chunks.shape.role,
-            DeltaRole::OpeningChunk | DeltaRole::OpeningChunkEmptyFinish
-        ) {
-            chunks.push(role_and_empty_content("assistant"), None);
-        }
-        chunks
-    }
-
-    /// A delta with what every delta of this wire carries (its role, its idle content).
-    fn delta(&mut self) -> Map<String, Value> {
-        let mut d = Map::new();
-        match self.shape.role {
-            DeltaRole::OpeningChunk | DeltaRole::OpeningChunkEmptyFinish => {}
-            DeltaRole::FirstDelta => {
-                if !self.role_sent {
-                    d.insert("role".into(), json!("assistant"));
-                }
-            }
-            DeltaRole::EveryDelta(role) => {
-                d.insert("role".into(), json!(role));
-            }
-        }
-        self.role_sent = true;
-        match self.shape.idle_content {
-            IdleContent::Absent => {}
-            IdleContent::Null => {
-                d.insert("content".into(), Value::Null);
-            }
-            IdleContent::Empty => {
-                d.insert("content".into(), json!(""));
-            }
-        }
-        d
-    }
-
-    /// Appends a chunk whose only choice has `delta` and, when given, `finish`.
-    fn push(&mut self, delta: Map<String, Value>, finish: Option<&str>) {
-        let mut choice = Map::new();
-        choice.insert("index".into(), json!(0));
-        choice.insert("delta".into(), Value::Object(delta));
-        match (finish, self.shape.running_finish) {
-            (Some(reason), _) => {
-                choice.insert("finish_reason".into(), json!(reason));
-            }
-            (None, RunningFinish::Null) => {
-                choice.insert("finish_reason".into(), Value::Null);
-            }
-            (None, RunningFinish::Absent) => {}
-            (None, RunningFinish::Empty) => {
-                choice.insert("finish_reason".into(), json!(""));
-            }
-        }
-        for field in self.shape.null_choice_fields {
-            choice.insert((*field).into(), Value::Null);
-        }
-        let mut chunk = envelope(self.shape, &MOCK, "chat.completion.chunk");
-        chunk.insert("choices".into(), json!([choice]));
-        self.chunks.push(chunk);
-    }
-
-    /// Reasoning (with its structured entries, one per chunk, where the dialect has them),
-    /// then text, in small fragments.
-    fn text(&mut self, response: &ChatResponse) {
-        if let Some((field, Value::Array(details))) = reasoning_details(self.dialect, response) {
-            for entry in details {
-                let mut d = self.delta();
-                d.insert(field.into(), json!([entry]));
-                self.push(d, None);
-            }
-        }
-        if let (Some(reasoning), Some(field)) =
-            (&response.reasoning, self.dialect.reasoning_fields.first())
-        {
-            for piece in pieces(reasoning, TEXT_PIECE) {
-                let mut d = self.delta();
-                d.insert(field.name().into(), json!(piece));
-                self.push(d, None);
-            }
-        }
-        if let (Some(reasoning), true) = (&response.reasoning, self.dialect.thinking_chunks) {
-            for piece in pieces(reasoning, TEXT_PIECE) {
-                let mut d = self.delta();
-                d.insert("content".into(), json!([thinking_chunk(piece)]));
-                self.push(d, None);
-            }
-        }
-        if let Some(text) = &response.text {
-            for piece in pieces(text, TEXT_PIECE) {
-                let mut d = self.delta();
-                d.insert("content".into(), json!(piece));
-                self.push(d, None);
-            }
-        }
-    }
-
-    fn calls_delta(&mut self, calls: Vec<Value>) -> Map<String, Value> {
-        let mut d = self.delta();
-        d.insert("tool_calls".into(), Value::Array(calls));
-        d
-    }
-
-    /// The tool calls as this wire streams them; `finish` rides on a whole-call chunk.
-    fn calls(&mut self, calls: &[ToolCall], finish: Option<&str>) {
-        match self.shape.calls {
-            StreamedCalls::Fragments {
-                first_piece_in_opener,
-                empty_id_continuations,
-            } => {
-                for (i, call) in (0_i64..).zip(calls) {
-                    let mut rest = pieces(&call.raw_arguments, ARGUMENT_PIECE).into_iter();
-                    let first = if first_piece_in_opener {
-                        rest.next().unwrap_or_default()
-                    } else {
-                        ""
-                    };
-                    let d = self.calls_delta(vec![call_json(call, &MOCK, Some(i), first)]);
-                    self.push(d, None);
-                    for piece in rest {
-                        let mut fragment = Map::new();
-                        fragment.insert("index".into(), json!(i));
-                        if empty_id_continuations {
-                            fragment.insert("id".into(), json!(""));
-                            fragment.insert("type".into(), json!("function"));
-                        }
-                        fragment.insert("function".into(), json!({ "arguments": piece }));
-                        let d = self.calls_delta(vec![Value::Object(fragment)]);
-                        self.push(d, None);
-                    }
-                }
-            }
-            StreamedCalls::Whole { .. } | StreamedCalls::WholeWithFinish => {
-                if calls.is_empty() {
-                    return;
-                }
-                let index = match self.shape.calls {
-                    StreamedCalls::Whole { index } => index,
-                    _ => None,
-                };
-                let whole = (0_i64..)
-                    .zip(calls)
-                    .map(|(i, c)| call_json(c, &MOCK, Some(index.unwrap_or(i)), &c.raw_arguments))
-                    .collect();
-                let d = self.calls_delta(whole);
-                self.push(d, finish);
-            }
-        }
-    }
-
-    /// The chunk that ends the turn.
-    fn finish(&mut self, reason: &str) {
-        let delta = match self.shape.role {
-            DeltaRole::EveryDelta(role) => role_and_empty_content(role),
-            DeltaRole::OpeningChunkEmptyFinish => {
-                let mut d = Map::new();
-                d.insert("content".into(), json!(""));
-                d
-            }
-            DeltaRole::OpeningChunk | DeltaRole::FirstDelta => Map::new(),
-        };
-        self.push(delta, Some(reason));
-    }
-
-    /// Places the turn's usage where this wire sends it.
-    fn usage(&mut self, usage: Option<&Usage>) {
-        let Some(u) = usage else { return };
-        match self.shape.usage {
-            StreamUsage::LastChunk => {
-                let mut chunk = envelope(self.shape, &MOCK, "chat.completion.chunk");
-                chunk.insert("choices".into(), json!([]));
-                chunk.insert("usage".into(), usage_json(u));
-                self.chunks.push(chunk);
-            }
-            StreamUsage::FinishChunk => {
-                if let Some(last) = self.chunks.last_mut() {
-                    last.insert("usage".into(), usage_json(u));
-                }
-            }
-            StreamUsage::EveryChunk => {
-                let n = self.chunks.len();
-                for (k, chunk) in self.chunks.iter_mut().enumerate() {
-                    let running = Usage {
-                        input_tokens: u.input_tokens,
-                        output_tokens: share(u.output_tokens, k + 1, n),
-                        reasoning_tokens: u.reasoning_tokens.map(|r| share(r, k + 1, n)),
-                        // The prompt (and what of it was cached) is known from the first chunk.
-                        ..*u
-                    };
-                    chunk.insert("usage".into(), usage_json(&running));
-                }
-            }
-        }
-    }
-
-    fn write(self, out: &mut Vec<u8>) {
-        for chunk in self.chunks {
-            push_data(out, &Value::Object(chunk).to_string());
-        }
-    }
-}
-
 fn push_data(out: &mut Vec<u8>, data: &str) {
     out.extend_from_slice(b"data: ");
     out.extend_from_slice(data.as_bytes());
     out.extend_from_slice(b"\n\n");
-}
-
-/// A whole SSE stream for `response`.
-pub(crate) fn stream(w: Wire<'_>, response: &ChatResponse) -> Vec<u8> {
-    let reason = finish_wire(w, &MOCK, response);
-    let mut chunks = Chunks::new(w);
-    chunks.text(response);
-    chunks.calls(&response.tool_calls, Some(reason));
-    if response.tool_calls.is_empty() || w.shape.calls != StreamedCalls::WholeWithFinish {
-        chunks.finish(reason);
-    }
-    chunks.usage(response.usage.as_ref());
-    let mut out = Vec::new();
-    chunks.write(&mut out);
-    push_data(&mut out, "[DONE]");
-    out
-}
-
-/// The chunks of a turn cut short: its content without a finish.
-fn interrupted(w: Wire<'_>, partial: &ChatResponse, out: &mut Vec<u8>) {
-    let mut chunks = Chunks::new(w);
-    chunks.text(partial);
-    chunks.calls(&partial.tool_calls, None);
-    if w.shape.usage == StreamUsage::EveryChunk {
-        chunks.usage(partial.usage.as_ref());
-    }
-    chunks.write(out);
 }
 
 /// OpenAI's class of an error (the body's `type`), by its status: a refused request
@@ -878,15 +668,21 @@ fn error_json(w: Wire<'_>, error: &ApiError) -> Value {
 /// The status and body for `error`. An error without a status in a stream is an error event
 /// inside a 200 stream, after the content of its partial response if it has one; a 4xx
 /// answering a stream is SSE-framed where the wire does that.
-pub(crate) fn error(w: Wire<'_>, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
+pub(crate) fn error(w: Wire<'static>, error: &ApiError, stream: bool) -> (u16, Vec<u8>) {
     let body = error_json(w, error).to_string();
     match error.status {
+        // The partial answer's chunks as far as it got, without a finish, then the error.
         None if stream => {
             let mut out = Vec::new();
-            if let Some(partial) = &error.partial {
-                interrupted(w, partial, &mut out);
+            match &error.partial {
+                Some(partial) => {
+                    let mut writer = ChunkWriter::native(w, partial, MOCK.id);
+                    writer.start(&mut out);
+                    writer.events(&cut(&plain(partial), partial.usage, FINE), &mut out);
+                    writer.fail(error, &mut out);
+                }
+                None => push_data(&mut out, &body),
             }
-            push_data(&mut out, &body);
             (200, out)
         }
         Some(status) if stream && w.shape.sse_errors && (400..500).contains(&status) => {
@@ -907,6 +703,50 @@ mod tests {
     use crate::test_support::{
         assert_round_trips, chunks, sample_chunks, samples, with_raw_finish,
     };
+
+    /// One writer: a scripted answer streamed by the mock and the same answer's events written
+    /// by the gateway's writer give the same chunks, `"logprobs": null` on every choice as
+    /// OpenAI's chunk object shows it
+    /// (<https://platform.openai.com/docs/api-reference/chat-streaming/streaming>).
+    #[test]
+    fn the_mock_and_the_gateway_write_the_same_chunks() {
+        let answer = ChatResponse::default()
+            .with_text("Checking the weather.")
+            .with_tool_calls(vec![ToolCall::new(
+                "call_1",
+                "get_weather",
+                r#"{"city":"Paris"}"#,
+            )])
+            .with_finish_reason(FinishReason::ToolCalls)
+            .with_usage(Usage::new(12, 7));
+        let parse = |bytes: &[u8]| -> Vec<Value> {
+            String::from_utf8_lossy(bytes)
+                .split("\n\n")
+                .filter_map(|f| f.strip_prefix("data: "))
+                .map(|d| serde_json::from_str(d).unwrap_or(json!(d)))
+                .collect()
+        };
+        let mock = OpenAiResponder::default()
+            .encode_response(&answer, true)
+            .unwrap();
+        let mut gateway = Vec::new();
+        let mut w = ChunkWriter::new(MOCK.id, MOCK.model, MOCK.created, true);
+        w.start(&mut gateway);
+        // One event per batch, as an upstream's bytes arrive.
+        for event in crate::providers::split::events(&answer, FINE) {
+            w.events(std::slice::from_ref(&event), &mut gateway);
+        }
+        w.finish(&answer, &mut gateway);
+        let (mock, gateway) = (parse(&mock), parse(&gateway));
+        assert_eq!(mock, gateway);
+        let choices = mock.iter().filter_map(|c| c["choices"].get(0));
+        assert!(choices.clone().count() > 3);
+        assert!(
+            choices
+                .into_iter()
+                .all(|c| c.get("logprobs") == Some(&Value::Null))
+        );
+    }
 
     #[test]
     fn decode_inverts_encode_response() {
