@@ -76,6 +76,13 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Deferred loading
+//!
+//! Tools registered deferred ([`Tool::deferred`], or a selection's deferred toolset) are sent
+//! only once the model looks for them: through the agent's own `search_tools` on every
+//! provider, or the provider's tool search where it has one ([`DeferredLoading`],
+//! [`Agent::with_deferred_loading`]). A registry of thousands of tools sends a few.
+//!
 //! # Switching providers
 //!
 //! The conversation is canonical, so it can continue on another provider: give the messages of
@@ -347,6 +354,45 @@ impl<F: ?Sized> fmt::Debug for Hook<F> {
 /// the agent searches its own registry; with [`DeferredLoading::Provider`] it uses the
 /// provider's tool search where the provider has one. See the "Deferred loading" section of
 /// `docs/hosted.md` for when to choose which.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> toolwire::Result<()> {
+/// use serde_json::json;
+/// use toolwire::agent::{Agent, DeferredLoading};
+/// use toolwire::mock::{MockReply, MockServer, Script};
+/// use toolwire::tools::{SEARCH_TOOL_NAME, Tool, ToolRegistry};
+/// use toolwire::{ChatRequest, Client, Message, ProviderKind, ToolCall, ToolDefinition};
+///
+/// let registry = ToolRegistry::new();
+/// for (name, description) in [
+///     ("jira_create_ticket", "Create a ticket in Jira"),
+///     ("slack_send_message", "Send a message to a Slack channel"),
+/// ] {
+///     let definition = ToolDefinition::new(name, description)?;
+///     let tool = Tool::from_fn(definition, |_| async { Ok(json!("done")) });
+///     registry.register(tool.deferred())?;
+/// }
+/// // A mock model: a search, a call of the tool it found, an answer.
+/// let script = Script::new()
+///     .then(MockReply::tool_calls([ToolCall::new("c1", SEARCH_TOOL_NAME, r#"{"query":"jira ticket"}"#)]))
+///     .then(MockReply::tool_calls([ToolCall::new("c2", "jira_create_ticket", "{}")]))
+///     .then(MockReply::text("Opened."));
+/// let server = MockServer::start(ProviderKind::OpenAi, script).await?;
+/// let client = Client::builder(ProviderKind::OpenAi).base_url(server.url()).build()?;
+///
+/// let agent = Agent::new(client, registry).with_deferred_loading(DeferredLoading::Registry);
+/// let request = ChatRequest::new("any-model", vec![Message::user("Open a Jira ticket")]);
+/// let outcome = agent.run(request).finish().await?;
+/// assert_eq!(outcome.response.text.as_deref(), Some("Opened."));
+/// let sent = |i: usize| -> Vec<String> {
+///     let tools = server.requests()[i].body["tools"].as_array().cloned().unwrap_or_default();
+///     tools.iter().map(|t| t["function"]["name"].as_str().unwrap_or("").to_owned()).collect()
+/// };
+/// assert_eq!(sent(0), [SEARCH_TOOL_NAME]);
+/// assert_eq!(sent(1), [SEARCH_TOOL_NAME, "jira_create_ticket"]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DeferredLoading {
