@@ -628,11 +628,12 @@ impl Shared {
     }
 }
 
-/// What one turn offers: the tools to send, and the names of the deferred tools among the
-/// registry's offer (sent or not).
+/// What one turn offers.
 struct Offer {
+    /// The tools to send.
     tools: Vec<ToolDefinition>,
-    deferred: HashSet<String>,
+    /// The registry offers some tools deferred.
+    deferred: bool,
     /// The agent's search tool is among `tools`.
     searching: bool,
 }
@@ -648,14 +649,17 @@ fn offered(
     loaded: &Loaded,
 ) -> Result<Offer> {
     let provider = agent.client.provider();
-    let all = agent.registry.definitions(&agent.selection);
-    let deferred: HashSet<String> = (all.iter())
-        .filter(|t| t.defer_loading)
-        .map(|t| t.name.clone())
-        .collect();
-    let searching = !deferred.is_empty() && !provider_search;
+    // Of the deferred tools, only those to send are copied (a few out of thousands).
+    let (all, deferred) = agent.registry.offer_deferred(&agent.selection, |name| {
+        provider_search || loaded.names.contains(name)
+    });
+    let searching = deferred && !provider_search;
     let mut tools = if searching {
-        if all.iter().any(|t| t.name == SEARCH_TOOL_NAME) {
+        if all.iter().any(|t| t.name == SEARCH_TOOL_NAME)
+            || agent
+                .registry
+                .is_deferred(SEARCH_TOOL_NAME, &agent.selection)
+        {
             return Err(Error::input(
                 "tools",
                 format!(
@@ -690,8 +694,8 @@ fn offered(
 }
 
 /// [`DeferredLoading::Registry`]'s tools: those not deferred, the search tool, then the
-/// deferred tools loaded so far in the order they were loaded (sent as loaded tools, without
-/// `defer_loading`).
+/// deferred tools loaded so far (the only deferred ones in `all`) in the order they were
+/// loaded, sent as loaded tools, without `defer_loading`.
 fn registry_offer(all: Vec<ToolDefinition>, loaded: &Loaded) -> Vec<ToolDefinition> {
     let mut tools = Vec::new();
     let mut waiting: HashMap<String, ToolDefinition> = HashMap::new();
@@ -803,7 +807,7 @@ async fn drive(
         let offer = offered(&agent, &request, provider_search, &lock(&loaded))?;
         request.tools = offer.tools;
         if provider_search
-            && !offer.deferred.is_empty()
+            && offer.deferred
             && !request.hosted_tools.contains(&HostedTool::ToolSearch)
         {
             request.hosted_tools.push(HostedTool::ToolSearch);
@@ -842,8 +846,12 @@ async fn drive(
         }
         let called: Vec<String> = response.tool_calls.iter().map(|c| c.name.clone()).collect();
         // A deferred tool called without being found is sent from the next step on.
-        for name in called.iter().filter(|n| offer.deferred.contains(*n)) {
-            lock(&loaded).add(name);
+        if offer.searching {
+            for name in &called {
+                if agent.registry.is_deferred(name, &agent.selection) {
+                    lock(&loaded).add(name);
+                }
+            }
         }
 
         let mut assistant = AssistantMessage::from(response.clone());

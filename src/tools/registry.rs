@@ -184,7 +184,8 @@ impl Entry {
 }
 
 struct Inner {
-    entries: Vec<Entry>,
+    /// Shared with snapshots: reading the offer copies pointers, not tools.
+    entries: Vec<Arc<Entry>>,
     strict: bool,
     max_result_bytes: usize,
 }
@@ -343,11 +344,11 @@ impl ToolRegistry {
                 };
             }
         }
-        let entry = Entry {
+        let entry = Arc::new(Entry {
             tool,
             validator: Arc::new(validator),
             output,
-        };
+        });
         let mut inner = self.write();
         let existing = inner.entries.iter().position(|e| {
             e.tool.definition.name == entry.tool.definition.name && e.tool.role == entry.tool.role
@@ -442,22 +443,22 @@ impl ToolRegistry {
     /// The tools whose source satisfies `test`, as [`ToolRegistry::list`] gives them; only
     /// those are copied, so picking a few out of thousands stays cheap.
     pub fn list_by_source(&self, test: impl Fn(&str) -> bool) -> Vec<ToolInfo> {
-        let picked: Vec<Entry> = (self.read().entries.iter())
+        let picked: Vec<Arc<Entry>> = (self.read().entries.iter())
             .filter(|e| test(&e.tool.source))
             .cloned()
             .collect();
-        picked.iter().map(Entry::info).collect()
+        picked.iter().map(|e| e.info()).collect()
     }
 
     /// The entries, copied out so availability checks (user code) run without the lock held:
     /// a check or handler may register tools itself.
-    fn snapshot(&self) -> Vec<Entry> {
+    fn snapshot(&self) -> Vec<Arc<Entry>> {
         self.read().entries.clone()
     }
 
     /// Every registered tool, in registration order, with why it is unavailable if it is.
     pub fn list(&self) -> Vec<ToolInfo> {
-        self.snapshot().iter().map(Entry::info).collect()
+        self.snapshot().iter().map(|e| e.info()).collect()
     }
 
     /// What the tool `name` says about its effects (for a role's own tool, pass the selection
@@ -470,7 +471,7 @@ impl ToolRegistry {
         self.offered(selection)
             .into_iter()
             .find(|e| e.tool.definition.name == name)
-            .map(|e| e.tool.annotations)
+            .map(|e| e.tool.annotations.clone())
     }
 
     /// The tools that are registered but not offered because a required environment variable
@@ -490,8 +491,8 @@ impl ToolRegistry {
 
     /// The entries `selection` offers, one per name, in registration order of the name.
     /// Linear in the registry's size (names are looked up in a map).
-    fn offered(&self, selection: &ToolSelection) -> Vec<Entry> {
-        let mut out: Vec<Entry> = Vec::new();
+    fn offered(&self, selection: &ToolSelection) -> Vec<Arc<Entry>> {
+        let mut out: Vec<Arc<Entry>> = Vec::new();
         let mut at: HashMap<String, usize> = HashMap::new();
         for e in self.snapshot() {
             if !selection.scope_fits(&e.tool) || e.unavailable().is_some() {
@@ -515,12 +516,42 @@ impl ToolRegistry {
         self.offered(selection)
             .into_iter()
             .map(|e| {
-                let deferred = selection.defers(&e.tool);
-                let mut definition = e.tool.definition;
-                definition.defer_loading = deferred;
+                let mut definition = e.tool.definition.clone();
+                definition.defer_loading = selection.defers(&e.tool);
                 definition
             })
             .collect()
+    }
+
+    /// The agent's offer with deferred loading: the definitions `selection` offers, but of the
+    /// deferred ones only those `send` accepts (their definitions alone are copied), and
+    /// whether any tool is offered deferred.
+    pub(crate) fn offer_deferred(
+        &self,
+        selection: &ToolSelection,
+        send: impl Fn(&str) -> bool,
+    ) -> (Vec<ToolDefinition>, bool) {
+        let mut any = false;
+        let mut out = Vec::new();
+        for e in self.offered(selection) {
+            let deferred = selection.defers(&e.tool);
+            any |= deferred;
+            if !deferred || send(&e.tool.definition.name) {
+                let mut definition = e.tool.definition.clone();
+                definition.defer_loading = deferred;
+                out.push(definition);
+            }
+        }
+        (out, any)
+    }
+
+    /// Whether `selection` offers a tool called `name` deferred.
+    pub(crate) fn is_deferred(&self, name: &str, selection: &ToolSelection) -> bool {
+        (self.read().entries.iter()).any(|e| {
+            e.tool.definition.name == name
+                && selection.scope_fits(&e.tool)
+                && selection.defers(&e.tool)
+        })
     }
 
     /// Searches the tools `selection` offers deferred by the words of `query`, best first, at
@@ -688,7 +719,7 @@ impl ToolRegistry {
         &self,
         call: &ToolCall,
         selection: &ToolSelection,
-        offered: &[Entry],
+        offered: &[Arc<Entry>],
     ) -> ToolResult {
         let names: Vec<&str> = offered
             .iter()
@@ -703,7 +734,7 @@ impl ToolRegistry {
             .snapshot()
             .iter()
             .filter(|e| e.tool.definition.name == call.name && selection.scope_fits(&e.tool))
-            .find_map(Entry::unavailable);
+            .find_map(|e| e.unavailable());
         let message = match unavailable {
             Some(why) => format!("Tool {:?} is not available ({why}); {available}", call.name),
             None => format!("Unknown tool {:?}; {available}", call.name),
