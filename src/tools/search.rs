@@ -105,10 +105,10 @@ impl Query {
         let mut terms: Vec<String> = Vec::new();
         for_words(text, |w| {
             if terms.len() < MAX_QUERY_TERMS
-                && !STOP_WORDS.contains(&w.as_str())
-                && !terms.contains(&w)
+                && !STOP_WORDS.contains(&w)
+                && !terms.iter().any(|t| t == w)
             {
-                terms.push(w);
+                terms.push(w.to_owned());
             }
         });
         Self {
@@ -124,10 +124,11 @@ impl Query {
 
     /// The score of a tool (0: no match).
     pub(crate) fn score(&self, name: &str, description: &str) -> u32 {
-        let mut best = vec![0u32; self.terms.len()];
-        let mut mark = |word: String, exact: u32, prefix: u32| {
+        // At most MAX_QUERY_TERMS terms: no allocation per tool.
+        let mut best = [0u32; MAX_QUERY_TERMS];
+        let mut mark = |word: &str, exact: u32, prefix: u32| {
             for (term, best) in self.terms.iter().zip(best.iter_mut()) {
-                let points = if word == *term {
+                let points = if word == term {
                     exact
                 } else if term.len() >= 3 && word.starts_with(term.as_str()) {
                     prefix
@@ -147,19 +148,21 @@ impl Query {
     }
 }
 
-/// Calls `f` with each normalised word of `text` (see the module docs).
-fn for_words(text: &str, mut f: impl FnMut(String)) {
+/// Calls `f` with each normalised word of `text` (see the module docs), all through one
+/// buffer (no allocation per word).
+fn for_words(text: &str, mut f: impl FnMut(&str)) {
     let mut word = String::new();
     let mut prev_lower = false;
     let mut flush = |word: &mut String| {
         if word.is_empty() {
             return;
         }
-        let mut w = std::mem::take(word);
-        if w.len() > 3 && w.ends_with('s') {
-            w.pop();
-        }
+        let w = match word.strip_suffix('s') {
+            Some(stem) if word.len() > 3 => stem,
+            _ => word.as_str(),
+        };
         f(w);
+        word.clear();
     };
     for c in text.chars() {
         if c.is_alphanumeric() {
@@ -227,7 +230,7 @@ mod tests {
 
     fn words(text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        for_words(text, |w| out.push(w));
+        for_words(text, |w| out.push(w.to_owned()));
         out
     }
 
