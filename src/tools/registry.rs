@@ -526,6 +526,7 @@ impl ToolRegistry {
     /// The agent's offer with deferred loading: the definitions `selection` offers, but of the
     /// deferred ones only those `send` accepts (their definitions alone are copied), and
     /// whether any tool is offered deferred.
+    #[cfg(feature = "agent")]
     pub(crate) fn offer_deferred(
         &self,
         selection: &ToolSelection,
@@ -546,6 +547,7 @@ impl ToolRegistry {
     }
 
     /// Whether `selection` offers a tool called `name` deferred.
+    #[cfg(feature = "agent")]
     pub(crate) fn is_deferred(&self, name: &str, selection: &ToolSelection) -> bool {
         (self.read().entries.iter()).any(|e| {
             e.tool.definition.name == name
