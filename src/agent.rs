@@ -76,6 +76,13 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Deferred loading
+//!
+//! Tools registered deferred ([`Tool::deferred`], or a selection's deferred toolset) are sent
+//! only once the model looks for them: through the agent's own `search_tools` on every
+//! provider, or the provider's tool search where it has one ([`DeferredLoading`],
+//! [`Agent::with_deferred_loading`]). A registry of thousands of tools sends a few.
+//!
 //! # Switching providers
 //!
 //! The conversation is canonical, so it can continue on another provider: give the messages of
@@ -113,11 +120,15 @@ use tracing::Instrument;
 
 use crate::client::{Client, Router};
 use crate::error::{Error, Result};
+use crate::provider::Provider;
 use crate::provider::ProviderKind;
-use crate::tools::{Progress, Reporter, ToolRegistry, ToolSelection, Update};
+use crate::tools::{
+    DEFAULT_SEARCH_LIMIT, Progress, Reporter, SEARCH_TOOL_NAME, Tool, ToolRegistry, ToolSelection,
+    Update, search_tool_definition,
+};
 use crate::types::{
-    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, StreamEvent, ToolCall,
-    ToolResult, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, HostedTool, Message, StreamEvent,
+    ToolCall, ToolDefinition, ToolResult, Usage,
 };
 
 /// How many turns an agent runs unless told otherwise.
@@ -335,6 +346,79 @@ impl<F: ?Sized> fmt::Debug for Hook<F> {
     }
 }
 
+/// How an agent sends the tools registered deferred ([`Tool::deferred`]) or offered deferred
+/// ([`ToolSelection::with_deferred_toolset`]), so a registry of thousands of tools sends only
+/// the few the model asks for. Tools that are not deferred are always sent.
+///
+/// Deferred loading works on every provider. With [`DeferredLoading::Registry`] (the default)
+/// the agent searches its own registry; with [`DeferredLoading::Provider`] it uses the
+/// provider's tool search where the provider has one. See the "Deferred loading" section of
+/// `docs/hosted.md` for when to choose which.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> toolwire::Result<()> {
+/// use serde_json::json;
+/// use toolwire::agent::{Agent, DeferredLoading};
+/// use toolwire::mock::{MockReply, MockServer, Script};
+/// use toolwire::tools::{SEARCH_TOOL_NAME, Tool, ToolRegistry};
+/// use toolwire::{ChatRequest, Client, Message, ProviderKind, ToolCall, ToolDefinition};
+///
+/// let registry = ToolRegistry::new();
+/// for (name, description) in [
+///     ("jira_create_ticket", "Create a ticket in Jira"),
+///     ("slack_send_message", "Send a message to a Slack channel"),
+/// ] {
+///     let definition = ToolDefinition::new(name, description)?;
+///     let tool = Tool::from_fn(definition, |_| async { Ok(json!("done")) });
+///     registry.register(tool.deferred())?;
+/// }
+/// // A mock model: a search, a call of the tool it found, an answer.
+/// let script = Script::new()
+///     .then(MockReply::tool_calls([ToolCall::new("c1", SEARCH_TOOL_NAME, r#"{"query":"jira ticket"}"#)]))
+///     .then(MockReply::tool_calls([ToolCall::new("c2", "jira_create_ticket", "{}")]))
+///     .then(MockReply::text("Opened."));
+/// let server = MockServer::start(ProviderKind::OpenAi, script).await?;
+/// let client = Client::builder(ProviderKind::OpenAi).base_url(server.url()).build()?;
+///
+/// let agent = Agent::new(client, registry).with_deferred_loading(DeferredLoading::Registry);
+/// let request = ChatRequest::new("any-model", vec![Message::user("Open a Jira ticket")]);
+/// let outcome = agent.run(request).finish().await?;
+/// assert_eq!(outcome.response.text.as_deref(), Some("Opened."));
+/// let sent = |i: usize| -> Vec<String> {
+///     let tools = server.requests()[i].body["tools"].as_array().cloned().unwrap_or_default();
+///     tools.iter().map(|t| t["function"]["name"].as_str().unwrap_or("").to_owned()).collect()
+/// };
+/// assert_eq!(sent(0), [SEARCH_TOOL_NAME]);
+/// assert_eq!(sent(1), [SEARCH_TOOL_NAME, "jira_create_ticket"]);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeferredLoading {
+    /// The agent's own search, the same on every provider. Deferred tools are not sent; the
+    /// agent offers one more tool, `search_tools` ([`SEARCH_TOOL_NAME`]: a `query` string
+    /// and an optional `limit`), that it runs itself over the registry's deferred tools
+    /// ([`ToolRegistry::search`]) and whose result lists the matches by name and description.
+    /// The tools found are sent from the next step on, and stay for the rest of the run.
+    ///
+    /// A deferred tool the model calls without having found it (its name is in the history,
+    /// or the prompt) still runs: it is registered, and its arguments are checked against its
+    /// schema like any call's. It is sent from the next step on too, as are deferred tools
+    /// called earlier in the conversation the run continues. A registered tool named
+    /// `search_tools` beside deferred tools is an [`Error::Input`] when the run starts.
+    #[default]
+    Registry,
+    /// The provider's own tool search, where the provider has one: every tool is sent, the
+    /// deferred ones with [`ToolDefinition::defer_loading`] set, with the hosted
+    /// [`HostedTool::ToolSearch`] added to the request; the provider finds and loads tools
+    /// itself (its search shows in the response's `hosted_calls`). Whether the provider has
+    /// tool search is asked of the provider once per run: it is asked to encode a request with
+    /// one deferred tool and tool search (Anthropic and OpenAI Responses can). On a provider
+    /// without it, the run uses [`DeferredLoading::Registry`].
+    Provider,
+}
+
 /// Runs conversations with tools on one provider.
 #[derive(Debug, Clone)]
 pub struct Agent {
@@ -348,6 +432,7 @@ pub struct Agent {
     hook_timeout: Duration,
     stop_when: Vec<StopWhen>,
     model: Option<String>,
+    deferred: DeferredLoading,
 }
 
 impl Agent {
@@ -365,6 +450,7 @@ impl Agent {
             hook_timeout: DEFAULT_HOOK_TIMEOUT,
             stop_when: Vec::new(),
             model: None,
+            deferred: DeferredLoading::default(),
         }
     }
 
@@ -423,6 +509,12 @@ impl Agent {
     /// Which tools are offered (role, toolsets).
     pub fn with_selection(mut self, selection: ToolSelection) -> Self {
         self.selection = selection;
+        self
+    }
+
+    /// How deferred tools are sent ([`DeferredLoading::Registry`] unless set).
+    pub fn with_deferred_loading(mut self, deferred: DeferredLoading) -> Self {
+        self.deferred = deferred;
         self
     }
 
@@ -536,12 +628,50 @@ impl Shared {
     }
 }
 
-/// The registry's offer for this request, less the tools whose schema the provider cannot
-/// take (an MCP server's recursive schema on Gemini, say): each is left out with a warning
-/// naming the tool and the reason, and the turn goes on with the others.
-fn offered(agent: &Agent, request: &ChatRequest) -> Vec<crate::types::ToolDefinition> {
+/// What one turn offers.
+struct Offer {
+    /// The tools to send.
+    tools: Vec<ToolDefinition>,
+    /// The registry offers some tools deferred.
+    deferred: bool,
+    /// The agent's search tool is among `tools`.
+    searching: bool,
+}
+
+/// The registry's offer for this request (deferred tools as `provider_search` says, see
+/// [`DeferredLoading`]), less the tools whose schema the provider cannot take (an MCP
+/// server's recursive schema on Gemini, say): each is left out with a warning naming the tool
+/// and the reason, and the turn goes on with the others.
+fn offered(
+    agent: &Agent,
+    request: &ChatRequest,
+    provider_search: bool,
+    loaded: &Loaded,
+) -> Result<Offer> {
     let provider = agent.client.provider();
-    let mut tools = agent.registry.definitions(&agent.selection);
+    // Of the deferred tools, only those to send are copied (a few out of thousands).
+    let (all, deferred) = agent.registry.offer_deferred(&agent.selection, |name| {
+        provider_search || loaded.names.contains(name)
+    });
+    let searching = deferred && !provider_search;
+    let mut tools = if searching {
+        if all.iter().any(|t| t.name == SEARCH_TOOL_NAME)
+            || agent
+                .registry
+                .is_deferred(SEARCH_TOOL_NAME, &agent.selection)
+        {
+            return Err(Error::input(
+                "tools",
+                format!(
+                    "a registered tool is named {SEARCH_TOOL_NAME:?}, the name of the agent's \
+                     search over deferred tools: rename it, or register no tool deferred"
+                ),
+            ));
+        }
+        registry_offer(all, loaded)
+    } else {
+        all
+    };
     tools.retain(
         |tool| match provider.encode_parameters(tool, request.schema_mode) {
             Ok(_) => true,
@@ -556,7 +686,101 @@ fn offered(agent: &Agent, request: &ChatRequest) -> Vec<crate::types::ToolDefini
             }
         },
     );
+    Ok(Offer {
+        tools,
+        deferred,
+        searching,
+    })
+}
+
+/// [`DeferredLoading::Registry`]'s tools: those not deferred, the search tool, then the
+/// deferred tools loaded so far (the only deferred ones in `all`) in the order they were
+/// loaded, sent as loaded tools, without `defer_loading`.
+fn registry_offer(all: Vec<ToolDefinition>, loaded: &Loaded) -> Vec<ToolDefinition> {
+    let mut tools = Vec::new();
+    let mut waiting: HashMap<String, ToolDefinition> = HashMap::new();
+    for tool in all {
+        if tool.defer_loading {
+            waiting.insert(tool.name.clone(), tool);
+        } else {
+            tools.push(tool);
+        }
+    }
+    tools.push(search_tool_definition());
+    for name in &loaded.order {
+        if let Some(mut tool) = waiting.remove(name) {
+            tool.defer_loading = false;
+            tools.push(tool);
+        }
+    }
     tools
+}
+
+/// The deferred tools a run has loaded (found by search or called), in the order they came.
+#[derive(Default)]
+struct Loaded {
+    order: Vec<String>,
+    names: HashSet<String>,
+}
+
+impl Loaded {
+    fn add(&mut self, name: &str) {
+        if self.names.insert(name.to_owned()) {
+            self.order.push(name.to_owned());
+        }
+    }
+}
+
+/// Whether `provider` takes a deferred tool with its own tool search for `model`: asked by
+/// encoding a one-tool request (no IO; the provider's own rules decide).
+fn has_tool_search(provider: &dyn Provider, model: &str) -> bool {
+    let Ok(tool) = ToolDefinition::new("toolwire_probe", "A probe.") else {
+        return false;
+    };
+    let mut probe = ChatRequest::new(model, vec![Message::user("probe")]);
+    probe.tools = vec![tool.with_defer_loading(true)];
+    probe.hosted_tools = vec![HostedTool::ToolSearch];
+    provider.encode(&probe, true).is_ok()
+}
+
+/// The registry holding the run's `search_tools`, whose handler searches the agent's registry
+/// and loads what it finds into `loaded`.
+fn search_registry(agent: &Agent, loaded: Arc<Mutex<Loaded>>) -> Result<ToolRegistry> {
+    let registry = agent.registry.clone();
+    let selection = agent.selection.clone();
+    let search = ToolRegistry::new().with_max_result_bytes(agent.registry.max_result_bytes());
+    let tool = Tool::from_fn(search_tool_definition(), move |args: Value| {
+        let query = args.get("query").and_then(Value::as_str).unwrap_or("");
+        let limit = (args.get("limit").and_then(Value::as_u64)).map_or(DEFAULT_SEARCH_LIMIT, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        });
+        let found = registry.search(query, limit, &selection);
+        {
+            let mut loaded = lock(&loaded);
+            for m in &found {
+                loaded.add(&m.name);
+            }
+        }
+        let message = if found.is_empty() {
+            format!("No tool matched {query:?}; try other words.")
+        } else {
+            format!(
+                "{} found; call them from your next step on.",
+                match found.len() {
+                    1 => "1 tool".to_owned(),
+                    n => format!("{n} tools"),
+                }
+            )
+        };
+        let tools: Vec<Value> = (found.iter())
+            .map(|m| json!({"name": m.name, "description": m.description}))
+            .collect();
+        let output = json!({"tools": tools, "message": message});
+        async move { Ok(output) }
+    })
+    .with_source("agent");
+    search.register(tool)?;
+    Ok(search)
 }
 
 async fn drive(
@@ -569,8 +793,25 @@ async fn drive(
     carry_over(&mut lock(&shared.messages), provider);
     let mut choice = request.tool_choice.take();
     let mut usage = Usage::default();
+    let provider_search = agent.deferred == DeferredLoading::Provider
+        && has_tool_search(agent.client.provider(), &request.model);
+    // Deferred tools called earlier in the conversation are loaded from the start.
+    let loaded = Arc::new(Mutex::new(Loaded::default()));
+    for message in lock(&shared.messages).iter() {
+        if let Message::Assistant(a) = message {
+            a.tool_calls.iter().for_each(|c| lock(&loaded).add(&c.name));
+        }
+    }
+    let search = search_registry(&agent, Arc::clone(&loaded))?;
     for turn in 1..=agent.max_turns {
-        request.tools = offered(&agent, &request);
+        let offer = offered(&agent, &request, provider_search, &lock(&loaded))?;
+        request.tools = offer.tools;
+        if provider_search
+            && offer.deferred
+            && !request.hosted_tools.contains(&HostedTool::ToolSearch)
+        {
+            request.hosted_tools.push(HostedTool::ToolSearch);
+        }
         request.tool_choice = choice.take().filter(|_| !request.tools.is_empty());
         request.messages = lock(&shared.messages).clone();
 
@@ -585,7 +826,8 @@ async fn drive(
             "gen_ai.usage.output_tokens" = tracing::field::Empty,
             "error.type" = tracing::field::Empty,
         );
-        let ran = run_turn(&agent, &request, &shared, turn)
+        let searching = offer.searching.then_some(&search);
+        let ran = run_turn(&agent, &request, &shared, turn, searching)
             .instrument(span.clone())
             .await;
         // Sent: the next turn copies the conversation again.
@@ -603,6 +845,14 @@ async fn drive(
             usage.output_tokens = usage.output_tokens.saturating_add(u.output_tokens);
         }
         let called: Vec<String> = response.tool_calls.iter().map(|c| c.name.clone()).collect();
+        // A deferred tool called without being found is sent from the next step on.
+        if offer.searching {
+            for name in &called {
+                if agent.registry.is_deferred(name, &agent.selection) {
+                    lock(&loaded).add(name);
+                }
+            }
+        }
 
         let mut assistant = AssistantMessage::from(response.clone());
         assistant
@@ -705,6 +955,7 @@ async fn run_turn(
     request: &ChatRequest,
     shared: &Shared,
     turn: usize,
+    search: Option<&ToolRegistry>,
 ) -> Result<(ChatResponse, Vec<ToolResult>)> {
     let mut ids = CallIds::new(&request.messages, turn);
     let mut stream = agent.client.stream(request).await?;
@@ -731,7 +982,7 @@ async fn run_turn(
                 {
                     ids.fix(&mut call);
                     started.insert(i, call.id.clone());
-                    running.push(run_call(agent, i, call, shared));
+                    running.push(run_call(agent, i, call, shared, search));
                 }
             }
         }
@@ -744,7 +995,7 @@ async fn run_turn(
             None => {
                 ids.fix(call);
                 started.insert(i, call.id.clone());
-                running.push(run_call(agent, i, call.clone(), shared));
+                running.push(run_call(agent, i, call.clone(), shared, search));
             }
         }
     }
@@ -769,8 +1020,15 @@ struct Ran {
     mark: Option<Value>,
 }
 
-/// Asks the before-tool hook (runnable calls only), then runs the call.
-async fn run_call(agent: &Agent, index: usize, call: ToolCall, shared: &Shared) -> (usize, Ran) {
+/// Asks the before-tool hook (runnable calls only), then runs the call (`search_tools` on
+/// `search` when the turn offered it, every other call on the agent's registry).
+async fn run_call(
+    agent: &Agent,
+    index: usize,
+    call: ToolCall,
+    shared: &Shared,
+    search: Option<&ToolRegistry>,
+) -> (usize, Ran) {
     let mut to_run = call.clone();
     let mut mark = None;
     if let (true, Some(hook)) = (call.is_complete(), &agent.before_tool) {
@@ -816,9 +1074,12 @@ async fn run_call(agent: &Agent, index: usize, call: ToolCall, shared: &Shared) 
     }
     shared.emit(AgentEvent::ToolStarted(to_run.clone()));
     let (reporter, mut reports) = Reporter::channel();
-    let running = agent
-        .registry
-        .dispatch_reporting(&to_run, &agent.selection, reporter);
+    let everything = ToolSelection::default();
+    let (registry, selection) = match search {
+        Some(search) if to_run.name == SEARCH_TOOL_NAME => (search, &everything),
+        _ => (&agent.registry, &agent.selection),
+    };
+    let running = registry.dispatch_reporting(&to_run, selection, reporter);
     let mut running = std::pin::pin!(running);
     let result = loop {
         tokio::select! {

@@ -33,6 +33,8 @@ mod cli_replay;
 mod client;
 #[cfg(all(feature = "client", feature = "mock"))]
 mod client_ext;
+#[cfg(all(feature = "agent", feature = "mock"))]
+mod deferred;
 #[cfg(feature = "cli")]
 mod demo;
 mod eventstream;

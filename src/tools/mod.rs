@@ -50,6 +50,7 @@ mod dispatch;
 mod params;
 mod progress;
 mod registry;
+pub mod search;
 mod typed;
 
 #[cfg(feature = "server")]
@@ -63,6 +64,9 @@ pub use progress::{
 #[cfg(feature = "server")]
 pub(crate) use registry::ReporterOf;
 pub use registry::{DEFAULT_MAX_RESULT_BYTES, ToolInfo, ToolRegistry, ToolSelection, Unavailable};
+pub use search::{
+    DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, SEARCH_TOOL_NAME, ToolMatch, search_tool_definition,
+};
 pub use typed::{TypedTool, parameters_for};
 
 use std::fmt;
@@ -407,6 +411,13 @@ impl Tool {
     /// removes by it and strict mode names it.
     pub fn with_source(mut self, source: impl Into<String>) -> Self {
         self.source = source.into();
+        self
+    }
+
+    /// Registers the tool deferred ([`ToolDefinition::defer_loading`]): the agent sends it only
+    /// once the model found it by search (see [`crate::agent::DeferredLoading`]).
+    pub fn deferred(mut self) -> Self {
+        self.definition.defer_loading = true;
         self
     }
 

@@ -1,5 +1,6 @@
 //! The tool registry: which tools exist, which ones a request offers, and dispatch.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
@@ -8,6 +9,7 @@ use jsonschema::Validator;
 use serde_json::{Value, json};
 
 use super::dispatch::{self, Target, floor_char_boundary};
+use super::search::{Query, ToolMatch, TopK, listed_description};
 use super::{Reporter, Tool, ToolError, TypedTool, parameter_list};
 use crate::error::{Error, Result};
 use crate::types::{ToolCall, ToolDefinition, ToolResult};
@@ -30,6 +32,7 @@ pub struct ToolSelection {
     role: Option<String>,
     toolsets: Vec<String>,
     all_toolsets: bool,
+    deferred_toolsets: Vec<String>,
 }
 
 impl ToolSelection {
@@ -49,6 +52,25 @@ impl ToolSelection {
     pub fn with_toolset(mut self, toolset: impl Into<String>) -> Self {
         self.toolsets.push(toolset.into());
         self
+    }
+
+    /// Enables a toolset whose tools are offered deferred: as if each were registered with
+    /// [`Tool::deferred`](super::Tool::deferred) (found by search before they are sent; see
+    /// [`crate::agent::DeferredLoading`]). For a large toolset, an MCP server's say.
+    pub fn with_deferred_toolset(mut self, toolset: impl Into<String>) -> Self {
+        let toolset = toolset.into();
+        self.toolsets.push(toolset.clone());
+        self.deferred_toolsets.push(toolset);
+        self
+    }
+
+    /// Whether this selection offers `tool` deferred: registered so, or in a deferred toolset.
+    fn defers(&self, tool: &Tool) -> bool {
+        tool.definition.defer_loading
+            || tool
+                .toolset
+                .as_ref()
+                .is_some_and(|t| self.deferred_toolsets.contains(t))
     }
 
     /// Enables every toolset.
@@ -162,7 +184,8 @@ impl Entry {
 }
 
 struct Inner {
-    entries: Vec<Entry>,
+    /// Shared with snapshots: reading the offer copies pointers, not tools.
+    entries: Vec<Arc<Entry>>,
     strict: bool,
     max_result_bytes: usize,
 }
@@ -321,11 +344,11 @@ impl ToolRegistry {
                 };
             }
         }
-        let entry = Entry {
+        let entry = Arc::new(Entry {
             tool,
             validator: Arc::new(validator),
             output,
-        };
+        });
         let mut inner = self.write();
         let existing = inner.entries.iter().position(|e| {
             e.tool.definition.name == entry.tool.definition.name && e.tool.role == entry.tool.role
@@ -420,22 +443,22 @@ impl ToolRegistry {
     /// The tools whose source satisfies `test`, as [`ToolRegistry::list`] gives them; only
     /// those are copied, so picking a few out of thousands stays cheap.
     pub fn list_by_source(&self, test: impl Fn(&str) -> bool) -> Vec<ToolInfo> {
-        let picked: Vec<Entry> = (self.read().entries.iter())
+        let picked: Vec<Arc<Entry>> = (self.read().entries.iter())
             .filter(|e| test(&e.tool.source))
             .cloned()
             .collect();
-        picked.iter().map(Entry::info).collect()
+        picked.iter().map(|e| e.info()).collect()
     }
 
     /// The entries, copied out so availability checks (user code) run without the lock held:
     /// a check or handler may register tools itself.
-    fn snapshot(&self) -> Vec<Entry> {
+    fn snapshot(&self) -> Vec<Arc<Entry>> {
         self.read().entries.clone()
     }
 
     /// Every registered tool, in registration order, with why it is unavailable if it is.
     pub fn list(&self) -> Vec<ToolInfo> {
-        self.snapshot().iter().map(Entry::info).collect()
+        self.snapshot().iter().map(|e| e.info()).collect()
     }
 
     /// What the tool `name` says about its effects (for a role's own tool, pass the selection
@@ -448,7 +471,7 @@ impl ToolRegistry {
         self.offered(selection)
             .into_iter()
             .find(|e| e.tool.definition.name == name)
-            .map(|e| e.tool.annotations)
+            .map(|e| e.tool.annotations.clone())
     }
 
     /// The tools that are registered but not offered because a required environment variable
@@ -467,29 +490,115 @@ impl ToolRegistry {
     }
 
     /// The entries `selection` offers, one per name, in registration order of the name.
-    fn offered(&self, selection: &ToolSelection) -> Vec<Entry> {
-        let mut out: Vec<Entry> = Vec::new();
-        for e in &self.snapshot() {
+    /// Linear in the registry's size (names are looked up in a map).
+    fn offered(&self, selection: &ToolSelection) -> Vec<Arc<Entry>> {
+        let mut out: Vec<Arc<Entry>> = Vec::new();
+        let mut at: HashMap<String, usize> = HashMap::new();
+        for e in self.snapshot() {
             if !selection.scope_fits(&e.tool) || e.unavailable().is_some() {
                 continue;
             }
-            match out
-                .iter_mut()
-                .find(|o| o.tool.definition.name == e.tool.definition.name)
-            {
-                Some(slot) if e.tool.role.is_some() => *slot = e.clone(),
+            match at.get(&e.tool.definition.name) {
+                Some(&i) if e.tool.role.is_some() => out[i] = e,
                 Some(_) => {}
-                None => out.push(e.clone()),
+                None => {
+                    at.insert(e.tool.definition.name.clone(), out.len());
+                    out.push(e);
+                }
             }
         }
         out
     }
 
-    /// The definitions to send with a request.
+    /// The definitions to send with a request. A tool the selection offers deferred (see
+    /// [`ToolSelection::with_deferred_toolset`]) has [`ToolDefinition::defer_loading`] set.
     pub fn definitions(&self, selection: &ToolSelection) -> Vec<ToolDefinition> {
         self.offered(selection)
             .into_iter()
-            .map(|e| e.tool.definition)
+            .map(|e| {
+                let mut definition = e.tool.definition.clone();
+                definition.defer_loading = selection.defers(&e.tool);
+                definition
+            })
+            .collect()
+    }
+
+    /// The agent's offer with deferred loading: the definitions `selection` offers, but of the
+    /// deferred ones only those `send` accepts (their definitions alone are copied), and
+    /// whether any tool is offered deferred.
+    #[cfg(feature = "agent")]
+    pub(crate) fn offer_deferred(
+        &self,
+        selection: &ToolSelection,
+        send: impl Fn(&str) -> bool,
+    ) -> (Vec<ToolDefinition>, bool) {
+        let mut any = false;
+        let mut out = Vec::new();
+        for e in self.offered(selection) {
+            let deferred = selection.defers(&e.tool);
+            any |= deferred;
+            if !deferred || send(&e.tool.definition.name) {
+                let mut definition = e.tool.definition.clone();
+                definition.defer_loading = deferred;
+                out.push(definition);
+            }
+        }
+        (out, any)
+    }
+
+    /// Whether `selection` offers a tool called `name` deferred.
+    #[cfg(feature = "agent")]
+    pub(crate) fn is_deferred(&self, name: &str, selection: &ToolSelection) -> bool {
+        (self.read().entries.iter()).any(|e| {
+            e.tool.definition.name == name
+                && selection.scope_fits(&e.tool)
+                && selection.defers(&e.tool)
+        })
+    }
+
+    /// Searches the tools `selection` offers deferred by the words of `query`, best first, at
+    /// most `limit` of them (and never more than
+    /// [`MAX_SEARCH_LIMIT`](super::MAX_SEARCH_LIMIT)). Scoring is described in
+    /// [`crate::tools::search`]: plain word matches over names and descriptions, deterministic,
+    /// linear in the registry's size; the query is never compiled as a pattern.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolwire::tools::{Tool, ToolRegistry, ToolSelection};
+    /// use toolwire::ToolDefinition;
+    ///
+    /// let registry = ToolRegistry::new();
+    /// for (name, description) in [("send_email", "Send an email"), ("get_weather", "Weather now")] {
+    ///     let definition = ToolDefinition::new(name, description)?;
+    ///     registry.register(Tool::from_fn(definition, |_| async { Ok(json!(null)) }).deferred())?;
+    /// }
+    /// let found = registry.search("email", 5, &ToolSelection::default());
+    /// assert_eq!(found.len(), 1);
+    /// assert_eq!(found[0].name, "send_email");
+    /// # Ok::<(), toolwire::Error>(())
+    /// ```
+    pub fn search(&self, query: &str, limit: usize, selection: &ToolSelection) -> Vec<ToolMatch> {
+        let query = Query::new(query);
+        let offered = self.offered(selection);
+        let mut top = TopK::new(limit.min(super::MAX_SEARCH_LIMIT));
+        if !query.is_empty() {
+            for (i, e) in offered.iter().enumerate() {
+                if selection.defers(&e.tool) {
+                    let d = &e.tool.definition;
+                    top.offer(query.score(&d.name, &d.description), i);
+                }
+            }
+        }
+        top.into_sorted()
+            .into_iter()
+            .map(|(score, i)| {
+                let d = &offered[i].tool.definition;
+                ToolMatch {
+                    name: d.name.clone(),
+                    description: listed_description(&d.description),
+                    score,
+                }
+            })
             .collect()
     }
 
@@ -612,7 +721,7 @@ impl ToolRegistry {
         &self,
         call: &ToolCall,
         selection: &ToolSelection,
-        offered: &[Entry],
+        offered: &[Arc<Entry>],
     ) -> ToolResult {
         let names: Vec<&str> = offered
             .iter()
@@ -627,7 +736,7 @@ impl ToolRegistry {
             .snapshot()
             .iter()
             .filter(|e| e.tool.definition.name == call.name && selection.scope_fits(&e.tool))
-            .find_map(Entry::unavailable);
+            .find_map(|e| e.unavailable());
         let message = match unavailable {
             Some(why) => format!("Tool {:?} is not available ({why}); {available}", call.name),
             None => format!("Unknown tool {:?}; {available}", call.name),
