@@ -3,7 +3,8 @@
 //! parallel calls), written by toolwire's own OpenAI writer: a JSON body, or its SSE stream when
 //! the request says `"stream": true`. Keeps connections alive, as real services do. A request
 //! for the model `hold` gets its first chunk and then a stream held open for a minute, for
-//! measuring memory per open stream.
+//! measuring memory per open stream. Bodies up to 64 MiB are taken (the gateway's own limit is
+//! 32 MiB), so `benches/gateway_memory.sh` can forward its largest requests here.
 //!
 //! Run: `cargo run --release --features server --example gateway_upstream -- PORT`
 
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
+use axum::extract::DefaultBodyLimit;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -77,7 +79,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let app = Router::new()
         .route("/chat/completions", post(answer.clone()))
-        .route("/v1/chat/completions", post(answer));
+        .route("/v1/chat/completions", post(answer))
+        .layer(DefaultBodyLimit::max(64 << 20));
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("http://{}", listener.local_addr()?);
     axum::serve(listener, app).await?;
