@@ -51,17 +51,11 @@ impl RawAnswer {
 
 impl Client {
     /// The path and provider headers this client posts a turn to (`stream` or not) for
-    /// `model`: those its provider's encoder writes for the smallest request.
-    fn route_of(&self, model: &str, stream: bool) -> Result<HttpRequest> {
+    /// `model`: those its provider's encoder writes for the smallest request. Computed once per
+    /// request by the caller and handed to [`Client::send_raw_at`].
+    pub(crate) fn route(&self, model: &str, stream: bool) -> Result<HttpRequest> {
         let probe = ChatRequest::new(model, vec![Message::user(".")]);
         self.inner.provider.encode(&probe, stream)
-    }
-
-    /// The path (query aside) this client posts turns of `model` to.
-    pub(crate) fn wire_path(&self, model: &str) -> Option<String> {
-        let wire = self.route_of(model, false).ok()?;
-        let path = wire.path.split('?').next().unwrap_or_default();
-        Some(path.to_owned())
     }
 
     /// A reader of this client's answers, for reading a raw answer alongside.
@@ -69,30 +63,29 @@ impl Client {
         TurnReader::shared(Arc::clone(&self.inner.provider), None).with_limits(self.inner.limits)
     }
 
-    /// Posts `body` (already in this provider's wire, `model` in it) to the provider's path for
-    /// a turn with `suffix` appended (empty for a turn; `/count_tokens` beside Anthropic's
-    /// `/v1/messages`), with the provider's headers, then `headers` (the caller's, replacing
-    /// same-named ones), then the client's auth, signing and extra headers. One attempt: the
-    /// answer comes back whatever its status; only a failure to get one (connect, first-byte
-    /// deadline) is an error.
+    /// Posts `body` (already in this provider's wire, `model` in it) to `route` (the
+    /// provider's path and headers for the turn, [`Client::route`]) with `suffix` appended to
+    /// its path (empty for a turn; `/count_tokens` beside Anthropic's `/v1/messages`), with the
+    /// route's headers, then `headers` (the caller's, replacing same-named ones), then the
+    /// client's auth, signing and extra headers. One attempt: the answer comes back whatever
+    /// its status; only a failure to get one (connect, first-byte deadline) is an error.
     pub(crate) async fn send_raw_at(
         &self,
-        model: &str,
+        mut route: HttpRequest,
         suffix: &str,
         body: Bytes,
         stream: bool,
         headers: &[(String, String)],
     ) -> Result<RawAnswer> {
-        let mut wire = self.route_of(model, stream)?;
         if !suffix.is_empty() {
-            let (path, query) = wire.path.split_once('?').unwrap_or((&wire.path, ""));
-            wire.path = if query.is_empty() {
+            let (path, query) = route.path.split_once('?').unwrap_or((&route.path, ""));
+            route.path = if query.is_empty() {
                 format!("{path}{suffix}")
             } else {
                 format!("{path}{suffix}?{query}")
             };
         }
-        self.send_wire(&wire, body, stream, headers).await
+        self.send_wire(&route, body, stream, headers).await
     }
 
     /// The provider's own count of `req`'s input tokens ([`Provider::encode_count_tokens`]):

@@ -778,11 +778,10 @@ async fn same_wire(
         return None;
     };
     let (client, upstream_model) = (step.client().clone(), step.model().to_owned());
-    if !passthrough::same_wire(
-        (wire.route(), wire.get().provider),
-        &client,
-        &upstream_model,
-    ) {
+    let Ok(route) = client.route(&upstream_model, head.stream) else {
+        return None;
+    };
+    if !passthrough::same_wire((wire.route(), wire.get().provider), &client, &route) {
         return None;
     }
     if let Some(key) = key
@@ -802,6 +801,9 @@ async fn same_wire(
     } else {
         Box::new(())
     };
+    // The answer is read alongside only for what needs its usage: the key's token limits, or
+    // the debug log of the turn. Otherwise its bytes pass untouched.
+    let read = charge.is_some() || tracing::enabled!(tracing::Level::DEBUG);
     let model = head.model;
     let done: passthrough::Done = Box::new(move |response| {
         if let Some(charge) = charge {
@@ -816,17 +818,7 @@ async fn same_wire(
             );
         }
     });
-    match passthrough::forward(
-        &client,
-        &upstream_model,
-        body,
-        head.stream,
-        &sent,
-        guard,
-        done,
-    )
-    .await
-    {
+    match passthrough::forward(&client, route, body, head.stream, read, &sent, guard, done).await {
         Ok(response) => {
             if !response.status().is_success() {
                 counters.upstream_errors.fetch_add(1, Ordering::Relaxed);
@@ -934,19 +926,18 @@ pub(crate) async fn count_tokens(
             return error_response(wire, &refuse(503, "no_upstream", "no upstream to ask"));
         };
         let (client, upstream_model) = (step.client().clone(), step.model().to_owned());
-        if super::passthrough::same_wire(
-            (wire.route(), wire.get().provider),
-            &client,
-            &upstream_model,
-        ) {
+        if let Ok(route) = client.route(&upstream_model, false)
+            && super::passthrough::same_wire((wire.route(), wire.get().provider), &client, &route)
+        {
             let body = super::passthrough::splice(&bytes, &head.range, &upstream_model);
             let sent = super::passthrough::wire_headers(&headers, wire.get().headers);
             let done: super::passthrough::Done = Box::new(|_| {});
             return match super::passthrough::forward_at(
                 &client,
-                &upstream_model,
+                route,
                 "/count_tokens",
                 body,
+                false,
                 false,
                 &sent,
                 Box::new(()),

@@ -4,8 +4,9 @@
 //! the client's bytes, the rest never re-serialised), with the wire's own client headers
 //! (`anthropic-beta`, `anthropic-version`, `openai-beta`) and the role's auth, never the
 //! client's. The upstream's answer (status, body, stream bytes) goes back as it came: ids,
-//! signatures, reasoning items and usage unchanged. The answer is read alongside by the
-//! upstream provider's own reader for what the gateway measures (usage), never re-encoded.
+//! signatures, reasoning items and usage unchanged. When the gateway needs the answer's usage
+//! (a key's token limits), it is read alongside by the upstream provider's own reader, never
+//! re-encoded; otherwise its bytes pass untouched.
 
 use std::ops::Range;
 
@@ -17,7 +18,7 @@ use serde_json::value::RawValue;
 
 use crate::client::Client;
 use crate::error::Error;
-use crate::provider::ProviderKind;
+use crate::provider::{HttpRequest, ProviderKind};
 use crate::turn::TurnReader;
 use crate::types::ChatResponse;
 
@@ -73,7 +74,8 @@ pub(crate) fn splice(body: &[u8], range: &Range<usize>, model: &str) -> Vec<u8> 
     out
 }
 
-/// Whether `client` speaks the client wire at `route` read by `provider`: its provider is
+/// Whether `client`, posting to `wire` (its [`Client::route`]), speaks the client wire at
+/// `route` read by `provider`: its provider is
 /// that one (`openai`, any OpenAI-compatible server given by base URL included; `anthropic`;
 /// `openai-responses`) and it posts turns to the wire's endpoint: the route is the upstream's path, or `/v1` and
 /// the upstream's path (a base URL ending in `/v1`, as OpenAI-compatible servers' do). A
@@ -82,22 +84,17 @@ pub(crate) fn splice(body: &[u8], range: &Range<usize>, model: &str) -> Vec<u8> 
 pub(crate) fn same_wire(
     (route, provider): (&str, ProviderKind),
     client: &Client,
-    model: &str,
+    wire: &HttpRequest,
 ) -> bool {
     if client.provider().info().kind != provider {
         return false;
     }
-    let Some(path) = client.wire_path(model) else {
-        return false;
-    };
-    let path = if path.starts_with('/') {
-        path
-    } else {
-        format!("/{path}")
-    };
-    path.len() > 1
+    let path = wire.path.split('?').next().unwrap_or_default();
+    let path = path.strip_prefix('/').unwrap_or(path);
+    !path.is_empty()
         && route
-            .strip_suffix(path.as_str())
+            .strip_suffix(path)
+            .and_then(|prefix| prefix.strip_suffix('/'))
             .is_some_and(|prefix| prefix.is_empty() || prefix == "/v1")
 }
 
@@ -142,38 +139,42 @@ fn forwarded(name: &HeaderName) -> bool {
 }
 
 /// Called once the answer's body ended: the turn as the upstream's reader read it (`None` when
-/// the answer was an error, could not be read, or the client left first).
+/// it was not read, the answer was an error, could not be read, or the client left first).
 pub(crate) type Done = Box<dyn FnOnce(Option<&ChatResponse>) + Send>;
 
-/// Sends `body` to `client` as it is and answers with the upstream's answer as it comes.
+/// Sends `body` to `client` at `wire` (its [`Client::route`]) as it is and answers with the
+/// upstream's answer as it comes, read alongside by the upstream's reader when `read`.
 /// `guard` is dropped when the answer's body ends or the client leaves. An error is a failure
 /// to get an answer at all (connect, first byte); an upstream's error answer is an answer.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn forward(
     client: &Client,
-    model: &str,
+    wire: HttpRequest,
     body: Vec<u8>,
     stream: bool,
+    read: bool,
     headers: &[(String, String)],
     guard: Box<dyn Send>,
     done: Done,
 ) -> Result<Response, Error> {
-    forward_at(client, model, "", body, stream, headers, guard, done).await
+    forward_at(client, wire, "", body, stream, read, headers, guard, done).await
 }
 
 /// [`forward`] to the turn's path with `suffix` appended (`/count_tokens`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn forward_at(
     client: &Client,
-    model: &str,
+    wire: HttpRequest,
     suffix: &str,
     body: Vec<u8>,
     stream: bool,
+    read: bool,
     headers: &[(String, String)],
     guard: Box<dyn Send>,
     done: Done,
 ) -> Result<Response, Error> {
     let mut answer = client
-        .send_raw_at(model, suffix, Bytes::from(body), stream, headers)
+        .send_raw_at(wire, suffix, Bytes::from(body), stream, headers)
         .await?;
     let ok = (200..300).contains(&answer.status);
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
@@ -213,7 +214,7 @@ pub(crate) async fn forward_at(
         }
     }
     let mut run = Run {
-        reader: ok.then(|| client.reader()),
+        reader: (ok && read).then(|| client.reader()),
         done: Some(done),
         _guard: guard,
     };

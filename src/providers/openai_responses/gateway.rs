@@ -219,11 +219,39 @@ pub fn decode_request(body: &[u8]) -> Result<ResponsesRequest> {
     f.ignore("client_metadata");
     f.ignore("prompt_cache_key");
     f.finish()?;
+    if let Some(choice) = &mut request.tool_choice {
+        flatten_choice(choice, &request.tools, &namespaced);
+    }
     Ok(ResponsesRequest {
         request,
         stream,
         namespaced,
     })
+}
+
+/// A tool choice naming a function declared inside a namespace by its inner name (the
+/// Responses reference's `ToolChoiceFunction` carries only `name`) names the canonical tool's
+/// flat name, when exactly one namespaced tool has that inner name and no plain tool does.
+/// Any other name is left as it came, for the upstream to judge.
+fn flatten_choice(
+    choice: &mut ToolChoice,
+    tools: &[ToolDefinition],
+    namespaced: &[NamespacedName],
+) {
+    let flat = |name: &mut String| {
+        if tools.iter().any(|t| t.name == *name) {
+            return;
+        }
+        let mut inner = namespaced.iter().filter(|n| n.name == *name);
+        if let (Some(only), None) = (inner.next(), inner.next()) {
+            name.clone_from(&only.flat);
+        }
+    };
+    match choice {
+        ToolChoice::Tool(name) => flat(name),
+        ToolChoice::Allowed { tools, .. } => tools.iter_mut().for_each(flat),
+        _ => {}
+    }
 }
 
 /// A `namespace` tool (`{"type": "namespace", "name", "description", "tools": [...]}`, the
@@ -1387,6 +1415,34 @@ mod tests {
     /// Codex's `namespace` tools: each inner function is a canonical tool under its flat name;
     /// a call of it goes back with `namespace` and the inner name (body and stream), and the
     /// client's echo of that call reads back to the flat name.
+    #[test]
+    fn a_choice_of_a_namespaced_tool_names_its_flat_name() {
+        let space = json!({"type": "namespace", "name": "multi_agent_v1", "description": "S.",
+            "tools": [{"type": "function", "name": "close_agent", "parameters": {"type": "object"}},
+                      {"type": "function", "name": "spawn", "parameters": {"type": "object"}}]});
+        let plain = json!({"type": "function", "name": "spawn", "parameters": {"type": "object"}});
+        let read = |choice: Value| {
+            let body = json!({"model": "m", "input": "hi", "tools": [space, plain],
+                              "tool_choice": choice});
+            req(body).unwrap().request.tool_choice
+        };
+        assert_eq!(
+            read(json!({"type": "function", "name": "close_agent"})),
+            Some(ToolChoice::Tool("multi_agent_v1__close_agent".into()))
+        );
+        // A plain tool of the same name wins: the name is left as the client wrote it.
+        assert_eq!(
+            read(json!({"type": "function", "name": "spawn"})),
+            Some(ToolChoice::Tool("spawn".into()))
+        );
+        let allowed = read(json!({"type": "allowed_tools", "mode": "auto",
+            "tools": [{"type": "function", "name": "close_agent"}]}));
+        let Some(ToolChoice::Allowed { tools, .. }) = allowed else {
+            panic!("{allowed:?}");
+        };
+        assert_eq!(tools, ["multi_agent_v1__close_agent"]);
+    }
+
     #[test]
     fn namespace_tools_round_trip() {
         let body = json!({"model": "m", "input": "hi", "tools": [
