@@ -44,6 +44,7 @@
 mod auth;
 mod bounded;
 
+pub use crate::tools::{InputAnswer, InputReply, InputRequest, check_answer};
 pub use auth::{LoginOptions, TOKEN_DIR_ENV, TokenFile, default_token_dir, login};
 
 use std::collections::{HashMap, VecDeque};
@@ -127,34 +128,6 @@ impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Secret(..)")
     }
-}
-
-/// A server's request for input from the person during a tool call (MCP elicitation,
-/// `elicitation/create`): the question and the form of the answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct InputRequest {
-    /// The server asking: its command line or URL.
-    pub server: String,
-    /// The question, for a person.
-    pub message: String,
-    /// The JSON Schema of the answer (an object of primitive fields); `null` for a URL request.
-    pub schema: Value,
-    /// For a URL request: the page the person is sent to (the answer is given there).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-}
-
-/// The answer to an [`InputRequest`].
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum InputAnswer {
-    /// The person answered: the content (an object matching the request's schema).
-    Accept(Value),
-    /// The person declined to answer; the tool goes on without it.
-    Decline,
-    /// The person cancelled the whole operation.
-    Cancel,
 }
 
 type AskFn = dyn Fn(InputRequest) -> std::pin::Pin<Box<dyn Future<Output = InputAnswer> + Send>>
@@ -569,40 +542,70 @@ impl ClientHandler for Listener {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> std::result::Result<ElicitResult, rmcp::ErrorData> {
-        let asked = match request {
+        let mut asked = match request {
             ElicitRequestParams::FormElicitationParams {
                 message,
                 requested_schema,
                 ..
-            } => InputRequest {
-                server: self.label.clone(),
+            } => InputRequest::new(
+                self.label.clone(),
                 message,
-                schema: serde_json::to_value(requested_schema).unwrap_or(Value::Null),
-                url: None,
-            },
-            ElicitRequestParams::UrlElicitationParams { message, url, .. } => InputRequest {
-                server: self.label.clone(),
-                message,
-                schema: Value::Null,
-                url: Some(url),
-            },
+                serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+            ),
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                let mut asked = InputRequest::new(self.label.clone(), message, Value::Null);
+                asked.url = Some(url);
+                asked
+            }
             // A kind of request this version does not know: nobody can answer it.
             _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
         };
-        let answer = match &self.asker {
-            Some(asker) => asker.ask(asked).await,
-            None => {
+        let schema = asked.schema.clone();
+        // Which call asks: the wire does not say (a request carries no reference to the call
+        // that caused it), so the call is known when only one is running.
+        let running = self.watched.running();
+        if let [(tool, call_id, _)] = running.as_slice() {
+            asked.tool = Some(tool.clone());
+            asked.call_id.clone_from(call_id);
+        }
+        let askers: Vec<&Reporter> = running
+            .iter()
+            .map(|(_, _, reporter)| reporter)
+            .filter(|r| r.takes_questions())
+            .collect();
+        let answer = match (&self.asker, askers.as_slice()) {
+            (Some(asker), _) => asker.ask(asked).await,
+            (None, [reporter]) => reporter.ask(asked).await,
+            (None, []) => {
                 tracing::info!(
                     server = self.label.as_str(),
                     "MCP input request declined: nobody answers input requests"
                 );
                 InputAnswer::Decline
             }
+            (None, several) => {
+                tracing::warn!(
+                    server = self.label.as_str(),
+                    calls = several.len(),
+                    "MCP input request declined: several calls to this server are running and \
+                     the request does not say which one asks"
+                );
+                InputAnswer::Decline
+            }
         };
         Ok(match answer {
-            InputAnswer::Accept(content) => {
-                ElicitResult::new(ElicitationAction::Accept).with_content(content)
-            }
+            InputAnswer::Accept(content) => match check_answer(&schema, &content) {
+                Ok(()) => ElicitResult::new(ElicitationAction::Accept).with_content(content),
+                Err(e) => {
+                    // Content that does not fit the form is never sent.
+                    tracing::warn!(
+                        server = self.label.as_str(),
+                        error = %e,
+                        "MCP input request declined: the answer does not fit the form"
+                    );
+                    ElicitResult::new(ElicitationAction::Decline)
+                }
+            },
             InputAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
             InputAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
         })
@@ -620,22 +623,41 @@ impl ClientHandler for Listener {
     }
 }
 
-/// The calls waiting for progress. The SDK gives every request a progress token of its own
-/// (in `_meta.progressToken`); a call whose caller listens is watched under that token, and
-/// the server's notifications carrying it go to that call's reporter.
+/// The running calls that listen for progress or take questions. The SDK gives every request
+/// a progress token of its own (in `_meta.progressToken`); such a call is watched under that
+/// token, and the server's notifications carrying it go to that call's reporter.
 #[derive(Default)]
 struct Watched {
-    calls: Mutex<HashMap<ProgressToken, Reporter>>,
+    calls: Mutex<HashMap<ProgressToken, WatchedCall>>,
+}
+
+/// One watched call: the tool (the server's name), the caller's call id when known, and its
+/// reporter.
+struct WatchedCall {
+    tool: String,
+    call_id: Option<String>,
+    reporter: Reporter,
 }
 
 impl Watched {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, Reporter>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, WatchedCall>> {
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Watches the request with `token` for `reporter` until the guard is dropped.
-    fn watch(self: &Arc<Self>, token: ProgressToken, reporter: Reporter) -> WatchGuard {
-        self.lock().insert(token.clone(), reporter);
+    fn watch(
+        self: &Arc<Self>,
+        token: ProgressToken,
+        tool: &str,
+        call_id: Option<String>,
+        reporter: Reporter,
+    ) -> WatchGuard {
+        let call = WatchedCall {
+            tool: tool.to_owned(),
+            call_id,
+            reporter,
+        };
+        self.lock().insert(token.clone(), call);
         WatchGuard {
             watched: Arc::clone(self),
             token,
@@ -643,7 +665,15 @@ impl Watched {
     }
 
     fn reporter(&self, token: &ProgressToken) -> Option<Reporter> {
-        self.lock().get(token).cloned()
+        self.lock().get(token).map(|c| c.reporter.clone())
+    }
+
+    /// Every watched call: tool, call id, reporter.
+    fn running(&self) -> Vec<(String, Option<String>, Reporter)> {
+        self.lock()
+            .values()
+            .map(|c| (c.tool.clone(), c.call_id.clone(), c.reporter.clone()))
+            .collect()
     }
 }
 
@@ -809,7 +839,8 @@ impl Shared {
             let watched = Arc::clone(&watched);
             async move {
                 let progress = input.progress.clone();
-                match call(&peer, &watched, &remote, input.arguments, progress).await {
+                let call_id = Some(input.call_id);
+                match call(&peer, &watched, &remote, input.arguments, progress, call_id).await {
                     Ok(result) => result.into_reply(),
                     Err(message) => Err(ToolError::new(format!("MCP server {label}: {message}"))),
                 }
@@ -1015,7 +1046,16 @@ impl Connection {
         progress: Reporter,
     ) -> Result<McpResult> {
         let shared = &self.shared;
-        match call(&shared.peer, &shared.watched, name, arguments, progress).await {
+        match call(
+            &shared.peer,
+            &shared.watched,
+            name,
+            arguments,
+            progress,
+            None,
+        )
+        .await
+        {
             Ok(result) => Ok(result),
             Err(message) => Err(with_stderr(self.shared.error(message), &self.shared.stderr).await),
         }
@@ -1078,6 +1118,7 @@ async fn call(
     name: &str,
     arguments: Value,
     progress: Reporter,
+    call_id: Option<String>,
 ) -> std::result::Result<McpResult, String> {
     let arguments = match arguments {
         Value::Object(map) => map,
@@ -1097,9 +1138,8 @@ async fn call(
         .map_err(|e| tidy(&e))?;
     // Notifications the server sends before this line are not the call's to report: the
     // request has only just left.
-    let _watching = progress
-        .is_listened()
-        .then(|| watched.watch(handle.progress_token.clone(), progress));
+    let _watching = (progress.is_listened() || progress.takes_questions())
+        .then(|| watched.watch(handle.progress_token.clone(), name, call_id, progress));
     let mut pending = Pending {
         peer: peer.clone(),
         id: Some(handle.id.clone()),
