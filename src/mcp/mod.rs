@@ -20,6 +20,12 @@
 //! `notifications/progress` for it go to the call's [`Reporter`]: they become the agent's
 //! `ToolProgress` events, for the people waiting, never for the model.
 //!
+//! A call the server runs as a task (the Tasks extension) is followed to its end within the
+//! same call: `tasks/get` until it ends, its input requests answered with `tasks/update`, and
+//! `tasks/cancel` when the caller gives up. A server's input request (elicitation) goes to the
+//! connection's [`InputHandler`], or else to the running call's reporter, which the agent turns
+//! into `AgentEvent::InputRequested`.
+//!
 //! MCP servers ship schemas that some providers refuse. The agent lowers every tool's schema
 //! for its provider before each request; a tool the provider cannot take is left out of that
 //! request with a reason (a `tracing` warning), and the turn goes on with the others.
@@ -43,6 +49,7 @@
 
 mod auth;
 mod bounded;
+mod task;
 
 pub use crate::tools::{InputAnswer, InputReply, InputRequest, check_answer};
 pub use auth::{LoginOptions, TOKEN_DIR_ENV, TokenFile, default_token_dir, login};
@@ -515,7 +522,6 @@ struct Listener {
     changed: Arc<watch::Sender<u64>>,
     watched: Arc<Watched>,
     label: String,
-    asker: Option<InputHandler>,
 }
 
 impl ClientHandler for Listener {
@@ -542,73 +548,7 @@ impl ClientHandler for Listener {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> std::result::Result<ElicitResult, rmcp::ErrorData> {
-        let mut asked = match request {
-            ElicitRequestParams::FormElicitationParams {
-                message,
-                requested_schema,
-                ..
-            } => InputRequest::new(
-                self.label.clone(),
-                message,
-                serde_json::to_value(requested_schema).unwrap_or(Value::Null),
-            ),
-            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-                let mut asked = InputRequest::new(self.label.clone(), message, Value::Null);
-                asked.url = Some(url);
-                asked
-            }
-            // A kind of request this version does not know: nobody can answer it.
-            _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
-        };
-        let schema = asked.schema.clone();
-        // Which call asks: the wire does not say (a request carries no reference to the call
-        // that caused it), so the call is known when only one is running.
-        let running = self.watched.running();
-        if let [(tool, call_id, _)] = running.as_slice() {
-            asked.tool = Some(tool.clone());
-            asked.call_id.clone_from(call_id);
-        }
-        let askers: Vec<&Reporter> = running
-            .iter()
-            .map(|(_, _, reporter)| reporter)
-            .filter(|r| r.takes_questions())
-            .collect();
-        let answer = match (&self.asker, askers.as_slice()) {
-            (Some(asker), _) => asker.ask(asked).await,
-            (None, [reporter]) => reporter.ask(asked).await,
-            (None, []) => {
-                tracing::info!(
-                    server = self.label.as_str(),
-                    "MCP input request declined: nobody answers input requests"
-                );
-                InputAnswer::Decline
-            }
-            (None, several) => {
-                tracing::warn!(
-                    server = self.label.as_str(),
-                    calls = several.len(),
-                    "MCP input request declined: several calls to this server are running and \
-                     the request does not say which one asks"
-                );
-                InputAnswer::Decline
-            }
-        };
-        Ok(match answer {
-            InputAnswer::Accept(content) => match check_answer(&schema, &content) {
-                Ok(()) => ElicitResult::new(ElicitationAction::Accept).with_content(content),
-                Err(e) => {
-                    // Content that does not fit the form is never sent.
-                    tracing::warn!(
-                        server = self.label.as_str(),
-                        error = %e,
-                        "MCP input request declined: the answer does not fit the form"
-                    );
-                    ElicitResult::new(ElicitationAction::Decline)
-                }
-            },
-            InputAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
-            InputAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
-        })
+        Ok(self.watched.answer(&self.label, request, None).await)
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -617,6 +557,11 @@ impl ClientHandler for Listener {
         let mut elicitation = ElicitationCapability::new();
         elicitation.form = Some(FormElicitationCapability::new());
         info.capabilities.elicitation = Some(elicitation);
+        // Calls the server runs as a task are followed to their end (`task.rs`).
+        info.capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(rmcp::model::TASKS_EXTENSION_ID.to_owned(), Map::new());
         info.client_info.name = "toolwire".to_owned();
         info.client_info.version = env!("CARGO_PKG_VERSION").to_owned();
         info
@@ -629,6 +574,8 @@ impl ClientHandler for Listener {
 #[derive(Default)]
 struct Watched {
     calls: Mutex<HashMap<ProgressToken, WatchedCall>>,
+    /// The connection's handler of input requests, if it was given one.
+    asker: Option<InputHandler>,
 }
 
 /// One watched call: the tool (the server's name), the caller's call id when known, and its
@@ -666,6 +613,88 @@ impl Watched {
 
     fn reporter(&self, token: &ProgressToken) -> Option<Reporter> {
         self.lock().get(token).map(|c| c.reporter.clone())
+    }
+
+    /// Asks for the answer to an input request: the connection's handler when it has one,
+    /// else the asking call's reporter: `asking` when the caller knows it (a task's input
+    /// request), else the one running call that takes questions. Declined when nobody can
+    /// answer; an accepted answer that does not fit the form is declined too, never sent.
+    async fn answer(
+        &self,
+        label: &str,
+        request: ElicitRequestParams,
+        asking: Option<(String, Option<String>, Reporter)>,
+    ) -> ElicitResult {
+        let mut asked = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => InputRequest::new(
+                label,
+                message,
+                serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+            ),
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                let mut asked = InputRequest::new(label, message, Value::Null);
+                asked.url = Some(url);
+                asked
+            }
+            // A kind of request this version does not know: nobody can answer it.
+            _ => return ElicitResult::new(ElicitationAction::Decline),
+        };
+        let schema = asked.schema.clone();
+        // Which call asks: a request made outside a task does not say (it carries no
+        // reference to the call that caused it), so the call is known when only one runs.
+        let running = match asking {
+            Some(call) => vec![call],
+            None => self.running(),
+        };
+        if let [(tool, call_id, _)] = running.as_slice() {
+            asked.tool = Some(tool.clone());
+            asked.call_id.clone_from(call_id);
+        }
+        let askers: Vec<&Reporter> = running
+            .iter()
+            .map(|(_, _, reporter)| reporter)
+            .filter(|r| r.takes_questions())
+            .collect();
+        let answer = match (&self.asker, askers.as_slice()) {
+            (Some(asker), _) => asker.ask(asked).await,
+            (None, [reporter]) => reporter.ask(asked).await,
+            (None, []) => {
+                tracing::info!(
+                    server = label,
+                    "MCP input request declined: nobody answers input requests"
+                );
+                InputAnswer::Decline
+            }
+            (None, several) => {
+                tracing::warn!(
+                    server = label,
+                    calls = several.len(),
+                    "MCP input request declined: several calls to this server are running and \
+                     the request does not say which one asks"
+                );
+                InputAnswer::Decline
+            }
+        };
+        match answer {
+            InputAnswer::Accept(content) => match check_answer(&schema, &content) {
+                Ok(()) => ElicitResult::new(ElicitationAction::Accept).with_content(content),
+                Err(e) => {
+                    // Content that does not fit the form is never sent.
+                    tracing::warn!(
+                        server = label,
+                        error = %e,
+                        "MCP input request declined: the answer does not fit the form"
+                    );
+                    ElicitResult::new(ElicitationAction::Decline)
+                }
+            },
+            InputAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            InputAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        }
     }
 
     /// Every watched call: tool, call id, reporter.
@@ -840,7 +869,11 @@ impl Shared {
             async move {
                 let progress = input.progress.clone();
                 let call_id = Some(input.call_id);
-                match call(&peer, &watched, &remote, input.arguments, progress, call_id).await {
+                let arguments = input.arguments;
+                let called = call(
+                    &peer, &watched, &remote, arguments, progress, call_id, &label,
+                );
+                match called.await {
                     Ok(result) => result.into_reply(),
                     Err(message) => Err(ToolError::new(format!("MCP server {label}: {message}"))),
                 }
@@ -921,9 +954,11 @@ impl Connection {
         let (sender, changed) = watch::channel(0u64);
         let listener = Listener {
             changed: Arc::new(sender),
-            watched: Arc::default(),
+            watched: Arc::new(Watched {
+                calls: Mutex::default(),
+                asker,
+            }),
             label: label.clone(),
-            asker,
         };
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         let child: Mutex<Option<tokio::process::Child>> = Mutex::new(None);
@@ -1046,16 +1081,8 @@ impl Connection {
         progress: Reporter,
     ) -> Result<McpResult> {
         let shared = &self.shared;
-        match call(
-            &shared.peer,
-            &shared.watched,
-            name,
-            arguments,
-            progress,
-            None,
-        )
-        .await
-        {
+        let (peer, watched, label) = (&shared.peer, &shared.watched, shared.label.as_str());
+        match call(peer, watched, name, arguments, progress, None, label).await {
             Ok(result) => Ok(result),
             Err(message) => Err(with_stderr(self.shared.error(message), &self.shared.stderr).await),
         }
@@ -1119,6 +1146,7 @@ async fn call(
     arguments: Value,
     progress: Reporter,
     call_id: Option<String>,
+    label: &str,
 ) -> std::result::Result<McpResult, String> {
     let arguments = match arguments {
         Value::Object(map) => map,
@@ -1138,8 +1166,10 @@ async fn call(
         .map_err(|e| tidy(&e))?;
     // Notifications the server sends before this line are not the call's to report: the
     // request has only just left.
-    let _watching = (progress.is_listened() || progress.takes_questions())
-        .then(|| watched.watch(handle.progress_token.clone(), name, call_id, progress));
+    let _watching = (progress.is_listened() || progress.takes_questions()).then(|| {
+        let token = handle.progress_token.clone();
+        watched.watch(token, name, call_id.clone(), progress.clone())
+    });
     let mut pending = Pending {
         peer: peer.clone(),
         id: Some(handle.id.clone()),
@@ -1148,6 +1178,12 @@ async fn call(
     pending.id = None;
     match answer {
         Ok(ServerResult::CallToolResult(result)) => Ok(McpResult::from_wire(name, result)),
+        // The server runs the call as a task: followed to its end (the progress token stays
+        // watched meanwhile, for the server's progress notifications).
+        Ok(ServerResult::CreateTaskResult(created)) => {
+            let asking = (name.to_owned(), call_id, progress.clone());
+            task::follow(peer, watched, label, created, asking).await
+        }
         Ok(_) => Err(format!(
             "the answer to tools/call {name:?} is not a tool result"
         )),
