@@ -697,6 +697,36 @@ impl Watched {
         }
     }
 
+    /// Answers the input requests a task listed (`input_required`) one by one, as [`Watched::answer`] does; keys in `asked` were
+    /// answered before and are left out. A request for sampling or roots is an error:
+    /// toolwire offers neither.
+    async fn answer_all(
+        &self,
+        label: &str,
+        requests: rmcp::model::InputRequests,
+        asking: &(String, Option<String>, Reporter),
+        asked: &mut std::collections::HashSet<String>,
+    ) -> std::result::Result<rmcp::model::InputResponses, String> {
+        let mut responses = rmcp::model::InputResponses::new();
+        for (key, request) in requests {
+            if !asked.insert(key.clone()) {
+                continue;
+            }
+            let rmcp::model::InputRequest::Elicitation(request) = request else {
+                return Err(format!(
+                    "tool {:?} asks for something other than input from the person (sampling \
+                     or roots), which toolwire does not offer",
+                    asking.0
+                ));
+            };
+            let result = self
+                .answer(label, request.params, Some(asking.clone()))
+                .await;
+            responses.insert(key, serde_json::to_value(result).unwrap_or(Value::Null));
+        }
+        Ok(responses)
+    }
+
     /// Every watched call: tool, call id, reporter.
     fn running(&self) -> Vec<(String, Option<String>, Reporter)> {
         self.lock()

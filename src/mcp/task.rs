@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    CallToolResult, CancelTaskParams, CreateTaskResult, GetTaskParams, InputRequest as WireInput,
-    InputResponses, TaskPayload, UpdateTaskParams,
+    CallToolResult, CancelTaskParams, CreateTaskResult, GetTaskParams, TaskPayload,
+    UpdateTaskParams,
 };
 use rmcp::service::Peer;
 use serde_json::Value;
@@ -114,29 +114,9 @@ pub(super) async fn follow(
                 return Err(format!("the server cancelled task {id:?} of {name:?}"));
             }
             TaskPayload::InputRequired { input_requests } => {
-                let mut responses = InputResponses::new();
-                for (key, request) in input_requests {
-                    if !answered.insert(key.clone()) {
-                        continue;
-                    }
-                    let answer = match request {
-                        WireInput::Elicitation(request) => {
-                            let result = watched
-                                .answer(label, request.params, Some(asking.clone()))
-                                .await;
-                            serde_json::to_value(result).unwrap_or(Value::Null)
-                        }
-                        // Sampling and roots: toolwire offers neither capability.
-                        _ => {
-                            return Err(format!(
-                                "task {id:?} of {name:?} asks for something other than input \
-                                 from the person (sampling or roots), which toolwire does not \
-                                 offer"
-                            ));
-                        }
-                    };
-                    responses.insert(key, answer);
-                }
+                let responses = watched
+                    .answer_all(label, input_requests, &asking, &mut answered)
+                    .await?;
                 if !responses.is_empty() {
                     peer.update_task(UpdateTaskParams::new(id.clone(), responses))
                         .await
