@@ -459,3 +459,30 @@ fn a_task_asks_for_input_and_the_answer_reaches_it() {
         connection.close().await;
     });
 }
+
+/// `toolwire mcp call` follows a task too: the result on stdout, the steps on stderr.
+#[test]
+fn mcp_call_follows_a_task() {
+    runtime().block_on(async {
+        let (url, seen) = serve().await;
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolwire"))
+            .args([
+                "mcp",
+                "call",
+                "crunch",
+                r#"{"steps":3,"step_ms":100}"#,
+                "--url",
+            ])
+            .arg(&url)
+            .output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let result = crate::mcp::json_out(&out);
+        assert_eq!(result["output"], json!({"steps": 3}), "{stderr}");
+        assert_eq!(result["is_error"], false);
+        assert!(stderr.contains("toolwire: progress"), "{stderr}");
+        assert!(stderr.contains("step "), "{stderr}");
+        assert_eq!(*seen.declared.lock().unwrap(), [true]);
+    });
+}
