@@ -2,8 +2,9 @@
 //! real task server: the official Rust SDK's (`rmcp`) `TaskManager` behind its streamable HTTP
 //! server on loopback, built here (the official Python SDK has no task server). Its tool
 //! `crunch` runs as a task for a client that declares the extension, reporting each step as the
-//! task's status message and as `notifications/progress`; the server records the
-//! `tasks/cancel` it receives and the task that stopped because of it.
+//! task's status message and as `notifications/progress` (and fails for 0 steps); `pick` asks
+//! for input inside its task. The server records the `tasks/cancel` it receives and the task
+//! that stopped because of it.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -85,7 +86,7 @@ impl rmcp::ServerHandler for TaskServer {
             .is_some_and(|c| c.supports_tasks());
         self.seen.declared.lock().unwrap().push(declared);
         let arguments = request.arguments.unwrap_or_default();
-        let number = |k: &str| arguments.get(k).and_then(Value::as_u64).unwrap_or(1);
+        let number = |k: &str| arguments.get(k).and_then(Value::as_u64).unwrap_or(0);
         let (steps, step) = (number("steps"), Duration::from_millis(number("step_ms")));
         let done = move || -> CallToolResult {
             wire(json!({
@@ -127,6 +128,10 @@ impl rmcp::ServerHandler for TaskServer {
             .with_status_message("starting");
         let task = self.tasks.spawn(options, move |ctx| {
             Box::pin(async move {
+                if steps == 0 {
+                    let e = ErrorData::invalid_params("nothing to crunch: steps is 0", None);
+                    return Err(TaskExit::Error(e));
+                }
                 for i in 1..=steps {
                     tokio::select! {
                         () = ctx.cancelled() => {
@@ -484,5 +489,25 @@ fn mcp_call_follows_a_task() {
         assert!(stderr.contains("toolwire: progress"), "{stderr}");
         assert!(stderr.contains("step "), "{stderr}");
         assert_eq!(*seen.declared.lock().unwrap(), [true]);
+    });
+}
+
+/// A task that fails on the server is an error of the call, with the server's message.
+#[test]
+fn a_failed_task_is_an_error_with_its_message() {
+    runtime().block_on(async {
+        let (url, seen) = serve().await;
+        let connection = connect(&url).await;
+        let e = connection
+            .call("crunch", json!({"steps": 0, "step_ms": 1}))
+            .await
+            .unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("failed: nothing to crunch: steps is 0"),
+            "{text}"
+        );
+        assert!(seen.cancels.lock().unwrap().is_empty());
+        connection.close().await;
     });
 }
