@@ -177,6 +177,20 @@ pub enum AgentEvent {
         /// The summary.
         summary: String,
     },
+    /// A running call asks the person for input (an MCP server's elicitation): answer with
+    /// `reply` ([`InputReply::accept`](crate::tools::InputReply::accept) checks the content
+    /// against the request's form first, or `decline`, `cancel`); the call waits meanwhile.
+    /// A reply dropped unanswered (the events not read, [`AgentStream::finish`]) declines.
+    InputRequested {
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The question and the form of the answer.
+        request: crate::tools::InputRequest,
+        /// How to answer.
+        reply: crate::tools::InputReply,
+    },
     /// A tool call finished; results arrive as calls finish, not in call order.
     ToolFinished(ToolResult),
     /// The before-tool hook denied a call: it does not run, and its error result (carrying
@@ -1074,6 +1088,8 @@ async fn run_call(
     }
     shared.emit(AgentEvent::ToolStarted(to_run.clone()));
     let (reporter, mut reports) = Reporter::channel();
+    let (questions, mut asked) = crate::tools::Questions::channel();
+    let reporter = reporter.with_questions(questions);
     let everything = ToolSelection::default();
     let (registry, selection) = match search {
         Some(search) if to_run.name == SEARCH_TOOL_NAME => (search, &everything),
@@ -1085,6 +1101,12 @@ async fn run_call(
         tokio::select! {
             result = &mut running => break result,
             update = reports.next() => emit_update(shared, &to_run, update),
+            Some(asked) = asked.recv() => shared.emit(AgentEvent::InputRequested {
+                call_id: to_run.id.clone(),
+                name: to_run.name.clone(),
+                request: asked.request,
+                reply: asked.reply,
+            }),
         }
     };
     // What came after the last update (the final report of a fast handler) still goes out,

@@ -56,6 +56,8 @@ mod hostile;
 mod mcp;
 #[cfg(feature = "cli")]
 mod mcp_input;
+#[cfg(feature = "cli")]
+mod mcp_tasks;
 // Token file modes are Unix permissions.
 #[cfg(all(feature = "cli", unix))]
 mod mcp_oauth;

@@ -85,6 +85,8 @@ fn input_requests_reach_the_handler_and_its_answer_reaches_the_server() {
         for (answer, action) in [
             (InputAnswer::Decline, "decline"),
             (InputAnswer::Cancel, "cancel"),
+            // Content that breaks the form is never sent: declined.
+            (InputAnswer::Accept(json!({"seat": 5})), "decline"),
         ] {
             let (handler, _) = answering(answer);
             let connection = Connection::connect_asking(&endpoint(), limit, handler)
@@ -155,4 +157,159 @@ fn mcp_call_asks_on_the_terminal() {
             "{stderr}"
         );
     }
+}
+
+/// Runs an agent (a mock OpenAI model that calls `air_book` once, then answers) over a
+/// connection made without a handler, and answers each `InputRequested` event with `answer`
+/// (`None`: the events are not read at all). Returns what the server said the client
+/// answered, and the errors the reply gave.
+async fn agent_run(
+    answer: Option<fn(&toolwire::tools::InputReply) -> Vec<String>>,
+) -> (Value, Vec<String>, usize) {
+    use futures::StreamExt;
+    use toolwire::agent::{Agent, AgentEvent};
+    use toolwire::mock::{MockReply, MockServer, Script};
+    use toolwire::{ChatRequest, Client, Message, ProviderKind};
+
+    let connection = Connection::connect(&endpoint()).await.unwrap();
+    let registry = ToolRegistry::new();
+    connection
+        .register(&registry, &Mount::new("air"))
+        .await
+        .unwrap();
+    let script = Script::new()
+        .then(MockReply::tool_calls([ToolCall::new(
+            "call_7",
+            "air_book",
+            r#"{"flight":"BA5"}"#,
+        )]))
+        .then(MockReply::text("booked"));
+    let mock = MockServer::start(ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let client = Client::builder(ProviderKind::OpenAi)
+        .base_url(mock.url())
+        .api_key("test")
+        .build()
+        .unwrap();
+    let agent = Agent::new(client, registry);
+    let request = ChatRequest::new("gpt-4.1", vec![Message::user("book it")]);
+    let mut run = agent.run(request);
+    let (mut errors, mut asked) = (Vec::new(), 0);
+    let outcome = match answer {
+        None => run.finish().await.unwrap(),
+        Some(answer) => {
+            while let Some(event) = run.next().await {
+                if let AgentEvent::InputRequested {
+                    call_id,
+                    name,
+                    request,
+                    reply,
+                } = event.unwrap()
+                {
+                    asked += 1;
+                    assert_eq!((call_id.as_str(), name.as_str()), ("call_7", "air_book"));
+                    assert_eq!(request.message, "Which seat on BA5?");
+                    assert_eq!(request.tool.as_deref(), Some("book"));
+                    assert_eq!(request.call_id.as_deref(), Some("call_7"));
+                    assert_eq!(request.schema["properties"]["seat"]["type"], "string");
+                    errors.extend(answer(&reply));
+                }
+            }
+            run.finish().await.unwrap()
+        }
+    };
+    assert_eq!(outcome.response.text.as_deref(), Some("booked"));
+    let result = outcome
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            Message::Tool(r) => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(!result.is_error, "{result:?}");
+    let text: String = result.content.iter().filter_map(|p| p.as_text()).collect();
+    let said = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{result:?}"));
+    connection.close().await;
+    (said, errors, asked)
+}
+
+/// An agent's caller answers the server's question through `AgentEvent::InputRequested`.
+#[test]
+fn input_requests_become_agent_events_answered_by_the_caller() {
+    runtime().block_on(async {
+        let (said, errors, asked) = agent_run(Some(|reply| {
+            reply.accept(json!({"seat": "1A", "window": true})).unwrap();
+            Vec::new()
+        }))
+        .await;
+        assert_eq!(asked, 1);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            said,
+            json!({"action": "accept", "seat": "1A", "window": true})
+        );
+
+        let (said, _, asked) = agent_run(Some(|reply| {
+            reply.cancel().unwrap();
+            Vec::new()
+        }))
+        .await;
+        assert_eq!(asked, 1);
+        assert_eq!(said["action"], "cancel");
+    });
+}
+
+/// Nobody reads the events (`finish`), or the reply is dropped: declined.
+#[test]
+fn an_unanswered_input_request_is_declined() {
+    runtime().block_on(async {
+        let (said, _, asked) = agent_run(None).await;
+        assert_eq!(asked, 0);
+        assert_eq!(said["action"], "decline");
+
+        let (said, _, asked) = agent_run(Some(|_reply| Vec::new())).await;
+        assert_eq!(asked, 1);
+        assert_eq!(said["action"], "decline");
+    });
+}
+
+/// Content that breaks the form is refused by the reply, naming the property, and never
+/// reaches the server; the answer given after it does.
+#[test]
+fn an_invalid_accept_is_refused_by_name() {
+    runtime().block_on(async {
+        let (said, errors, _) = agent_run(Some(|reply| {
+            let mut errors = Vec::new();
+            for bad in [
+                json!({"seat": 12}),
+                json!({"window": true}),
+                json!({"seat": "2B", "window": "yes"}),
+                json!({"seat": "2B", "meal": "fish"}),
+            ] {
+                let e = reply.accept(bad).unwrap_err();
+                assert!(matches!(e, toolwire::Error::Input { .. }), "{e:?}");
+                errors.push(e.to_string());
+            }
+            assert!(!reply.is_answered());
+            reply.accept(json!({"seat": "2B"})).unwrap();
+            errors
+        }))
+        .await;
+        assert!(
+            errors[0].contains("\"seat\"") && errors[0].contains("string"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].contains("\"seat\"") && errors[1].contains("requires"),
+            "{errors:?}"
+        );
+        assert!(errors[2].contains("\"window\""), "{errors:?}");
+        assert!(errors[3].contains("\"meal\""), "{errors:?}");
+        assert_eq!(
+            said,
+            json!({"action": "accept", "seat": "2B", "window": false})
+        );
+    });
 }

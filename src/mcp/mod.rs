@@ -20,6 +20,12 @@
 //! `notifications/progress` for it go to the call's [`Reporter`]: they become the agent's
 //! `ToolProgress` events, for the people waiting, never for the model.
 //!
+//! A call the server runs as a task (the Tasks extension) is followed to its end within the
+//! same call: `tasks/get` until it ends, its input requests answered with `tasks/update`, and
+//! `tasks/cancel` when the caller gives up. A server's input request (elicitation) goes to the
+//! connection's [`InputHandler`], or else to the running call's reporter, which the agent turns
+//! into `AgentEvent::InputRequested`.
+//!
 //! MCP servers ship schemas that some providers refuse. The agent lowers every tool's schema
 //! for its provider before each request; a tool the provider cannot take is left out of that
 //! request with a reason (a `tracing` warning), and the turn goes on with the others.
@@ -43,7 +49,9 @@
 
 mod auth;
 mod bounded;
+mod task;
 
+pub use crate::tools::{InputAnswer, InputReply, InputRequest, check_answer};
 pub use auth::{LoginOptions, TOKEN_DIR_ENV, TokenFile, default_token_dir, login};
 
 use std::collections::{HashMap, VecDeque};
@@ -127,34 +135,6 @@ impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Secret(..)")
     }
-}
-
-/// A server's request for input from the person during a tool call (MCP elicitation,
-/// `elicitation/create`): the question and the form of the answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct InputRequest {
-    /// The server asking: its command line or URL.
-    pub server: String,
-    /// The question, for a person.
-    pub message: String,
-    /// The JSON Schema of the answer (an object of primitive fields); `null` for a URL request.
-    pub schema: Value,
-    /// For a URL request: the page the person is sent to (the answer is given there).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-}
-
-/// The answer to an [`InputRequest`].
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum InputAnswer {
-    /// The person answered: the content (an object matching the request's schema).
-    Accept(Value),
-    /// The person declined to answer; the tool goes on without it.
-    Decline,
-    /// The person cancelled the whole operation.
-    Cancel,
 }
 
 type AskFn = dyn Fn(InputRequest) -> std::pin::Pin<Box<dyn Future<Output = InputAnswer> + Send>>
@@ -542,7 +522,6 @@ struct Listener {
     changed: Arc<watch::Sender<u64>>,
     watched: Arc<Watched>,
     label: String,
-    asker: Option<InputHandler>,
 }
 
 impl ClientHandler for Listener {
@@ -569,43 +548,7 @@ impl ClientHandler for Listener {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> std::result::Result<ElicitResult, rmcp::ErrorData> {
-        let asked = match request {
-            ElicitRequestParams::FormElicitationParams {
-                message,
-                requested_schema,
-                ..
-            } => InputRequest {
-                server: self.label.clone(),
-                message,
-                schema: serde_json::to_value(requested_schema).unwrap_or(Value::Null),
-                url: None,
-            },
-            ElicitRequestParams::UrlElicitationParams { message, url, .. } => InputRequest {
-                server: self.label.clone(),
-                message,
-                schema: Value::Null,
-                url: Some(url),
-            },
-            // A kind of request this version does not know: nobody can answer it.
-            _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
-        };
-        let answer = match &self.asker {
-            Some(asker) => asker.ask(asked).await,
-            None => {
-                tracing::info!(
-                    server = self.label.as_str(),
-                    "MCP input request declined: nobody answers input requests"
-                );
-                InputAnswer::Decline
-            }
-        };
-        Ok(match answer {
-            InputAnswer::Accept(content) => {
-                ElicitResult::new(ElicitationAction::Accept).with_content(content)
-            }
-            InputAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
-            InputAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
-        })
+        Ok(self.watched.answer(&self.label, request, None).await)
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -614,28 +557,54 @@ impl ClientHandler for Listener {
         let mut elicitation = ElicitationCapability::new();
         elicitation.form = Some(FormElicitationCapability::new());
         info.capabilities.elicitation = Some(elicitation);
+        // Calls the server runs as a task are followed to their end (`task.rs`).
+        info.capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(rmcp::model::TASKS_EXTENSION_ID.to_owned(), Map::new());
         info.client_info.name = "toolwire".to_owned();
         info.client_info.version = env!("CARGO_PKG_VERSION").to_owned();
         info
     }
 }
 
-/// The calls waiting for progress. The SDK gives every request a progress token of its own
-/// (in `_meta.progressToken`); a call whose caller listens is watched under that token, and
-/// the server's notifications carrying it go to that call's reporter.
+/// The running calls that listen for progress or take questions. The SDK gives every request
+/// a progress token of its own (in `_meta.progressToken`); such a call is watched under that
+/// token, and the server's notifications carrying it go to that call's reporter.
 #[derive(Default)]
 struct Watched {
-    calls: Mutex<HashMap<ProgressToken, Reporter>>,
+    calls: Mutex<HashMap<ProgressToken, WatchedCall>>,
+    /// The connection's handler of input requests, if it was given one.
+    asker: Option<InputHandler>,
+}
+
+/// One watched call: the tool (the server's name), the caller's call id when known, and its
+/// reporter.
+struct WatchedCall {
+    tool: String,
+    call_id: Option<String>,
+    reporter: Reporter,
 }
 
 impl Watched {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, Reporter>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, WatchedCall>> {
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Watches the request with `token` for `reporter` until the guard is dropped.
-    fn watch(self: &Arc<Self>, token: ProgressToken, reporter: Reporter) -> WatchGuard {
-        self.lock().insert(token.clone(), reporter);
+    fn watch(
+        self: &Arc<Self>,
+        token: ProgressToken,
+        tool: &str,
+        call_id: Option<String>,
+        reporter: Reporter,
+    ) -> WatchGuard {
+        let call = WatchedCall {
+            tool: tool.to_owned(),
+            call_id,
+            reporter,
+        };
+        self.lock().insert(token.clone(), call);
         WatchGuard {
             watched: Arc::clone(self),
             token,
@@ -643,7 +612,127 @@ impl Watched {
     }
 
     fn reporter(&self, token: &ProgressToken) -> Option<Reporter> {
-        self.lock().get(token).cloned()
+        self.lock().get(token).map(|c| c.reporter.clone())
+    }
+
+    /// Asks for the answer to an input request: the connection's handler when it has one,
+    /// else the asking call's reporter: `asking` when the caller knows it (a task's input
+    /// request), else the one running call that takes questions. Declined when nobody can
+    /// answer; an accepted answer that does not fit the form is declined too, never sent.
+    async fn answer(
+        &self,
+        label: &str,
+        request: ElicitRequestParams,
+        asking: Option<(String, Option<String>, Reporter)>,
+    ) -> ElicitResult {
+        let mut asked = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => InputRequest::new(
+                label,
+                message,
+                serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+            ),
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                let mut asked = InputRequest::new(label, message, Value::Null);
+                asked.url = Some(url);
+                asked
+            }
+            // A kind of request this version does not know: nobody can answer it.
+            _ => return ElicitResult::new(ElicitationAction::Decline),
+        };
+        let schema = asked.schema.clone();
+        // Which call asks: a request made outside a task does not say (it carries no
+        // reference to the call that caused it), so the call is known when only one runs.
+        let running = match asking {
+            Some(call) => vec![call],
+            None => self.running(),
+        };
+        if let [(tool, call_id, _)] = running.as_slice() {
+            asked.tool = Some(tool.clone());
+            asked.call_id.clone_from(call_id);
+        }
+        let askers: Vec<&Reporter> = running
+            .iter()
+            .map(|(_, _, reporter)| reporter)
+            .filter(|r| r.takes_questions())
+            .collect();
+        let answer = match (&self.asker, askers.as_slice()) {
+            (Some(asker), _) => asker.ask(asked).await,
+            (None, [reporter]) => reporter.ask(asked).await,
+            (None, []) => {
+                tracing::info!(
+                    server = label,
+                    "MCP input request declined: nobody answers input requests"
+                );
+                InputAnswer::Decline
+            }
+            (None, several) => {
+                tracing::warn!(
+                    server = label,
+                    calls = several.len(),
+                    "MCP input request declined: several calls to this server are running and \
+                     the request does not say which one asks"
+                );
+                InputAnswer::Decline
+            }
+        };
+        match answer {
+            InputAnswer::Accept(content) => match check_answer(&schema, &content) {
+                Ok(()) => ElicitResult::new(ElicitationAction::Accept).with_content(content),
+                Err(e) => {
+                    // Content that does not fit the form is never sent.
+                    tracing::warn!(
+                        server = label,
+                        error = %e,
+                        "MCP input request declined: the answer does not fit the form"
+                    );
+                    ElicitResult::new(ElicitationAction::Decline)
+                }
+            },
+            InputAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            InputAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        }
+    }
+
+    /// Answers the input requests a task listed (`input_required`) one by one, as [`Watched::answer`] does; keys in `asked` were
+    /// answered before and are left out. A request for sampling or roots is an error:
+    /// toolwire offers neither.
+    async fn answer_all(
+        &self,
+        label: &str,
+        requests: rmcp::model::InputRequests,
+        asking: &(String, Option<String>, Reporter),
+        asked: &mut std::collections::HashSet<String>,
+    ) -> std::result::Result<rmcp::model::InputResponses, String> {
+        let mut responses = rmcp::model::InputResponses::new();
+        for (key, request) in requests {
+            if !asked.insert(key.clone()) {
+                continue;
+            }
+            let rmcp::model::InputRequest::Elicitation(request) = request else {
+                return Err(format!(
+                    "tool {:?} asks for something other than input from the person (sampling \
+                     or roots), which toolwire does not offer",
+                    asking.0
+                ));
+            };
+            let result = self
+                .answer(label, request.params, Some(asking.clone()))
+                .await;
+            responses.insert(key, serde_json::to_value(result).unwrap_or(Value::Null));
+        }
+        Ok(responses)
+    }
+
+    /// Every watched call: tool, call id, reporter.
+    fn running(&self) -> Vec<(String, Option<String>, Reporter)> {
+        self.lock()
+            .values()
+            .map(|c| (c.tool.clone(), c.call_id.clone(), c.reporter.clone()))
+            .collect()
     }
 }
 
@@ -809,7 +898,12 @@ impl Shared {
             let watched = Arc::clone(&watched);
             async move {
                 let progress = input.progress.clone();
-                match call(&peer, &watched, &remote, input.arguments, progress).await {
+                let call_id = Some(input.call_id);
+                let arguments = input.arguments;
+                let called = call(
+                    &peer, &watched, &remote, arguments, progress, call_id, &label,
+                );
+                match called.await {
                     Ok(result) => result.into_reply(),
                     Err(message) => Err(ToolError::new(format!("MCP server {label}: {message}"))),
                 }
@@ -890,9 +984,11 @@ impl Connection {
         let (sender, changed) = watch::channel(0u64);
         let listener = Listener {
             changed: Arc::new(sender),
-            watched: Arc::default(),
+            watched: Arc::new(Watched {
+                calls: Mutex::default(),
+                asker,
+            }),
             label: label.clone(),
-            asker,
         };
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         let child: Mutex<Option<tokio::process::Child>> = Mutex::new(None);
@@ -1015,7 +1111,8 @@ impl Connection {
         progress: Reporter,
     ) -> Result<McpResult> {
         let shared = &self.shared;
-        match call(&shared.peer, &shared.watched, name, arguments, progress).await {
+        let (peer, watched, label) = (&shared.peer, &shared.watched, shared.label.as_str());
+        match call(peer, watched, name, arguments, progress, None, label).await {
             Ok(result) => Ok(result),
             Err(message) => Err(with_stderr(self.shared.error(message), &self.shared.stderr).await),
         }
@@ -1078,6 +1175,8 @@ async fn call(
     name: &str,
     arguments: Value,
     progress: Reporter,
+    call_id: Option<String>,
+    label: &str,
 ) -> std::result::Result<McpResult, String> {
     let arguments = match arguments {
         Value::Object(map) => map,
@@ -1097,9 +1196,10 @@ async fn call(
         .map_err(|e| tidy(&e))?;
     // Notifications the server sends before this line are not the call's to report: the
     // request has only just left.
-    let _watching = progress
-        .is_listened()
-        .then(|| watched.watch(handle.progress_token.clone(), progress));
+    let _watching = (progress.is_listened() || progress.takes_questions()).then(|| {
+        let token = handle.progress_token.clone();
+        watched.watch(token, name, call_id.clone(), progress.clone())
+    });
     let mut pending = Pending {
         peer: peer.clone(),
         id: Some(handle.id.clone()),
@@ -1108,6 +1208,12 @@ async fn call(
     pending.id = None;
     match answer {
         Ok(ServerResult::CallToolResult(result)) => Ok(McpResult::from_wire(name, result)),
+        // The server runs the call as a task: followed to its end (the progress token stays
+        // watched meanwhile, for the server's progress notifications).
+        Ok(ServerResult::CreateTaskResult(created)) => {
+            let asking = (name.to_owned(), call_id, progress.clone());
+            task::follow(peer, watched, label, created, asking).await
+        }
         Ok(_) => Err(format!(
             "the answer to tools/call {name:?} is not a tool result"
         )),

@@ -47,6 +47,7 @@
 #[cfg(feature = "client")]
 mod callback;
 mod dispatch;
+mod input;
 mod params;
 mod progress;
 mod registry;
@@ -57,6 +58,7 @@ mod typed;
 pub(crate) use callback::check_callback_url;
 #[cfg(feature = "client")]
 pub use callback::{Callback, DEFAULT_CALLBACK_RESPONSE_BYTES};
+pub use input::{Asked, InputAnswer, InputReply, InputRequest, Questions, check_answer};
 pub use params::{Param, Params, parameter_list};
 pub use progress::{
     MAX_MESSAGE_BYTES, MAX_SUMMARY_BYTES, Progress, REPORT_INTERVAL, Reporter, Reports, Update,

@@ -137,12 +137,14 @@ impl Cell {
 #[derive(Clone, Default)]
 pub struct Reporter {
     cell: Option<Arc<Cell>>,
+    questions: Option<super::input::Questions>,
 }
 
 impl std::fmt::Debug for Reporter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reporter")
             .field("listened", &self.cell.is_some())
+            .field("asks", &self.questions.is_some())
             .finish()
     }
 }
@@ -175,7 +177,32 @@ impl Reporter {
             cell: Arc::clone(&cell),
             next_at: None,
         };
-        (Self { cell: Some(cell) }, reports)
+        let reporter = Self {
+            cell: Some(cell),
+            questions: None,
+        };
+        (reporter, reports)
+    }
+
+    /// Sends the questions a handler asks ([`Reporter::ask`]) to `questions`, for the people
+    /// waiting to answer (the agent turns them into `AgentEvent::InputRequested`).
+    pub fn with_questions(mut self, questions: super::input::Questions) -> Self {
+        self.questions = Some(questions);
+        self
+    }
+
+    /// Whether someone takes the questions [`Reporter::ask`] asks.
+    pub fn takes_questions(&self) -> bool {
+        self.questions.is_some()
+    }
+
+    /// Asks the people waiting for input and waits for the answer; declined when nobody
+    /// takes questions or nobody answers.
+    pub async fn ask(&self, request: super::input::InputRequest) -> super::input::InputAnswer {
+        match &self.questions {
+            Some(questions) => questions.ask(request).await,
+            None => super::input::InputAnswer::Decline,
+        }
     }
 
     /// The reporter of the call whose handler is running in this task; a reporter nobody
