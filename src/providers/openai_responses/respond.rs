@@ -260,4 +260,124 @@ mod tests {
         };
         assert!(p.encode_response(&r, false).is_err());
     }
+
+    /// One writer: the mock's stream is the gateway's writer speaking as OpenAI, in the shapes
+    /// the streaming events reference documents
+    /// (<https://platform.openai.com/docs/api-reference/responses-streaming>): a reasoning
+    /// item's summary parts each announced and finished under its `summary_index`, its
+    /// `reasoning_text` content under its `content_index`, a refusal as the message's next
+    /// content part (`response.refusal.delta` / `.done`), a custom tool's call as
+    /// `custom_tool_call` with `response.custom_tool_call_input.delta` / `.done`, the answer's
+    /// item ids kept, a hosted call's item sent as it was, and a call cut off by the end of
+    /// the turn without its `.done` events. Where the two writers differed, the documented
+    /// shape won: `response.function_call_arguments.done` carries the function's `name`
+    /// (`ResponseFunctionCallArgumentsDoneEvent`: item_id, name, output_index, arguments), an
+    /// error body's `type` is the class of its status (the error object of
+    /// <https://platform.openai.com/docs/guides/error-codes>), and the response object has
+    /// its `parallel_tool_calls`, `tool_choice` and `tools`.
+    #[test]
+    fn the_mock_streams_as_openai_documents() {
+        let p = OpenAiResponses::new();
+        let mut r = sample();
+        let thought = json!({"id": "rs_t", "type": "reasoning", "summary": [],
+            "content": [{"type": "reasoning_text", "text": "Raw thought."}]});
+        r.tool_calls[1]
+            .extra
+            .insert(REASONING_ITEMS.into(), json!([thought]));
+        let mut cut = ToolCall::new_cut_short("call_s3", "get_weather", r#"{"city":"Ly"#);
+        cut.extra.insert(ITEM_ID.into(), json!("fc_s3"));
+        r.tool_calls.push(cut);
+        r.finish_reason = FinishReason::Length;
+        r.extra.insert(REFUSAL.into(), json!("Not that part."));
+        let web = json!({"id": "ws_1", "type": "web_search_call", "status": "completed"});
+        r.hosted_calls.push(
+            crate::types::HostedCall::new("ws_1", "web_search", "openai-responses")
+                .with_blocks([web.clone()]),
+        );
+        let bytes = p.encode_response(&r, true).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        let events = crate::test_support::chunks(&bytes);
+        let of =
+            |kind: &str| -> Vec<&Value> { events.iter().filter(|e| e["type"] == kind).collect() };
+        let sequence: Vec<u64> = events
+            .iter()
+            .filter_map(|e| e["sequence_number"].as_u64())
+            .collect();
+        assert_eq!(sequence, (0..events.len() as u64).collect::<Vec<_>>());
+
+        let parts = of("response.reasoning_summary_part.done");
+        let summaries: Vec<(&Value, &Value)> = parts
+            .iter()
+            .map(|e| (&e["summary_index"], &e["part"]["text"]))
+            .collect();
+        assert_eq!(
+            summaries,
+            [(&json!(0), &json!("Plan.")), (&json!(1), &json!("Act."))]
+        );
+        assert_eq!(
+            of("response.reasoning_summary_part.added").len(),
+            2,
+            "{text}"
+        );
+        let raw = of("response.reasoning_text.done");
+        assert_eq!(
+            (raw.len(), &raw[0]["content_index"], &raw[0]["text"]),
+            (1, &json!(0), &json!("Raw thought."))
+        );
+        assert!(!of("response.reasoning_text.delta").is_empty());
+
+        let refusal = of("response.refusal.done");
+        assert_eq!(refusal[0]["refusal"], "Not that part.");
+        assert_eq!(refusal[0]["content_index"], 1);
+
+        let custom = of("response.custom_tool_call_input.done");
+        assert_eq!(custom[0]["input"], "SELECT \"x\"\n");
+        assert_eq!(custom[0]["item_id"], "ctc_s2");
+        let added: Vec<&Value> = of("response.output_item.added")
+            .into_iter()
+            .map(|e| &e["item"])
+            .collect();
+        assert!(
+            added
+                .iter()
+                .any(|i| i["type"] == "custom_tool_call" && i["id"] == "ctc_s2")
+        );
+        assert!(added.contains(&&web), "{text}");
+        let done: Vec<&Value> = of("response.output_item.done")
+            .into_iter()
+            .map(|e| &e["item"])
+            .collect();
+        assert!(done.contains(&&web), "{text}");
+
+        let arguments = of("response.function_call_arguments.done");
+        assert_eq!(arguments.len(), 1, "the cut-off call has no .done: {text}");
+        assert_eq!(arguments[0]["item_id"], "fc_s1");
+        assert_eq!(arguments[0]["name"], "get_weather");
+        assert!(!done.iter().any(|i| i["id"] == "fc_s3"), "{text}");
+        assert!(
+            of("response.function_call_arguments.delta")
+                .iter()
+                .any(|e| e["item_id"] == "fc_s3")
+        );
+        let last = events.last().unwrap();
+        assert_eq!(last["type"], "response.incomplete");
+        assert_eq!(last["response"]["tools"], json!([]));
+        let output = last["response"]["output"].as_array().unwrap();
+        assert!(!output.iter().any(|i| i["id"] == "fc_s3"));
+
+        // The whole body holds the same items, the cut-off call `incomplete`.
+        let body: Value = serde_json::from_slice(&p.encode_response(&r, false).unwrap()).unwrap();
+        let items = body["output"].as_array().unwrap();
+        assert!(items.contains(&web));
+        let cut = items.iter().find(|i| i["id"] == "fc_s3").unwrap();
+        assert_eq!(cut["status"], "incomplete");
+
+        // An error body names the class of its status as its `type`, its code as `code`.
+        let mut e = ApiError::new(ProviderKind::OpenAiResponses, Some(429), "slow down");
+        e.code = Some("rate_limit_exceeded".into());
+        let (_, body) = p.encode_error(&e, false);
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["error"]["code"], "rate_limit_exceeded");
+        assert_eq!(body["error"]["type"], "requests", "{body}");
+    }
 }
