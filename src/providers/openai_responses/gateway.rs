@@ -1324,8 +1324,9 @@ impl EventWriter {
         );
     }
 
-    /// Opens part `at` of the open scripted reasoning item (a summary part is announced).
-    fn open_part(&mut self, out: &mut Vec<u8>) {
+    /// The part being filled of the open scripted reasoning item, announced first when it was
+    /// not yet (a summary part has its `reasoning_summary_part.added`).
+    fn begin_part(&mut self, out: &mut Vec<u8>) -> Option<ReasoningPart> {
         let index = self.index();
         let Open::Reasoning {
             id,
@@ -1333,55 +1334,37 @@ impl EventWriter {
             ..
         } = &mut self.open
         else {
-            return;
+            return None;
         };
-        let Some(part) = s.parts.get(s.at) else {
-            return;
-        };
-        s.opened = true;
-        if part.summary {
+        let part = s.parts.get(s.at)?.clone();
+        if !std::mem::replace(&mut s.opened, true) && part.summary {
             let at = json!({"item_id": id, "output_index": index, "summary_index": part.index,
                             "part": {"type": "summary_text", "text": ""}});
             self.event("response.reasoning_summary_part.added", at, out);
         }
+        Some(part)
     }
 
-    /// Finishes the part being filled of the open scripted reasoning item, and the empty
-    /// parts after it (they have no text to wait for).
-    fn close_part(&mut self, out: &mut Vec<u8>) {
-        let index = self.index();
-        let Open::Reasoning {
-            id,
-            scripted: Some(s),
-            ..
-        } = &mut self.open
-        else {
-            return;
-        };
-        let Some(part) = s.parts.get(s.at).cloned() else {
-            return;
-        };
-        let id = id.clone();
-        s.at += 1;
-        s.got.clear();
-        s.opened = false;
-        self.part_done(&id, index, &part, out);
-        loop {
-            let next = match &self.open {
-                Open::Reasoning {
-                    scripted: Some(s), ..
-                } => s.parts.get(s.at).filter(|p| p.text.is_empty()).cloned(),
-                _ => None,
-            };
-            let Some(part) = next else { break };
-            self.open_part(out);
-            if let Open::Reasoning {
-                scripted: Some(s), ..
+    /// Finishes the part being filled of the open scripted reasoning item; `all` the parts
+    /// after it too, else the empty ones (they have no text to wait for).
+    fn end_parts(&mut self, all: bool, out: &mut Vec<u8>) {
+        while let Some(part) = self.begin_part(out) {
+            let index = self.index();
+            let Open::Reasoning {
+                id,
+                scripted: Some(s),
+                ..
             } = &mut self.open
-            {
-                s.at += 1;
-                s.opened = false;
+            else {
+                return;
+            };
+            if !all && !part.text.is_empty() && s.got.len() < part.text.len() {
+                return;
             }
+            let id = id.clone();
+            s.at += 1;
+            s.got.clear();
+            s.opened = false;
             self.part_done(&id, index, &part, out);
         }
     }
@@ -1414,19 +1397,7 @@ impl EventWriter {
 
     fn close(&mut self, out: &mut Vec<u8>) {
         // The parts of a scripted reasoning item its text did not fill go out first.
-        loop {
-            let pending = match &self.open {
-                Open::Reasoning {
-                    scripted: Some(s), ..
-                } => s.parts.get(s.at).map(|_| s.opened),
-                _ => None,
-            };
-            let Some(opened) = pending else { break };
-            if !opened {
-                self.open_part(out);
-            }
-            self.close_part(out);
-        }
+        self.end_parts(true, out);
         let index = self.index();
         match std::mem::replace(&mut self.open, Open::None) {
             Open::None => {}
@@ -1651,12 +1622,7 @@ impl EventWriter {
             }),
         };
         // Leading parts with no text are finished at once.
-        let empty_first = matches!(&self.open, Open::Reasoning { scripted: Some(s), .. }
-            if s.parts.first().is_some_and(|p| p.text.is_empty()));
-        if empty_first {
-            self.open_part(out);
-            self.close_part(out);
-        }
+        self.end_parts(false, out);
     }
 
     /// A reasoning item's upstream state: the item it names is the open one, or opens now; its
@@ -1683,17 +1649,8 @@ impl EventWriter {
     /// Reasoning text: a piece of the scripted item's part being filled (speaking as OpenAI),
     /// else of the item's one summary part.
     fn reasoning_text(&mut self, piece: &str, out: &mut Vec<u8>) {
-        let index = self.index();
-        let scripted_part = match &self.open {
-            Open::Reasoning {
-                scripted: Some(s), ..
-            } => s.parts.get(s.at).map(|p| (p.clone(), s.opened)),
-            _ => None,
-        };
-        if let Some((part, opened)) = scripted_part {
-            if !opened {
-                self.open_part(out);
-            }
+        if let Some(part) = self.begin_part(out) {
+            let index = self.index();
             let Open::Reasoning {
                 id,
                 text,
@@ -1705,7 +1662,6 @@ impl EventWriter {
             };
             text.push_str(piece);
             s.got.push_str(piece);
-            let full = s.got.len() >= part.text.len();
             let (kind, at) = if part.summary {
                 (
                     "response.reasoning_summary_text.delta",
@@ -1720,11 +1676,10 @@ impl EventWriter {
                 )
             };
             self.event(kind, at, out);
-            if full {
-                self.close_part(out);
-            }
+            self.end_parts(false, out);
             return;
         }
+        let index = self.index();
         if let Open::Reasoning { id, text: all, .. } = &self.open
             && all.is_empty()
         {
