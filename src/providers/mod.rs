@@ -375,6 +375,44 @@ pub(crate) fn is_default_base_url(provider: &dyn Provider, url: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// The foreign-body hint reads the shapes the built-ins declare: shapes of different APIs
+    /// are tried in a strict order (no two share a rank), every provider that declares a shape
+    /// is a speaker of its own API, and an API is named by the first shape that fits.
+    #[test]
+    fn body_shapes_come_from_the_table() {
+        let mut shapes: Vec<&shared::BodyShape> = BUILTINS.iter().filter_map(|b| b.body).collect();
+        shapes.sort_by_key(|s| s.rank);
+        shapes.dedup_by_key(|s| s.api);
+        let mut ranks: Vec<u8> = shapes.iter().map(|s| s.rank).collect();
+        ranks.dedup();
+        assert_eq!(ranks.len(), shapes.len(), "two APIs share a rank");
+        let converse = serde_json::json!({"output": {"message": {}}, "stopReason": "end_turn"});
+        let (api, speakers) = likely_api(&converse).unwrap();
+        assert!(api.contains("Bedrock Converse"), "{api}");
+        assert_eq!(speakers, [ProviderKind::Bedrock]);
+        let chat = serde_json::json!({"choices": []});
+        let (_, speakers) = likely_api(&chat).unwrap();
+        assert!(
+            speakers.contains(&ProviderKind::Mistral) && speakers.contains(&ProviderKind::OpenAi)
+        );
+        assert!(likely_api(&serde_json::json!({"steps": []})).is_none());
+        let named = name_foreign(
+            ProviderKind::Anthropic,
+            converse.to_string().as_bytes(),
+            Error::decode(
+                ProviderKind::Anthropic,
+                "response body",
+                "missing field `content`",
+            ),
+        );
+        let text = named.to_string();
+        assert!(
+            text.contains("(it looks like an AWS Bedrock Converse body"),
+            "{text}"
+        );
+        assert!(text.contains("it has none of `type: message`"), "{text}");
+    }
+
     /// An `openai` base URL on a named dialect's host gets that dialect, with or without the
     /// path its documentation shows (DeepSeek documents both `https://api.deepseek.com` and
     /// `https://api.deepseek.com/v1`); any other host the generic compatible dialect.
