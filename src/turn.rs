@@ -531,10 +531,13 @@ impl<'p> TurnReader<'p> {
         match std::mem::replace(&mut self.mode, Mode::Json(Vec::new())) {
             Mode::Json(buf) => {
                 let provider = self.provider.get();
-                let mut response = match &self.request {
-                    Some(request) => provider.decode_for(request, &buf)?,
-                    None => provider.decode(&buf)?,
+                let decoded = match &self.request {
+                    Some(request) => provider.decode_for(request, &buf),
+                    None => provider.decode(&buf),
                 };
+                // Another API's body is named by the providers' table.
+                let mut response =
+                    decoded.map_err(|e| crate::providers::name_foreign(kind, &buf, e))?;
                 self.names.restore_response(&mut response);
                 self.scratch.extend(events_of(&response));
                 self.take_events(out)?;

@@ -1,7 +1,10 @@
 //! A whole body of another API, decoded with the wrong provider, is `Error::Decode` naming the
-//! likely cause, never an empty answer; each wire's own minimal body still decodes.
+//! likely cause, never an empty answer; each wire's own minimal body still decodes. Bodies are
+//! read as the library reads them (the turn reader, which names the API the body looks like
+//! from the shapes the built-ins declare).
 
 use toolwire::providers::provider_for;
+use toolwire::replay::replay;
 use toolwire::{Error, ProviderKind};
 
 /// One minimal body per API (the fields that make it one), with the providers that speak it.
@@ -66,7 +69,12 @@ fn another_apis_body_is_a_decode_error_naming_the_cause() {
     for kind in PROVIDERS {
         let provider = provider_for(kind).unwrap();
         for (api, body, speakers) in BODIES {
-            let result = provider.decode(body.as_bytes());
+            let result = match replay(&*provider, body.as_bytes()) {
+                // Ollama's wire is lines of JSON, which the turn reader reads as a stream
+                // (ending unfinished); its whole-body decoder is the one that judges the body.
+                Err(Error::Stream { .. }) => provider.decode(body.as_bytes()),
+                other => other.map(|r| r.response),
+            };
             if speakers.contains(&kind) {
                 let response = result.unwrap_or_else(|e| panic!("{kind:?} <- {api}: {e}"));
                 assert_eq!(response.text.as_deref(), Some("hi"), "{kind:?} <- {api}");
@@ -89,7 +97,7 @@ fn another_apis_body_is_a_decode_error_naming_the_cause() {
 #[test]
 fn the_converse_body_is_named() {
     let provider = provider_for(ProviderKind::Anthropic).unwrap();
-    let Err(err) = provider.decode(BODIES[0].1.as_bytes()) else {
+    let Err(err) = replay(&*provider, BODIES[0].1.as_bytes()) else {
         panic!("accepted");
     };
     assert!(err.to_string().contains("Bedrock Converse"), "{err}");

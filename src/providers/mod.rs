@@ -62,6 +62,10 @@ pub struct Builtin {
     pub responder: fn() -> Box<dyn Respond>,
     /// A model to use when none is given: small, cheap, tool-capable (`toolwire chat`).
     pub default_model: &'static str,
+    /// What the provider's whole response body looks like (its `BODY`), for naming another
+    /// API's body decoded under the wrong provider ([`likely_api`]); `None` when it declares
+    /// none.
+    pub(crate) body: Option<&'static shared::BodyShape>,
 }
 
 impl Builtin {
@@ -71,16 +75,24 @@ impl Builtin {
     }
 }
 
-/// One [`Builtin`] line: kind, default model, provider value, writer value.
+/// One [`Builtin`] line: kind, default model, provider value, writer value, and the body
+/// shape it declares (`body = <module>::BODY`, left out when it declares none).
 macro_rules! builtin {
-    ($kind:expr, $model:literal, $provider:expr, $responder:expr $(,)?) => {
+    ($kind:expr, $model:literal, $provider:expr, $responder:expr $(, body = $body:expr)? $(,)?) => {
         Builtin {
             kind: $kind,
             provider: || Box::new($provider),
             #[cfg(feature = "respond")]
             responder: || Box::new($responder),
             default_model: $model,
+            body: builtin!(@body $($body)?),
         }
+    };
+    (@body $body:expr) => {
+        Some(&$body)
+    };
+    (@body) => {
+        None
     };
 }
 
@@ -91,73 +103,85 @@ pub const BUILTINS: &[Builtin] = &[
         ProviderKind::OpenAi,
         "gpt-4o-mini",
         openai::OpenAi::new(),
-        openai::OpenAiResponder::default()
+        openai::OpenAiResponder::default(),
+        body = openai::BODY
     ),
     builtin!(
         ProviderKind::Gemini,
         "gemini-2.5-flash",
         gemini::Gemini::new(),
-        gemini::Gemini::new()
+        gemini::Gemini::new(),
+        body = gemini::BODY
     ),
     builtin!(
         ProviderKind::Glm,
         "glm-4.5-flash",
         glm::provider(),
-        glm::responder()
+        glm::responder(),
+        body = openai::BODY
     ),
     builtin!(
         ProviderKind::Qwen,
         "qwen-plus",
         qwen::provider(),
-        qwen::responder()
+        qwen::responder(),
+        body = openai::BODY
     ),
     builtin!(
         ProviderKind::DashScope,
         "qwen-plus",
         dashscope::DashScope::new(),
-        dashscope::DashScope::new()
+        dashscope::DashScope::new(),
+        body = dashscope::BODY
     ),
     builtin!(
         ProviderKind::StepFun,
         "step-3.5-flash",
         stepfun::provider(),
-        stepfun::responder()
+        stepfun::responder(),
+        body = openai::BODY
     ),
     builtin!(
         ProviderKind::OpenAiResponses,
         "gpt-5-mini",
         openai_responses::OpenAiResponses::new(),
-        openai_responses::OpenAiResponses::new()
+        openai_responses::OpenAiResponses::new(),
+        body = openai_responses::BODY
     ),
     builtin!(
         ProviderKind::Anthropic,
         "claude-haiku-4-5",
         anthropic::Anthropic::new(),
-        anthropic::Anthropic::new()
+        anthropic::Anthropic::new(),
+        body = anthropic::BODY
     ),
     builtin!(
         ProviderKind::Ollama,
         "qwen3:4b",
         ollama::Ollama::new(),
-        ollama::Ollama::new()
+        ollama::Ollama::new(),
+        body = ollama::BODY
     ),
     builtin!(
         ProviderKind::Mistral,
         "mistral-small-latest",
         mistral::provider(),
-        mistral::responder()
+        mistral::responder(),
+        body = openai::BODY
     ),
     builtin!(
         ProviderKind::Cohere,
         "command-a-03-2025",
         cohere::Cohere::new(),
-        cohere::Cohere::new()
+        cohere::Cohere::new(),
+        body = cohere::BODY
     ),
     builtin!(
         ProviderKind::Bedrock,
         "us.anthropic.claude-haiku-4-5-20251001-v1:0",
         bedrock::Bedrock::new(),
-        bedrock::Bedrock::new()
+        bedrock::Bedrock::new(),
+        body = bedrock::BODY
     ),
     builtin!(
         ProviderKind::GeminiInteractions,
@@ -170,6 +194,39 @@ pub const BUILTINS: &[Builtin] = &[
 /// The built-in provider `kind` names; `None` for a [`ProviderKind::Custom`] one.
 pub fn builtin(kind: ProviderKind) -> Option<&'static Builtin> {
     BUILTINS.iter().find(|b| b.kind == kind)
+}
+
+/// The API whose body `v` looks like, by the shapes the built-ins declare ([`Builtin`]'s
+/// body, tried in their rank order), and the providers that speak it.
+pub(crate) fn likely_api(v: &serde_json::Value) -> Option<(&'static str, Vec<ProviderKind>)> {
+    let o = v.as_object()?;
+    let mut shapes: Vec<&shared::BodyShape> = BUILTINS.iter().filter_map(|b| b.body).collect();
+    shapes.sort_by_key(|s| s.rank);
+    let found = shapes.into_iter().find(|s| (s.looks)(o))?;
+    let speakers = (BUILTINS.iter())
+        .filter(|b| b.body.is_some_and(|s| s.api == found.api))
+        .map(|b| b.kind)
+        .collect();
+    Some((found.api, speakers))
+}
+
+/// A decode error of `kind`'s whole `body`, naming the API the body looks like when the table
+/// says it is another API's ([`likely_api`]; [`shared::name_foreign`]). The turn reader's one
+/// call: decoders cannot see the table.
+pub(crate) fn name_foreign(kind: ProviderKind, body: &[u8], error: Error) -> Error {
+    if !matches!(&error, Error::Decode { what, .. } if what.starts_with("response body")) {
+        return error;
+    }
+    let guess = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| likely_api(&v));
+    match guess {
+        Some((api, speakers)) if !speakers.contains(&kind) => {
+            let shape = builtin(kind).and_then(|b| b.body).map(|b| b.fields);
+            shared::name_foreign(error, api, shape)
+        }
+        _ => error,
+    }
 }
 
 /// The kinds of [`BUILTINS`], in order, as a constant array.
@@ -317,6 +374,44 @@ pub(crate) fn is_default_base_url(provider: &dyn Provider, url: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The foreign-body hint reads the shapes the built-ins declare: shapes of different APIs
+    /// are tried in a strict order (no two share a rank), every provider that declares a shape
+    /// is a speaker of its own API, and an API is named by the first shape that fits.
+    #[test]
+    fn body_shapes_come_from_the_table() {
+        let mut shapes: Vec<&shared::BodyShape> = BUILTINS.iter().filter_map(|b| b.body).collect();
+        shapes.sort_by_key(|s| s.rank);
+        shapes.dedup_by_key(|s| s.api);
+        let mut ranks: Vec<u8> = shapes.iter().map(|s| s.rank).collect();
+        ranks.dedup();
+        assert_eq!(ranks.len(), shapes.len(), "two APIs share a rank");
+        let converse = serde_json::json!({"output": {"message": {}}, "stopReason": "end_turn"});
+        let (api, speakers) = likely_api(&converse).unwrap();
+        assert!(api.contains("Bedrock Converse"), "{api}");
+        assert_eq!(speakers, [ProviderKind::Bedrock]);
+        let chat = serde_json::json!({"choices": []});
+        let (_, speakers) = likely_api(&chat).unwrap();
+        assert!(
+            speakers.contains(&ProviderKind::Mistral) && speakers.contains(&ProviderKind::OpenAi)
+        );
+        assert!(likely_api(&serde_json::json!({"steps": []})).is_none());
+        let named = name_foreign(
+            ProviderKind::Anthropic,
+            converse.to_string().as_bytes(),
+            Error::decode(
+                ProviderKind::Anthropic,
+                "response body",
+                "missing field `content`",
+            ),
+        );
+        let text = named.to_string();
+        assert!(
+            text.contains("(it looks like an AWS Bedrock Converse body"),
+            "{text}"
+        );
+        assert!(text.contains("it has none of `type: message`"), "{text}");
+    }
 
     /// An `openai` base URL on a named dialect's host gets that dialect, with or without the
     /// path its documentation shows (DeepSeek documents both `https://api.deepseek.com` and

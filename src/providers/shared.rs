@@ -55,16 +55,40 @@ pub(crate) fn tool_media_after_runs(
     out
 }
 
+/// What a provider's whole response body looks like, declared as data next to the provider
+/// (its `BODY` constant) and collected by `providers::BUILTINS`: the foreign-body error asks
+/// that table which API another body most likely is ([`foreign_body`]), so shared code lists
+/// no provider.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyShape {
+    /// How the error names this API when a body looks like it, with the top-level fields that
+    /// give it away: "an Anthropic Messages body: `type: message`, `stop_reason`".
+    pub(crate) api: &'static str,
+    /// The fields the provider's own decoder looks for, as its foreign-body error lists them
+    /// ("it has none of …").
+    pub(crate) fields: &'static str,
+    /// Which shape is tried first: lower first (the more telling shapes before the looser
+    /// ones: Bedrock Converse's `output.message` before an `output` object alone).
+    pub(crate) rank: u8,
+    /// Whether a body's top-level object looks like this API's.
+    pub(crate) looks: fn(&Map<String, Value>) -> bool,
+}
+
+/// What the foreign-body error says before the name of the API the body looks like.
+const FOREIGN: &str = "likely another API's";
+
 /// The error for a whole body that has none of `provider`'s body fields (`shape` names them):
 /// most likely another API's answer replayed or served under the wrong provider (a Bedrock
 /// Converse body read as `anthropic`). Never an empty success, so nothing in it is silently
-/// lost. The body is parsed again only here, on the error path, to name the API it looks like.
-pub(crate) fn foreign_body(provider: ProviderKind, shape: &str, body: &[u8]) -> Error {
-    let looks_like = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| likely_api(&v))
-        .map(|(api, _)| format!(" (it looks like {api})"))
-        .unwrap_or_default();
+/// lost. Which API it looks like is not known here: the turn reader asks the providers' table
+/// and names it ([`name_foreign`]).
+pub(crate) fn foreign_body(provider: ProviderKind, shape: &str) -> Error {
+    foreign_named(provider, shape, None)
+}
+
+/// [`foreign_body`] naming the API the body looks like (`api`, from the providers' table).
+pub(crate) fn foreign_named(provider: ProviderKind, shape: &str, api: Option<&str>) -> Error {
+    let looks_like = api.map_or_else(String::new, |api| format!(" (it looks like {api})"));
     let name = provider.name();
     let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
         "an"
@@ -75,69 +99,48 @@ pub(crate) fn foreign_body(provider: ProviderKind, shape: &str, body: &[u8]) -> 
         provider,
         "response body",
         format!(
-            "not {article} {name} response body: likely another API's{looks_like}; it has none \
-             of {shape} (wrong provider?)"
+            "not {article} {name} response body: {FOREIGN}{looks_like}; it has none of {shape} \
+             (wrong provider?)"
         ),
     )
 }
 
-/// A failed typed read of a whole body, or [`foreign_body`] when the body is plainly another
-/// API's (the typed read failed because a field of the same name has another shape there).
-pub(crate) fn or_foreign(provider: ProviderKind, shape: &str, body: &[u8], error: Error) -> Error {
-    let foreign = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| likely_api(&v))
-        .is_some_and(|(_, wires)| !wires.contains(&provider));
-    if foreign {
-        foreign_body(provider, shape, body)
-    } else {
-        error
+/// A whole-body decode error of `provider`, given that the body looks like `api` (an API the
+/// provider does not speak, by the providers' table): a foreign-body error gets the API's
+/// name; any other error of reading the body becomes the foreign-body error, with `shape`
+/// (the provider's own fields, when the table has them), since the read most likely failed
+/// because a field of the same name has another shape there.
+pub(crate) fn name_foreign(error: Error, api: &str, shape: Option<&str>) -> Error {
+    match error {
+        Error::Decode {
+            provider,
+            what,
+            message,
+            partial,
+        } if what.starts_with("response body") => {
+            let at = format!("{FOREIGN};");
+            if message.contains(&at) {
+                let message =
+                    message.replacen(&at, &format!("{FOREIGN} (it looks like {api});"), 1);
+                return Error::Decode {
+                    provider,
+                    what,
+                    message,
+                    partial,
+                };
+            }
+            match shape {
+                Some(shape) => foreign_named(provider, shape, Some(api)),
+                None => Error::Decode {
+                    provider,
+                    what,
+                    message,
+                    partial,
+                },
+            }
+        }
+        other => other,
     }
-}
-
-/// The API whose body `v` looks like, by the top-level fields that give each one away, and
-/// the providers that speak it.
-fn likely_api(v: &Value) -> Option<(&'static str, &'static [ProviderKind])> {
-    use ProviderKind as K;
-    let o = v.as_object()?;
-    let has = |k: &str| o.contains_key(k);
-    let output = o.get("output");
-    Some(
-        if output.is_some_and(|x| x.get("message").is_some()) && has("stopReason") {
-            (
-                "an AWS Bedrock Converse body: `output.message`, `stopReason`",
-                &[],
-            )
-        } else if o.get("message").is_some_and(Value::is_object) && has("finish_reason") {
-            (
-                "a Cohere v2 chat body: `message`, `finish_reason`",
-                &[K::Cohere],
-            )
-        } else if has("choices") {
-            (
-                "an OpenAI Chat Completions body: `choices`",
-                &[K::OpenAi, K::Glm, K::Qwen, K::StepFun, K::Mistral],
-            )
-        } else if has("candidates") || has("promptFeedback") {
-            ("a Gemini body: `candidates`", &[K::Gemini])
-        } else if output.is_some_and(Value::is_array) {
-            (
-                "an OpenAI Responses body: `output` items",
-                &[K::OpenAiResponses],
-            )
-        } else if output.is_some_and(|x| x.get("choices").is_some() || x.get("text").is_some()) {
-            ("a DashScope body: `output.choices`", &[K::DashScope])
-        } else if o.get("type").and_then(Value::as_str) == Some("message") || has("stop_reason") {
-            (
-                "an Anthropic Messages body: `type: message`, `stop_reason`",
-                &[K::Anthropic],
-            )
-        } else if has("message") && has("done") {
-            ("an Ollama /api/chat body: `message`, `done`", &[K::Ollama])
-        } else {
-            return None;
-        },
-    )
 }
 
 /// A JSON Schema answer format as OpenAI's wires take it (Chat Completions' `json_schema`,

@@ -60,6 +60,9 @@ pub(crate) enum Segment<'a> {
     },
     /// A reasoning block sent encrypted whole.
     Redacted(&'a str),
+    /// The start of a reasoning item (a Responses `reasoning` output item), by its id: the
+    /// reasoning text after it belongs to it.
+    Item(Option<&'a str>),
     /// Visible text.
     Text(&'a str),
     /// A call the provider ran: its position in the answer's `hosted_calls` and its name.
@@ -102,6 +105,10 @@ pub(crate) fn cut(segments: &[Segment<'_>], usage: Option<Usage>, cut: Cut) -> V
             }
             Segment::Redacted(data) => out.push(StreamEvent::RedactedReasoning {
                 data: data.to_owned(),
+            }),
+            Segment::Item(id) => out.push(StreamEvent::ReasoningState {
+                id: id.map(str::to_owned),
+                encrypted_content: None,
             }),
             Segment::Text(text) => out.extend(
                 pieces(text, cut.text)

@@ -14,7 +14,7 @@ use crate::assemble::Assembler;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
 use crate::providers::lenient::Kept;
-use crate::providers::shared::{foreign_body, or_foreign, stops_mid_json};
+use crate::providers::shared::{foreign_body, stops_mid_json};
 use crate::types::{ChatResponse, FinishReason, HostedCall, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::Anthropic;
@@ -614,11 +614,11 @@ fn input_text(input: Option<&Value>) -> String {
 
 /// A whole `Message` body (or an error body).
 /// The fields of a Messages body, one of which every body has.
-const SHAPE: &str = "`type: message`, `content`, `stop_reason`";
+const SHAPE: &str = super::BODY.fields;
 
 pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
-    let message: Message = serde_json::from_slice(body)
-        .map_err(|e| or_foreign(KIND, SHAPE, body, Error::decode(KIND, "response body", e)))?;
+    let message: Message =
+        serde_json::from_slice(body).map_err(|e| Error::decode(KIND, "response body", e))?;
     if message.kind.as_deref() == Some("error")
         || message.error.as_ref().is_some_and(|e| !e.is_null())
     {
@@ -630,7 +630,7 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
         && message.content.is_empty()
         && message.stop_reason.is_none()
     {
-        return Err(foreign_body(KIND, SHAPE, body));
+        return Err(foreign_body(KIND, SHAPE));
     }
     let mut decoder = Decoder::new();
     let mut sink = Vec::new();

@@ -63,6 +63,16 @@ pub fn anthropic_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
 }
 
+/// What this API's whole response body looks like, for the foreign-body error
+/// (`providers::BUILTINS` collects it).
+pub(crate) const BODY: crate::providers::shared::BodyShape = crate::providers::shared::BodyShape {
+    api: "an Anthropic Messages body: `type: message`, `stop_reason`",
+    fields: "`type: message`, `content`, `stop_reason`",
+    rank: 6,
+    looks: |o| {
+        o.get("type").and_then(Value::as_str) == Some("message") || o.contains_key("stop_reason")
+    },
+};
 const INFO: ProviderInfo = ProviderInfo {
     kind: ProviderKind::Anthropic,
     base_url: "https://api.anthropic.com",

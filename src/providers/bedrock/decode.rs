@@ -11,7 +11,7 @@ use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
 use crate::providers::hosted::MAX_INPUT;
 use crate::providers::lenient::Kept;
-use crate::providers::shared::{foreign_body, or_foreign, stops_mid_json};
+use crate::providers::shared::{foreign_body, stops_mid_json};
 use crate::types::{ChatResponse, FinishReason, HostedCall, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::Bedrock;
@@ -527,18 +527,18 @@ fn input_text(input: Option<&Value>) -> String {
 }
 
 /// The fields of a Converse body, one of which every body has.
-const SHAPE: &str = "`output.message`, `stopReason`";
+const SHAPE: &str = super::BODY.fields;
 
 /// A whole Converse body (or an error body).
 pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
-    let response: Response = serde_json::from_slice(body)
-        .map_err(|e| or_foreign(KIND, SHAPE, body, Error::decode(KIND, "response body", e)))?;
+    let response: Response =
+        serde_json::from_slice(body).map_err(|e| Error::decode(KIND, "response body", e))?;
     let message = response.output.as_ref().and_then(|o| o.message.as_ref());
     if message.is_none() && response.stop_reason.is_none() {
         if response.message.is_some() {
             return Err(api_error(None, body).into());
         }
-        return Err(foreign_body(KIND, SHAPE, body));
+        return Err(foreign_body(KIND, SHAPE));
     }
     let mut decoder = Decoder::new();
     let mut sink = Vec::new();

@@ -62,6 +62,16 @@ pub fn bedrock_name(name: &str) -> bool {
 /// ([`DEFAULT_REGION`] when unset), through the `${VAR:-default}` form the client expands.
 pub const BASE_URL: &str = "https://bedrock-runtime.${AWS_REGION:-us-east-1}.amazonaws.com";
 
+/// What this API's whole response body looks like, for the foreign-body error
+/// (`providers::BUILTINS` collects it).
+pub(crate) const BODY: crate::providers::shared::BodyShape = crate::providers::shared::BodyShape {
+    api: "an AWS Bedrock Converse body: `output.message`, `stopReason`",
+    fields: "`output.message`, `stopReason`",
+    rank: 0,
+    looks: |o| {
+        o.get("output").is_some_and(|x| x.get("message").is_some()) && o.contains_key("stopReason")
+    },
+};
 const INFO: ProviderInfo = ProviderInfo {
     kind: ProviderKind::Bedrock,
     base_url: BASE_URL,

@@ -7,13 +7,13 @@ use super::{CITATIONS, FINISH_ERROR};
 use crate::assemble::Assembler;
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error};
-use crate::providers::shared::{foreign_body, or_foreign, stops_mid_json};
+use crate::providers::shared::{foreign_body, stops_mid_json};
 use crate::types::{ChatResponse, FinishReason, StreamEvent};
 
 const KIND: ProviderKind = ProviderKind::Cohere;
 
 /// The fields of a v2 chat body, which every body has.
-const SHAPE: &str = "`message` (an object) and `finish_reason`";
+const SHAPE: &str = super::BODY.fields;
 
 /// The stream events a v2 chat stream is made of.
 const EVENTS: &str = "`type` message-start, content-delta, tool-call-start, message-end, ...";
@@ -242,14 +242,14 @@ impl StreamDecoder for Decoder {
 
 /// A whole chat body (or an error body).
 pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| or_foreign(KIND, SHAPE, body, Error::decode(KIND, "response body", e)))?;
+    let v: Value =
+        serde_json::from_slice(body).map_err(|e| Error::decode(KIND, "response body", e))?;
     let message = v.get("message");
     if message.is_some_and(Value::is_string) && v.get("finish_reason").is_none() {
         return Err(api_error(None, body).into());
     }
     let Some(message) = message.filter(|m| m.is_object()) else {
-        return Err(foreign_body(KIND, SHAPE, body));
+        return Err(foreign_body(KIND, SHAPE));
     };
     let mut d = Decoder::new();
     let mut sink = Vec::new();

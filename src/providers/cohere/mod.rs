@@ -24,6 +24,14 @@ pub const CITATIONS: &str = "citations";
 /// (`message-end`'s `delta.error`).
 pub const FINISH_ERROR: &str = "finish_error";
 
+/// What this API's whole response body looks like, for the foreign-body error
+/// (`providers::BUILTINS` collects it).
+pub(crate) const BODY: crate::providers::shared::BodyShape = crate::providers::shared::BodyShape {
+    api: "a Cohere v2 chat body: `message`, `finish_reason`",
+    fields: "`message` (an object) and `finish_reason`",
+    rank: 1,
+    looks: |o| o.get("message").is_some_and(Value::is_object) && o.contains_key("finish_reason"),
+};
 const INFO: ProviderInfo = ProviderInfo {
     kind: ProviderKind::Cohere,
     base_url: "https://api.cohere.com",

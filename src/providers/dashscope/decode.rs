@@ -26,7 +26,7 @@ use super::wire::{Choice, Output, Payload, Usage as WireUsage, content_text};
 use crate::assemble::{Assembler, Fragment};
 use crate::error::{Error, Result};
 use crate::provider::{ProviderKind, generic_error};
-use crate::providers::shared::{foreign_body, or_foreign};
+use crate::providers::shared::foreign_body;
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::DashScope;
@@ -286,8 +286,8 @@ fn parse(data: &[u8], what: &str) -> Result<Payload> {
 
 /// A whole (non-streamed) response body; an error body gives [`Error::Api`].
 pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
-    const SHAPE: &str = "`output.choices`, `output.text`, `output.finish_reason`, an error `code`";
-    let payload = parse(body, "response body").map_err(|e| or_foreign(KIND, SHAPE, body, e))?;
+    const SHAPE: &str = super::BODY.fields;
+    let payload = parse(body, "response body")?;
     if is_error(&payload) {
         return Err(generic_error(KIND, None, body).into());
     }
@@ -296,7 +296,7 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
         .output
         .as_ref()
         .filter(|o| !o.choices.is_empty() || o.text.is_some() || o.finish_reason.is_some())
-        .ok_or_else(|| foreign_body(KIND, SHAPE, body))?;
+        .ok_or_else(|| foreign_body(KIND, SHAPE))?;
     let mut turn = Assembler::new(KIND);
     let mut sink = Vec::new();
     let mut deltas = Deltas::new(Form::Incremental);

@@ -72,6 +72,17 @@ pub fn is_multimodal_model(model: &str) -> bool {
     m.contains("-vl") || m.starts_with("qvq") || m.contains("-audio")
 }
 
+/// What this API's whole response body looks like, for the foreign-body error
+/// (`providers::BUILTINS` collects it).
+pub(crate) const BODY: crate::providers::shared::BodyShape = crate::providers::shared::BodyShape {
+    api: "a DashScope body: `output.choices`",
+    fields: "`output.choices`, `output.text`, `output.finish_reason`, an error `code`",
+    rank: 5,
+    looks: |o| {
+        o.get("output")
+            .is_some_and(|x| x.get("choices").is_some() || x.get("text").is_some())
+    },
+};
 /// Static facts about DashScope's native API.
 const INFO: ProviderInfo = ProviderInfo {
     kind: ProviderKind::DashScope,

@@ -11,7 +11,7 @@ use super::{BLOCK_REASON, FINISH_MESSAGE, OTHER_PARTS, REASONING_SIGNATURE, THOU
 use crate::assemble::{Assembler, Fragment};
 use crate::error::{ApiError, Error, Result};
 use crate::provider::{ProviderKind, StreamDecoder, generic_error, scalar_text};
-use crate::providers::shared::{foreign_body, or_foreign};
+use crate::providers::shared::foreign_body;
 use crate::types::{ChatResponse, FinishReason, HostedCall, StreamEvent, Usage};
 
 const KIND: ProviderKind = ProviderKind::Gemini;
@@ -438,7 +438,7 @@ impl Decoder {
 }
 
 /// The fields of a `GenerateContentResponse`, one of which every body has.
-const SHAPE: &str = "`candidates`, `promptFeedback`, `usageMetadata`";
+const SHAPE: &str = super::BODY.fields;
 
 /// A whole body: one `GenerateContentResponse`, or a JSON array of them.
 pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
@@ -459,8 +459,7 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
         } else {
             "response body".to_owned()
         };
-        let chunk = Response::deserialize(item)
-            .map_err(|e| or_foreign(KIND, SHAPE, body, Error::decode(KIND, what, e)))?;
+        let chunk = Response::deserialize(item).map_err(|e| Error::decode(KIND, what, e))?;
         decoder.apply(&chunk, &mut sink)?;
     }
     if !decoder.turn.is_finished() {
@@ -475,7 +474,7 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
                 other => shaped(other),
             };
             if !shaped {
-                return Err(foreign_body(KIND, SHAPE, body));
+                return Err(foreign_body(KIND, SHAPE));
             }
             return Err(Error::decode(KIND, "response body", "no candidates"));
         }

@@ -58,6 +58,14 @@ pub fn gemini_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'))
 }
 
+/// What this API's whole response body looks like, for the foreign-body error
+/// (`providers::BUILTINS` collects it).
+pub(crate) const BODY: crate::providers::shared::BodyShape = crate::providers::shared::BodyShape {
+    api: "a Gemini body: `candidates`",
+    fields: "`candidates`, `promptFeedback`, `usageMetadata`",
+    rank: 3,
+    looks: |o| o.contains_key("candidates") || o.contains_key("promptFeedback"),
+};
 const INFO: ProviderInfo = ProviderInfo {
     kind: ProviderKind::Gemini,
     base_url: "https://generativelanguage.googleapis.com",

@@ -629,7 +629,7 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
         return Err(api_error(None, body).into());
     }
     if !has("steps") && !has("outputs") && !map.get("status").is_some_and(Value::is_string) {
-        return Err(foreign_body(KIND, "`steps`, `outputs` or `status`", body));
+        return Err(foreign_body(KIND, "`steps`, `outputs` or `status`"));
     }
     let mut interaction =
         Interaction::deserialize(&value).map_err(|e| Error::decode(KIND, "response body", e))?;

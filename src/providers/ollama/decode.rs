@@ -214,7 +214,7 @@ pub(crate) fn decode_body(body: &[u8], text_calls: Option<&TextCalls>) -> Result
         return Err(Error::decode(KIND, "response body", "the body is empty"));
     }
     if !decoder.shaped && decoder.pending.is_none() {
-        return Err(foreign_body(KIND, "`message`, `done`", body));
+        return Err(foreign_body(KIND, super::BODY.fields));
     }
     decoder.finish(&mut sink)
 }

@@ -18,6 +18,14 @@ use crate::provider::{
 };
 use crate::types::{ChatRequest, ChatResponse};
 
+/// What this API's whole response body looks like, for the foreign-body error
+/// (`providers::BUILTINS` collects it).
+pub(crate) const BODY: crate::providers::shared::BodyShape = crate::providers::shared::BodyShape {
+    api: "an Ollama /api/chat body: `message`, `done`",
+    fields: "`message`, `done`",
+    rank: 7,
+    looks: |o| o.contains_key("message") && o.contains_key("done"),
+};
 const INFO: ProviderInfo = ProviderInfo {
     kind: ProviderKind::Ollama,
     base_url: "http://localhost:11434",

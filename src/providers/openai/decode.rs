@@ -10,7 +10,7 @@ use crate::assemble::{Assembler, Fragment};
 use crate::error::{Error, Result};
 use crate::provider::{StreamDecoder, generic_error};
 use crate::providers::lenient::{raw_content_text, string_token_lossy};
-use crate::providers::shared::{foreign_body, or_foreign};
+use crate::providers::shared::foreign_body;
 use crate::text_calls::TextCalls;
 use crate::types::{ChatResponse, FinishReason, StreamEvent, Usage};
 
@@ -216,10 +216,9 @@ pub(crate) fn decode_body(
     let text = std::str::from_utf8(body)
         .map_err(|e| Error::decode(dialect.info.kind, "response body", e))?;
     let kind = dialect.info.kind;
-    let mut chunk = parse_chunk(dialect, text, "response body")
-        .map_err(|e| or_foreign(kind, "`choices`", body, e))?;
+    let mut chunk = parse_chunk(dialect, text, "response body")?;
     if chunk.choices.is_none() {
-        return Err(foreign_body(kind, "`choices`", body));
+        return Err(foreign_body(kind, super::BODY.fields));
     }
     let mut turn = Assembler::new(kind).with_text_calls(text_calls);
     let mut sink = Vec::new();

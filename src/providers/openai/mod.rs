@@ -29,6 +29,15 @@ use crate::error::Result;
 use crate::provider::{HttpRequest, Provider, ProviderInfo, StreamDecoder};
 use crate::types::{ChatRequest, ChatResponse, SchemaMode, ToolDefinition};
 
+/// What this API's whole response body looks like, for the foreign-body error
+/// (`providers::BUILTINS` collects it).
+pub(crate) const BODY: crate::providers::shared::BodyShape = crate::providers::shared::BodyShape {
+    api: "an OpenAI Chat Completions body: `choices`",
+    fields: "`choices`",
+    rank: 2,
+    looks: |o| o.contains_key("choices"),
+};
+
 /// The Chat Completions wire, configured by a [`Dialect`].
 #[derive(Debug, Clone, Copy)]
 pub struct OpenAi {

@@ -896,7 +896,7 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<ChatResponse> {
     // A response object's `output` is a list of items (DashScope's and Bedrock Converse's
     // `output` are objects).
     if !map.get("output").is_some_and(Value::is_array) {
-        return Err(foreign_body(KIND, "an `output` list", body));
+        return Err(foreign_body(KIND, super::BODY.fields));
     }
     let response =
         ResponseObject::deserialize(&value).map_err(|e| Error::decode(KIND, "response body", e))?;

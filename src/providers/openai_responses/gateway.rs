@@ -18,15 +18,14 @@ use crate::providers::shared::Shown;
 use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, Error, Result};
-use crate::provider::{Answer, ClientRequest, NamespacedName, StreamWriter};
-use crate::providers::openai_responses::respond;
+use crate::provider::{Answer, ClientRequest, NamespacedName, ProviderKind, StreamWriter};
 use crate::providers::shared::{CallGate, CallOut, Fields, carry_id, settled, uncarry_id};
 use crate::providers::shared::{SEALED, pending};
 use crate::seal::Seal;
 use crate::types::{
-    AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part, Reasoning,
-    ReasoningSummary, ResponseFormat, Source, StreamEvent, ToolCall, ToolChoice, ToolDefinition,
-    ToolResult, Usage,
+    ArgumentsErrorKind, AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason,
+    HostedCall, Message, Part, Reasoning, ReasoningSummary, ResponseFormat, Source, StreamEvent,
+    ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
 };
 
 /// Prefix of the `encrypted_content` of a reasoning item that carries the gateway's state,
@@ -641,40 +640,131 @@ fn tool(value: Value, at: &str) -> Result<ToolDefinition> {
     Ok(def)
 }
 
-/// `status` and `incomplete_details` of a translated turn ([`respond::status`]); a turn that
-/// ended in error (its error goes out as the error) is `completed`.
+/// `status` and `incomplete_details` for a finish reason: `completed` for a normal end, else
+/// `incomplete` with the reason (the Response object's `incomplete_details.reason`,
+/// <https://platform.openai.com/docs/api-reference/responses/object>), a reason this wire has
+/// no name for going out as it is rather than as `completed`. A turn that ended in `error`
+/// has no status: its error is sent instead.
+fn finish_status(reason: &FinishReason) -> Result<(&'static str, Option<Value>)> {
+    let incomplete = |why: &str| ("incomplete", Some(json!({"reason": why})));
+    Ok(match reason {
+        FinishReason::Stop | FinishReason::ToolCalls => ("completed", None),
+        FinishReason::Length => incomplete("max_output_tokens"),
+        FinishReason::ContentFilter => incomplete("content_filter"),
+        FinishReason::Pause => incomplete("pause_turn"),
+        FinishReason::Other(why) => incomplete(why),
+        FinishReason::Error => {
+            return Err(Error::unsupported(
+                ProviderKind::OpenAiResponses,
+                "a response that ended in `error` (send an error with encode_error instead)",
+            ));
+        }
+    })
+}
+
+/// `status` and `incomplete_details` of a turn ([`finish_status`]); a turn that ended in error
+/// (its error goes out as the error) is `completed`.
 fn status(reason: &FinishReason) -> (&'static str, Value) {
-    match respond::status(reason) {
+    match finish_status(reason) {
         Ok((status, details)) => (status, details.unwrap_or(Value::Null)),
         Err(_) => ("completed", Value::Null),
     }
 }
 
+/// `usage`, each detail written only when known: a count the upstream did not give is left out,
+/// never written as 0.
+fn usage_json(u: &Usage) -> Value {
+    let mut m = Map::new();
+    m.insert("input_tokens".into(), json!(u.input_tokens));
+    if let Some(cached) = u.cached_input_tokens {
+        m.insert(
+            "input_tokens_details".into(),
+            json!({"cached_tokens": cached}),
+        );
+    }
+    m.insert("output_tokens".into(), json!(u.output_tokens));
+    if let Some(r) = u.reasoning_tokens {
+        m.insert(
+            "output_tokens_details".into(),
+            json!({"reasoning_tokens": r}),
+        );
+    }
+    m.insert(
+        "total_tokens".into(),
+        json!(u.input_tokens.saturating_add(u.output_tokens)),
+    );
+    Value::Object(m)
+}
+
+/// The fields of the `error` event of a stream that fails, as documented
+/// (<https://platform.openai.com/docs/api-reference/responses-streaming/error>): `code`,
+/// `message` and `param` at the event's top level.
+fn error_event(error: &ApiError) -> Value {
+    json!({"code": error.code, "message": error.message, "param": null})
+}
+
+/// The `error` of the `response.failed` that ends a failing stream: `code` (required by the
+/// Response object's schema; `server_error` when the failure has none) and `message`.
+fn failed_error(error: &ApiError) -> Value {
+    let code = error.code.as_deref().unwrap_or("server_error");
+    json!({"code": code, "message": error.message})
+}
+
 fn response_object(
-    id: &str,
-    model: &str,
-    created: u64,
+    stamp: &Stamp<'_>,
     status: &str,
     details: Value,
     output: Vec<Value>,
     usage: Option<&Usage>,
 ) -> Value {
     json!({
-        "id": id, "object": "response", "created_at": created, "status": status,
-        "error": null, "incomplete_details": details, "model": model, "output": output,
+        "id": stamp.id, "object": "response", "created_at": stamp.created, "status": status,
+        "error": null, "incomplete_details": details, "model": stamp.model, "output": output,
         "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
-        "usage": usage.map(respond::usage_json),
+        "usage": usage.map(usage_json),
     })
 }
 
-fn message_item(id: &str, status: &str, text: &str) -> Value {
+/// A message item: its `output_text` part when it has text, its refusal part when it has one.
+fn message_item(id: &str, status: &str, text: Option<&str>, refusal: Option<&str>) -> Value {
+    let mut content = Vec::new();
+    if let Some(text) = text {
+        content.push(text_part("output_text", text));
+    }
+    if let Some(refusal) = refusal {
+        content.push(text_part("refusal", refusal));
+    }
     json!({"type": "message", "id": id, "status": status, "role": "assistant",
-           "content": [{"type": "output_text", "text": text, "annotations": []}]})
+           "content": content})
 }
 
-fn call_item(item_id: &str, call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
-    json!({"type": "function_call", "id": item_id, "call_id": call_id, "name": name,
-           "arguments": arguments, "status": status})
+/// A content part of a message: `output_text` (with its annotations) or `refusal`.
+fn text_part(kind: &str, text: &str) -> Value {
+    if kind == "refusal" {
+        json!({"type": "refusal", "refusal": text})
+    } else {
+        json!({"type": "output_text", "text": text, "annotations": []})
+    }
+}
+
+/// A call's output item: a `function_call` with its `arguments`, or for a custom (free-form)
+/// tool a `custom_tool_call` with its `input`; `call_id` left out when the call has none.
+fn call_item(c: &CallItem, text: &str, status: &str) -> Value {
+    let mut m = Map::new();
+    let (kind, field) = if c.custom {
+        ("custom_tool_call", "input")
+    } else {
+        ("function_call", "arguments")
+    };
+    m.insert("type".into(), json!(kind));
+    m.insert("id".into(), json!(c.item_id));
+    if let Some(call_id) = &c.call_id {
+        m.insert("call_id".into(), json!(call_id));
+    }
+    m.insert("name".into(), json!(c.name));
+    m.insert(field.into(), json!(text));
+    m.insert("status".into(), json!(status));
+    Value::Object(m)
 }
 
 fn reasoning_item(id: &str, text: &str) -> Value {
@@ -705,13 +795,155 @@ fn state_item(response: &ChatResponse, seal: Option<&Seal>) -> Option<Value> {
     )
 }
 
+/// Who an answer is written for: the response's `id`, `model` and `created_at`, and whether
+/// the writer speaks as OpenAI itself (the mock's scripted answers) rather than translating
+/// another wire's turn (the gateway's).
+#[derive(Debug, Clone, Copy)]
+struct Stamp<'a> {
+    id: &'a str,
+    model: &'a str,
+    created: u64,
+    /// Speaking as OpenAI itself ([`EventWriter::native`]).
+    native: bool,
+    /// The key sealing the state on call ids and in the state item (translated answers).
+    seal: Option<&'a Seal>,
+}
+
+/// The mock's own values.
+const MOCK: Stamp<'static> = Stamp {
+    id: "resp_toolwire_mock",
+    model: "toolwire-mock",
+    created: 0,
+    native: true,
+    seal: None,
+};
+
+/// The id of the mock's message item.
+const MOCK_MESSAGE: &str = "msg_toolwire_mock";
+
+/// The id of the reasoning item the mock makes from reasoning text that came without items.
+const MOCK_REASONING: &str = "rs_toolwire_mock";
+
+fn is_custom(call: &ToolCall) -> bool {
+    call.extra.get(super::CUSTOM_TOOL) == Some(&Value::Bool(true))
+}
+
+/// A call the turn cut off: streamed without its `.done` events, `incomplete` in a body.
+fn cut_off(call: &ToolCall) -> bool {
+    (call.error.as_ref()).is_some_and(|e| e.kind == ArgumentsErrorKind::Truncated)
+}
+
+/// What a custom call's item carries: the `input` argument of its canonical arguments.
+fn custom_input(call: &ToolCall) -> Option<&str> {
+    (call.arguments.as_ref())
+        .and_then(|a| a.get("input"))
+        .and_then(Value::as_str)
+}
+
+/// What the call's item carries: its argument text, or (speaking as OpenAI) a custom call's
+/// input.
+pub(super) fn call_text(call: &ToolCall, native: bool) -> &str {
+    match custom_input(call) {
+        Some(input) if native && is_custom(call) => input,
+        _ => &call.raw_arguments,
+    }
+}
+
+/// The reasoning items under `extra`, verbatim.
+fn items_of(extra: &Map<String, Value>) -> impl Iterator<Item = &Value> {
+    (extra.get(super::REASONING_ITEMS).and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        .filter(|v| v.is_object())
+}
+
+/// Whether the response carries reasoning items (a Responses upstream's, or the mock's
+/// scripted ones) anywhere.
+fn has_items(response: &ChatResponse) -> bool {
+    items_of(&response.extra).next().is_some()
+        || (response.tool_calls.iter()).any(|c| items_of(&c.extra).next().is_some())
+}
+
+/// The items before the text that no event announces, speaking as OpenAI: the answer's
+/// output items with no canonical form ([`super::OTHER_ITEMS`]), verbatim.
+fn other_items(response: &ChatResponse) -> Vec<Value> {
+    (response
+        .extra
+        .get(super::OTHER_ITEMS)
+        .and_then(Value::as_array))
+    .into_iter()
+    .flatten()
+    .filter(|v| v.is_object())
+    .cloned()
+    .collect()
+}
+
+/// The blocks of the hosted calls made on this wire, speaking as OpenAI: their output items.
+fn hosted_items(call: &HostedCall) -> Vec<Value> {
+    if call.wire != ProviderKind::OpenAiResponses.name() {
+        return Vec::new();
+    }
+    (call.blocks.iter().filter(|b| b.is_object()).cloned()).collect()
+}
+
+/// The reasoning items of the turn in order, each before what it came before: the answer's
+/// own items (or, when it has none anywhere, one carrying its reasoning text as its summary).
+/// `calls` adds those before each call.
+fn reasoning_items(response: &ChatResponse, id: &str, calls: bool) -> Vec<Value> {
+    let mut out: Vec<Value> = items_of(&response.extra).cloned().collect();
+    if !has_items(response)
+        && let Some(reasoning) = &response.reasoning
+    {
+        out.push(reasoning_item(id, reasoning));
+    }
+    if calls {
+        for call in &response.tool_calls {
+            out.extend(items_of(&call.extra).cloned());
+        }
+    }
+    out
+}
+
+/// The item of call `i` of `response` as the stamp writes it: its item id (an upstream's kept
+/// speaking as OpenAI), its call id (carrying the call's state when translated; left out when
+/// minted, speaking as OpenAI), its kind.
+fn call_of(call: &ToolCall, i: usize, stamp: &Stamp<'_>) -> CallItem {
+    let native = stamp.native;
+    let item_id = match call.extra.get(super::ITEM_ID).and_then(Value::as_str) {
+        Some(id) if native => id.to_owned(),
+        _ if native => format!("fc_toolwire_{i}"),
+        _ => format!("fc_{i}"),
+    };
+    let call_id = if native {
+        (!call.has_synthetic_id()).then(|| call.id.clone())
+    } else {
+        Some(carry_id(call, stamp.seal))
+    };
+    CallItem {
+        output_index: 0,
+        item_id,
+        call_id,
+        name: call.name.clone(),
+        arguments: String::new(),
+        custom: native && is_custom(call),
+        cut: native && cut_off(call),
+    }
+}
+
 /// A whole `response` body for `response`. `id` and `created` are the caller's.
 ///
 /// The reasoning items of a Responses upstream go out as it sent them (id, summary,
 /// `encrypted_content`), each before the call it came before; other reasoning is one item with
 /// the text as its summary.
 pub fn encode_body(response: &ChatResponse, id: &str, model: &str, created: u64) -> Vec<u8> {
-    encode_sealed(response, id, model, created, None)
+    let stamp = Stamp {
+        id,
+        model,
+        created,
+        native: false,
+        seal: None,
+    };
+    whole(response, &stamp)
 }
 
 /// [`encode_body`] with the state on call ids and in the state item sealed by `seal`.
@@ -722,92 +954,188 @@ fn encode_sealed(
     created: u64,
     seal: Option<&Seal>,
 ) -> Vec<u8> {
-    // Calls keep their raw text; a turn with a malformed call never ends `stop` ([`settled`]).
-    let response = &*settled(response, true);
-    let items = |extra: &Map<String, Value>| {
-        extra
-            .get(super::REASONING_ITEMS)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let upstream_items = response.extra.contains_key(super::REASONING_ITEMS)
-        || response
-            .tool_calls
-            .iter()
-            .any(|c| c.extra.contains_key(super::REASONING_ITEMS));
-    let mut output = Vec::new();
-    if upstream_items {
-        output.extend(items(&response.extra));
-    } else if let Some(reasoning) = &response.reasoning {
-        output.push(reasoning_item("rs_0", reasoning));
-    }
-    if let Some(text) = &response.text {
-        output.push(message_item("msg_0", "completed", text));
-    }
-    for (i, call) in response.tool_calls.iter().enumerate() {
-        output.extend(items(&call.extra));
-        output.push(call_item(
-            &format!("fc_{i}"),
-            &carry_id(call, seal),
-            &call.name,
-            &call.raw_arguments,
-            if call.is_complete() || call.is_free_form() {
-                "completed"
-            } else {
-                "incomplete"
-            },
-        ));
-    }
-    output.extend(state_item(response, seal));
-    let (status, details) = status(&response.finish_reason);
-    let body = response_object(
+    let stamp = Stamp {
         id,
         model,
         created,
-        status,
-        details,
-        output,
-        response.usage.as_ref(),
-    );
+        native: false,
+        seal,
+    };
+    whole(response, &stamp)
+}
+
+/// The mock's whole body of a scripted answer, speaking as OpenAI: the items of the stream's
+/// `response.completed`, in the same order, a cut-off call `incomplete`.
+pub(super) fn native_body(response: &ChatResponse) -> Result<Vec<u8>> {
+    sendable(response)?;
+    Ok(whole(response, &MOCK))
+}
+
+/// Refuses what this wire cannot send: a turn that ended in `error`, a custom-tool call
+/// without a string `input` argument.
+pub(super) fn sendable(response: &ChatResponse) -> Result<()> {
+    finish_status(&response.finish_reason)?;
+    for (i, call) in response.tool_calls.iter().enumerate() {
+        if is_custom(call) && custom_input(call).is_none() {
+            return Err(Error::unsupported(
+                ProviderKind::OpenAiResponses,
+                format!("tool_calls[{i}] is a custom-tool call without a string `input` argument"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The one body writer of this wire, the gateway's and the mock's.
+fn whole(response: &ChatResponse, stamp: &Stamp<'_>) -> Vec<u8> {
+    // Translated, calls keep their raw text; a turn with a malformed call never ends `stop`
+    // ([`settled`]).
+    let response = &*if stamp.native {
+        std::borrow::Cow::Borrowed(response)
+    } else {
+        settled(response, true)
+    };
+    let native = stamp.native;
+    let reasoning = if native { MOCK_REASONING } else { "rs_0" };
+    let mut output = reasoning_items(response, reasoning, false);
+    if native {
+        output.extend(other_items(response));
+        output.extend(response.hosted_calls.iter().flat_map(hosted_items));
+    }
+    let text = (response.text.as_deref()).filter(|t| !native || !t.is_empty());
+    let refusal = (response.extra.get(super::REFUSAL))
+        .and_then(Value::as_str)
+        .filter(|_| native);
+    if text.is_some() || refusal.is_some() {
+        let id = if native { MOCK_MESSAGE } else { "msg_0" };
+        output.push(message_item(id, "completed", text, refusal));
+    }
+    for (i, call) in response.tool_calls.iter().enumerate() {
+        output.extend(items_of(&call.extra).cloned());
+        let item = call_of(call, i, stamp);
+        let done = if native {
+            !item.cut
+        } else {
+            call.is_complete() || call.is_free_form()
+        };
+        let status = if done { "completed" } else { "incomplete" };
+        output.push(call_item(&item, call_text(call, native), status));
+    }
+    output.extend(state_item(response, stamp.seal));
+    let (status, details) = status(&response.finish_reason);
+    let body = response_object(stamp, status, details, output, response.usage.as_ref());
     serde_json::to_vec(&body).unwrap_or_default()
 }
 
-/// The error body and status for `error`, in OpenAI's shape.
+/// The error body and status for `error`, in OpenAI's shape (`{"error": {"message", "type",
+/// "param", "code"}}`, the type the class of its status): the gateway's and the mock's.
 pub fn encode_error(error: &ApiError) -> (u16, Vec<u8>) {
     crate::providers::openai::gateway::encode_error(error)
+}
+
+/// One part of a reasoning item: a summary part or a `reasoning_text` content part, and its
+/// position among its kind.
+#[derive(Debug, Clone, PartialEq)]
+struct ReasoningPart {
+    summary: bool,
+    index: usize,
+    text: String,
+}
+
+/// The parts of a reasoning item, summary parts first, as it streams them.
+fn parts_of(item: &Value) -> Vec<ReasoningPart> {
+    let texts = |key: &str, kind: &str| -> Vec<String> {
+        (item.get(key).and_then(Value::as_array))
+            .into_iter()
+            .flatten()
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some(kind))
+            .filter_map(|p| p.get("text").and_then(Value::as_str).map(str::to_owned))
+            .collect()
+    };
+    let summary = texts("summary", "summary_text").into_iter().enumerate();
+    let content = texts("content", "reasoning_text").into_iter().enumerate();
+    (summary.map(|(index, text)| ReasoningPart {
+        summary: true,
+        index,
+        text,
+    }))
+    .chain(content.map(|(index, text)| ReasoningPart {
+        summary: false,
+        index,
+        text,
+    }))
+    .collect()
 }
 
 /// The item open on the client's side.
 #[derive(Debug, Clone, PartialEq)]
 enum Open {
     None,
-    /// A reasoning item: its id (the upstream's when it sent one), its summary text so far,
-    /// and the upstream's `encrypted_content` once known.
+    /// A reasoning item: its id (the upstream's when it sent one), its text so far, the
+    /// upstream's `encrypted_content` once known; speaking as OpenAI, the scripted item itself,
+    /// whose parts the reasoning text fills in order.
     Reasoning {
         id: String,
         text: String,
         encrypted: Option<String>,
+        scripted: Option<Box<Scripted>>,
     },
+    /// A message: its id, its text so far, whether its text part was opened.
     Message {
         id: String,
         text: String,
+        has_text: bool,
     },
     Call {
         slot: usize,
     },
 }
 
+/// A scripted reasoning item being streamed: the item, its parts, the part being filled and
+/// the text it has so far.
+#[derive(Debug, Clone, PartialEq)]
+struct Scripted {
+    item: Value,
+    parts: Vec<ReasoningPart>,
+    at: usize,
+    got: String,
+    opened: bool,
+}
+
 #[derive(Debug)]
 struct CallItem {
     output_index: usize,
     item_id: String,
-    call_id: String,
+    /// Left out of the item when `None` (a minted id, speaking as OpenAI).
+    call_id: Option<String>,
     name: String,
     arguments: String,
+    /// A custom (free-form) tool's call: its text is `input`.
+    custom: bool,
+    /// Cut off by the end of the turn: no `.done` events, not in the final output.
+    cut: bool,
 }
 
-/// The Responses [`StreamWriter`].
+/// What a writer speaking as OpenAI itself (the mock) knows of its scripted answer before it
+/// streams: what no event carries.
+#[derive(Debug)]
+struct Native {
+    /// The answer itself: its reasoning items, hosted calls, calls and refusal.
+    response: ChatResponse,
+    /// The reasoning items, in order, each streamed as its turn comes.
+    reasoning: std::collections::VecDeque<Value>,
+    /// How many reasoning items open the turn (the answer's own, before its other items).
+    opening: usize,
+    /// How many reasoning items were opened so far.
+    opened: usize,
+    /// The items no event announces, sent whole after the turn's opening reasoning items.
+    others: Option<Vec<Value>>,
+    /// Whether the message item was opened.
+    message: bool,
+}
+
+/// The Responses [`StreamWriter`]: the one stream writer of this wire, the gateway's (call ids
+/// carrying their state) and the mock's (its native mode: speaking as OpenAI itself).
 #[derive(Debug)]
 pub struct EventWriter {
     id: String,
@@ -819,10 +1147,14 @@ pub struct EventWriter {
     seal: Option<Seal>,
     open: Open,
     output: Vec<Value>,
+    /// Items begun but never finished (cut-off calls): they keep their place in the numbering.
+    skipped: usize,
     call_items: Vec<CallItem>,
     finished: bool,
     /// Tools the client declared inside a namespace: their calls are written namespaced.
     namespaced: Vec<NamespacedName>,
+    /// Speaking as OpenAI itself ([`EventWriter::native`]).
+    native: Option<Native>,
 }
 
 impl EventWriter {
@@ -837,10 +1169,50 @@ impl EventWriter {
             seal: None,
             open: Open::None,
             output: Vec::new(),
+            skipped: 0,
             call_items: Vec::new(),
             finished: false,
             namespaced: Vec::new(),
+            native: None,
         }
+    }
+
+    /// A writer speaking as OpenAI itself, for the scripted answer `response` (the mock's
+    /// streams), as the streaming events reference describes them
+    /// (<https://platform.openai.com/docs/api-reference/responses-streaming>): each reasoning
+    /// item streamed part by part (its summary parts, then its `reasoning_text` content) and
+    /// finished verbatim, items with no canonical form and hosted calls' items sent whole in
+    /// their places, the message with its refusal part, calls under their own item ids and
+    /// call ids (custom tools' as `custom_tool_call` with `input`), a call cut off by the end
+    /// of the turn without its `.done` events; calls are never held or carried.
+    pub(crate) fn native(response: &ChatResponse) -> Self {
+        let mut w = Self::new(MOCK.id, MOCK.model, MOCK.created);
+        w.calls = CallGate::native();
+        let opening = reasoning_items(response, MOCK_REASONING, false).len();
+        w.native = Some(Native {
+            response: response.clone(),
+            reasoning: reasoning_items(response, MOCK_REASONING, true).into(),
+            opening,
+            opened: 0,
+            others: Some(other_items(response)),
+            message: false,
+        });
+        w
+    }
+
+    fn stamp(&self) -> Stamp<'_> {
+        Stamp {
+            id: &self.id,
+            model: &self.model,
+            created: self.created,
+            native: self.native.is_some(),
+            seal: self.seal.as_ref(),
+        }
+    }
+
+    /// The output index of the next item.
+    fn index(&self) -> usize {
+        self.output.len() + self.skipped
     }
 
     fn event(&mut self, kind: &str, mut body: Value, out: &mut Vec<u8>) {
@@ -870,27 +1242,216 @@ impl EventWriter {
         out.extend_from_slice(b"\n\n");
     }
 
+    /// An item sent whole: announced and finished at once.
+    fn whole_item(&mut self, item: Value, out: &mut Vec<u8>) {
+        let index = self.index();
+        self.event(
+            "response.output_item.added",
+            json!({"output_index": index, "item": item}),
+            out,
+        );
+        self.event(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+            out,
+        );
+        self.output.push(item);
+    }
+
+    /// Before an item opens (speaking as OpenAI): the items no event announces go out once
+    /// the turn's opening reasoning items are done (`reasoning`: the item opening is one).
+    fn before_item(&mut self, reasoning: bool, out: &mut Vec<u8>) {
+        let others = match &mut self.native {
+            Some(n) if !(reasoning && n.opened < n.opening) => n.others.take(),
+            _ => None,
+        };
+        for item in others.into_iter().flatten() {
+            self.whole_item(item, out);
+        }
+    }
+
+    /// A refusal with no text before it (speaking as OpenAI): its message, opened and finished
+    /// before the calls.
+    fn refusal_message(&mut self, out: &mut Vec<u8>) {
+        let due = self.native.as_ref().is_some_and(|n| {
+            !n.message
+                && n.response
+                    .extra
+                    .get(super::REFUSAL)
+                    .is_some_and(Value::is_string)
+        });
+        if due {
+            self.close(out);
+            self.open_message(false, out);
+            self.close(out);
+        }
+    }
+
+    /// Opens the message item, with its `output_text` part when `text`.
+    fn open_message(&mut self, text: bool, out: &mut Vec<u8>) {
+        self.close(out);
+        self.before_item(false, out);
+        let index = self.index();
+        let id = match &mut self.native {
+            Some(n) => {
+                n.message = true;
+                MOCK_MESSAGE.to_owned()
+            }
+            None => format!("msg_{index}"),
+        };
+        self.event(
+            "response.output_item.added",
+            json!({"output_index": index, "item": message_item(&id, "in_progress", None, None)}),
+            out,
+        );
+        if text {
+            self.event(
+                "response.content_part.added",
+                json!({"item_id": id, "output_index": index, "content_index": 0,
+                       "part": text_part("output_text", "")}),
+                out,
+            );
+        }
+        self.open = Open::Message {
+            id,
+            text: String::new(),
+            has_text: text,
+        };
+    }
+
+    /// A part of the open message: announced, its text in pieces, finished.
+    fn message_part(&mut self, at: &Value, kind: &str, text: &str, out: &mut Vec<u8>) {
+        let (events, field) = if kind == "refusal" {
+            ("response.refusal", "refusal")
+        } else {
+            ("response.output_text", "text")
+        };
+        self.event(
+            "response.content_part.added",
+            merge(at, json!({"part": text_part(kind, "")})),
+            out,
+        );
+        for piece in crate::providers::split::pieces(text, crate::providers::split::FINE.text) {
+            self.event(
+                &format!("{events}.delta"),
+                merge(at, json!({"delta": piece})),
+                out,
+            );
+        }
+        let mut done = Map::new();
+        done.insert(field.into(), json!(text));
+        self.event(
+            &format!("{events}.done"),
+            merge(at, Value::Object(done)),
+            out,
+        );
+        self.event(
+            "response.content_part.done",
+            merge(at, json!({"part": text_part(kind, text)})),
+            out,
+        );
+    }
+
+    /// The part being filled of the open scripted reasoning item, announced first when it was
+    /// not yet (a summary part has its `reasoning_summary_part.added`).
+    fn begin_part(&mut self, out: &mut Vec<u8>) -> Option<ReasoningPart> {
+        let index = self.index();
+        let Open::Reasoning {
+            id,
+            scripted: Some(s),
+            ..
+        } = &mut self.open
+        else {
+            return None;
+        };
+        let part = s.parts.get(s.at)?.clone();
+        if !std::mem::replace(&mut s.opened, true) && part.summary {
+            let at = json!({"item_id": id, "output_index": index, "summary_index": part.index,
+                            "part": {"type": "summary_text", "text": ""}});
+            self.event("response.reasoning_summary_part.added", at, out);
+        }
+        Some(part)
+    }
+
+    /// Finishes the part being filled of the open scripted reasoning item; `all` the parts
+    /// after it too, else the empty ones (they have no text to wait for).
+    fn end_parts(&mut self, all: bool, out: &mut Vec<u8>) {
+        while let Some(part) = self.begin_part(out) {
+            let index = self.index();
+            let Open::Reasoning {
+                id,
+                scripted: Some(s),
+                ..
+            } = &mut self.open
+            else {
+                return;
+            };
+            if !all && !part.text.is_empty() && s.got.len() < part.text.len() {
+                return;
+            }
+            let id = id.clone();
+            s.at += 1;
+            s.got.clear();
+            s.opened = false;
+            self.part_done(&id, index, &part, out);
+        }
+    }
+
+    /// A reasoning part's closing events: a summary part's text and the part done, a
+    /// `reasoning_text` part's text done.
+    fn part_done(&mut self, id: &str, index: usize, part: &ReasoningPart, out: &mut Vec<u8>) {
+        let text = &part.text;
+        if part.summary {
+            let at = json!({"item_id": id, "output_index": index, "summary_index": part.index});
+            self.event(
+                "response.reasoning_summary_text.done",
+                merge(&at, json!({"text": text})),
+                out,
+            );
+            self.event(
+                "response.reasoning_summary_part.done",
+                merge(&at, json!({"part": {"type": "summary_text", "text": text}})),
+                out,
+            );
+        } else {
+            let at = json!({"item_id": id, "output_index": index, "content_index": part.index});
+            self.event(
+                "response.reasoning_text.done",
+                merge(&at, json!({"text": text})),
+                out,
+            );
+        }
+    }
+
     fn close(&mut self, out: &mut Vec<u8>) {
-        let index = self.output.len();
+        // The parts of a scripted reasoning item its text did not fill go out first.
+        self.end_parts(true, out);
+        let index = self.index();
         match std::mem::replace(&mut self.open, Open::None) {
             Open::None => {}
+            Open::Reasoning {
+                scripted: Some(s), ..
+            } => {
+                self.event(
+                    "response.output_item.done",
+                    json!({"output_index": index, "item": s.item}),
+                    out,
+                );
+                self.output.push(s.item);
+            }
             Open::Reasoning {
                 id,
                 text,
                 encrypted,
+                scripted: None,
             } => {
                 if !text.is_empty() {
-                    let at = json!({"item_id": id, "output_index": index, "summary_index": 0});
-                    self.event(
-                        "response.reasoning_summary_text.done",
-                        merge(&at, json!({"text": text})),
-                        out,
-                    );
-                    self.event(
-                        "response.reasoning_summary_part.done",
-                        merge(&at, json!({"part": {"type": "summary_text", "text": text}})),
-                        out,
-                    );
+                    let part = ReasoningPart {
+                        summary: true,
+                        index: 0,
+                        text: text.clone(),
+                    };
+                    self.part_done(&id, index, &part, out);
                 }
                 let mut item = reasoning_item(&id, &text);
                 if let Some(encrypted) = encrypted {
@@ -903,22 +1464,31 @@ impl EventWriter {
                 );
                 self.output.push(item);
             }
-            Open::Message { id, text } => {
-                let at = json!({"item_id": id, "output_index": index, "content_index": 0});
-                self.event(
-                    "response.output_text.done",
-                    merge(&at, json!({"text": text})),
-                    out,
-                );
-                self.event(
-                    "response.content_part.done",
-                    merge(
-                        &at,
-                        json!({"part": {"type": "output_text", "text": text, "annotations": []}}),
-                    ),
-                    out,
-                );
-                let item = message_item(&id, "completed", &text);
+            Open::Message { id, text, has_text } => {
+                let refusal = (self.native.as_ref())
+                    .and_then(|n| n.response.extra.get(super::REFUSAL))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                if has_text {
+                    let at = json!({"item_id": id, "output_index": index, "content_index": 0});
+                    self.event(
+                        "response.output_text.done",
+                        merge(&at, json!({"text": text})),
+                        out,
+                    );
+                    self.event(
+                        "response.content_part.done",
+                        merge(&at, json!({"part": text_part("output_text", &text)})),
+                        out,
+                    );
+                }
+                if let Some(refusal) = &refusal {
+                    let at = json!({"item_id": id, "output_index": index,
+                                    "content_index": usize::from(has_text)});
+                    self.message_part(&at, "refusal", refusal, out);
+                }
+                let text = has_text.then_some(text.as_str());
+                let item = message_item(&id, "completed", text, refusal.as_deref());
                 self.event(
                     "response.output_item.done",
                     json!({"output_index": index, "item": item}),
@@ -930,13 +1500,29 @@ impl EventWriter {
                 let Some(c) = self.call_items.get(slot) else {
                     return;
                 };
-                let (item_id, arguments) = (c.item_id.clone(), c.arguments.clone());
-                let item = call_item(&c.item_id, &c.call_id, &c.name, &c.arguments, "completed");
-                self.event(
-                    "response.function_call_arguments.done",
-                    json!({"item_id": item_id, "output_index": index, "arguments": arguments}),
-                    out,
-                );
+                if c.cut {
+                    // Cut off: never finished, so no `.done` events and no place in the output.
+                    self.skipped += 1;
+                    return;
+                }
+                let item = call_item(c, &c.arguments, "completed");
+                let (kind, done) = if c.custom {
+                    (
+                        "response.custom_tool_call_input.done",
+                        json!({"item_id": c.item_id, "output_index": c.output_index,
+                               "input": c.arguments}),
+                    )
+                } else {
+                    // With the function's `name`, as the event's reference lists it
+                    // (`ResponseFunctionCallArgumentsDoneEvent`: item_id, name, output_index,
+                    // arguments).
+                    (
+                        "response.function_call_arguments.done",
+                        json!({"item_id": c.item_id, "output_index": c.output_index,
+                               "arguments": c.arguments, "name": c.name}),
+                    )
+                };
+                self.event(kind, done, out);
                 self.event(
                     "response.output_item.done",
                     json!({"output_index": index, "item": item}),
@@ -957,21 +1543,35 @@ impl EventWriter {
                     arguments,
                 } => {
                     self.close(out);
-                    let index = self.output.len();
-                    let item_id = format!("fc_{slot}");
-                    let item = call_item(&item_id, &id, &name, "", "in_progress");
+                    self.before_item(false, out);
+                    self.refusal_message(out);
+                    let index = self.index();
+                    let scripted = (self.native.as_ref())
+                        .and_then(|n| n.response.tool_calls.get(slot).cloned());
+                    let mut c = match &scripted {
+                        Some(call) => call_of(call, slot, &self.stamp()),
+                        None => CallItem {
+                            output_index: 0,
+                            item_id: format!("fc_{slot}"),
+                            call_id: Some(id.clone()),
+                            name: name.clone(),
+                            arguments: String::new(),
+                            custom: false,
+                            cut: false,
+                        },
+                    };
+                    if scripted.is_some() {
+                        c.call_id = (!id.is_empty()).then_some(id);
+                    }
+                    c.output_index = index;
+                    c.name = name;
+                    let item = call_item(&c, "", "in_progress");
                     self.event(
                         "response.output_item.added",
                         json!({"output_index": index, "item": item}),
                         out,
                     );
-                    self.call_items.push(CallItem {
-                        output_index: index,
-                        item_id: item_id.clone(),
-                        call_id: id,
-                        name,
-                        arguments: String::new(),
-                    });
+                    self.call_items.push(c);
                     self.open = Open::Call { slot };
                     if !arguments.is_empty() {
                         self.arguments(slot, &arguments, out);
@@ -990,8 +1590,13 @@ impl EventWriter {
             return;
         };
         c.arguments.push_str(fragment);
+        let kind = if c.custom {
+            "response.custom_tool_call_input.delta"
+        } else {
+            "response.function_call_arguments.delta"
+        };
         let at = json!({"item_id": c.item_id, "output_index": c.output_index, "delta": fragment});
-        self.event("response.function_call_arguments.delta", at, out);
+        self.event(kind, at, out);
     }
 
     fn flush(&mut self, out: &mut Vec<u8>) {
@@ -1000,21 +1605,52 @@ impl EventWriter {
         self.calls_out(outs, out);
     }
 
-    /// Opens a reasoning item, `id` or one of the writer's own.
+    /// Opens a reasoning item, `id` or one of the writer's own; speaking as OpenAI, the next
+    /// scripted item, announced without its parts.
     fn open_reasoning(&mut self, id: Option<&str>, out: &mut Vec<u8>) {
         self.close(out);
-        let index = self.output.len();
-        let id = id.map_or_else(|| format!("rs_{index}"), str::to_owned);
+        self.before_item(true, out);
+        let index = self.index();
+        let scripted = self.native.as_mut().and_then(|n| {
+            n.opened += 1;
+            n.reasoning.pop_front()
+        });
+        let id = (scripted.as_ref())
+            .and_then(|s| s.get("id").and_then(Value::as_str))
+            .or(id)
+            .map_or_else(|| format!("rs_{index}"), str::to_owned);
+        let added = match &scripted {
+            Some(item) => {
+                let mut added = item.clone();
+                if let Value::Object(m) = &mut added {
+                    m.insert("summary".into(), json!([]));
+                    m.remove("content");
+                }
+                added
+            }
+            None => reasoning_item(&id, ""),
+        };
         self.event(
             "response.output_item.added",
-            json!({"output_index": index, "item": reasoning_item(&id, "")}),
+            json!({"output_index": index, "item": added}),
             out,
         );
         self.open = Open::Reasoning {
             id,
             text: String::new(),
             encrypted: None,
+            scripted: scripted.map(|item| {
+                Box::new(Scripted {
+                    parts: parts_of(&item),
+                    item,
+                    at: 0,
+                    got: String::new(),
+                    opened: false,
+                })
+            }),
         };
+        // Leading parts with no text are finished at once.
+        self.end_parts(false, out);
     }
 
     /// A reasoning item's upstream state: the item it names is the open one, or opens now; its
@@ -1037,6 +1673,71 @@ impl EventWriter {
             *encrypted = Some(e.to_owned());
         }
     }
+
+    /// Reasoning text: a piece of the scripted item's part being filled (speaking as OpenAI),
+    /// else of the item's one summary part.
+    fn reasoning_text(&mut self, piece: &str, out: &mut Vec<u8>) {
+        if let Some(part) = self.begin_part(out) {
+            let index = self.index();
+            let Open::Reasoning {
+                id,
+                text,
+                scripted: Some(s),
+                ..
+            } = &mut self.open
+            else {
+                return;
+            };
+            text.push_str(piece);
+            s.got.push_str(piece);
+            let (kind, at) = if part.summary {
+                (
+                    "response.reasoning_summary_text.delta",
+                    json!({"item_id": id, "output_index": index, "summary_index": part.index,
+                           "delta": piece}),
+                )
+            } else {
+                (
+                    "response.reasoning_text.delta",
+                    json!({"item_id": id, "output_index": index, "content_index": part.index,
+                           "delta": piece}),
+                )
+            };
+            self.event(kind, at, out);
+            self.end_parts(false, out);
+            return;
+        }
+        let index = self.index();
+        if let Open::Reasoning { id, text: all, .. } = &self.open
+            && all.is_empty()
+        {
+            let at = json!({"item_id": id, "output_index": index, "summary_index": 0,
+                            "part": {"type": "summary_text", "text": ""}});
+            self.event("response.reasoning_summary_part.added", at, out);
+        }
+        if let Open::Reasoning { id, text: all, .. } = &mut self.open {
+            all.push_str(piece);
+            let at = json!({"item_id": id, "output_index": index, "summary_index": 0,
+                            "delta": piece});
+            self.event("response.reasoning_summary_text.delta", at, out);
+        }
+    }
+
+    /// The items of hosted call `index` made on this wire, each sent whole (speaking as
+    /// OpenAI).
+    fn hosted(&mut self, index: usize, out: &mut Vec<u8>) {
+        let items = match &self.native {
+            Some(n) => (n.response.hosted_calls.get(index))
+                .map(hosted_items)
+                .unwrap_or_default(),
+            None => return,
+        };
+        self.close(out);
+        self.before_item(false, out);
+        for item in items {
+            self.whole_item(item, out);
+        }
+    }
 }
 
 fn merge(a: &Value, b: Value) -> Value {
@@ -1049,15 +1750,7 @@ fn merge(a: &Value, b: Value) -> Value {
 
 impl StreamWriter for EventWriter {
     fn start(&mut self, out: &mut Vec<u8>) {
-        let body = response_object(
-            &self.id,
-            &self.model,
-            self.created,
-            "in_progress",
-            Value::Null,
-            Vec::new(),
-            None,
-        );
+        let body = response_object(&self.stamp(), "in_progress", Value::Null, Vec::new(), None);
         self.event("response.created", json!({"response": body.clone()}), out);
         self.event("response.in_progress", json!({"response": body}), out);
     }
@@ -1068,28 +1761,10 @@ impl StreamWriter for EventWriter {
                 StreamEvent::TextDelta { text } => {
                     self.flush(out);
                     if !matches!(self.open, Open::Message { .. }) {
-                        self.close(out);
-                        let index = self.output.len();
-                        let id = format!("msg_{index}");
-                        self.event(
-                            "response.output_item.added",
-                            json!({"output_index": index, "item": {"type": "message", "id": id,
-                                   "status": "in_progress", "role": "assistant", "content": []}}),
-                            out,
-                        );
-                        self.event(
-                            "response.content_part.added",
-                            json!({"item_id": id, "output_index": index, "content_index": 0,
-                                   "part": {"type": "output_text", "text": "", "annotations": []}}),
-                            out,
-                        );
-                        self.open = Open::Message {
-                            id,
-                            text: String::new(),
-                        };
+                        self.open_message(true, out);
                     }
-                    let index = self.output.len();
-                    if let Open::Message { id, text: all } = &mut self.open {
+                    let index = self.index();
+                    if let Open::Message { id, text: all, .. } = &mut self.open {
                         all.push_str(text);
                         let at = json!({"item_id": id, "output_index": index, "content_index": 0,
                                         "delta": text});
@@ -1102,20 +1777,7 @@ impl StreamWriter for EventWriter {
                     if !matches!(self.open, Open::Reasoning { .. }) {
                         self.open_reasoning(None, out);
                     }
-                    let index = self.output.len();
-                    if let Open::Reasoning { id, text: all, .. } = &self.open
-                        && all.is_empty()
-                    {
-                        let at = json!({"item_id": id, "output_index": index, "summary_index": 0,
-                                        "part": {"type": "summary_text", "text": ""}});
-                        self.event("response.reasoning_summary_part.added", at, out);
-                    }
-                    if let Open::Reasoning { id, text: all, .. } = &mut self.open {
-                        all.push_str(text);
-                        let at = json!({"item_id": id, "output_index": index, "summary_index": 0,
-                                        "delta": text});
-                        self.event("response.reasoning_summary_text.delta", at, out);
-                    }
+                    self.reasoning_text(text, out);
                 }
                 StreamEvent::ReasoningState {
                     id,
@@ -1123,6 +1785,10 @@ impl StreamWriter for EventWriter {
                 } => {
                     self.flush(out);
                     self.reasoning_state(id.as_deref(), encrypted_content.as_deref(), out);
+                }
+                StreamEvent::HostedCall { index, .. } if self.native.is_some() => {
+                    self.flush(out);
+                    self.hosted(*index, out);
                 }
                 other => {
                     let mut outs = Vec::new();
@@ -1142,29 +1808,24 @@ impl StreamWriter for EventWriter {
         let mut outs = Vec::new();
         self.calls.rest(response, false, &mut outs);
         self.calls_out(outs, out);
+        self.refusal_message(out);
         self.close(out);
+        self.before_item(false, out);
         if let Some(item) = state_item(response, self.seal.as_ref()) {
-            let index = self.output.len();
-            self.event(
-                "response.output_item.added",
-                json!({"output_index": index, "item": item}),
-                out,
-            );
-            self.event(
-                "response.output_item.done",
-                json!({"output_index": index, "item": item}),
-                out,
-            );
-            self.output.push(item);
+            self.whole_item(item, out);
         }
-        let (status, details) = status(&settled(response, true).finish_reason);
+        let reason = if self.native.is_some() {
+            response.finish_reason.clone()
+        } else {
+            settled(response, true).finish_reason.clone()
+        };
+        let (status, details) = status(&reason);
+        let output = std::mem::take(&mut self.output);
         let body = response_object(
-            &self.id,
-            &self.model,
-            self.created,
+            &self.stamp(),
             status,
             details,
-            std::mem::take(&mut self.output),
+            output,
             response.usage.as_ref(),
         );
         let kind = if status == "completed" {
@@ -1180,17 +1841,10 @@ impl StreamWriter for EventWriter {
             return;
         }
         self.finished = true;
-        self.event("error", respond::error_event(error), out);
-        let mut body = response_object(
-            &self.id,
-            &self.model,
-            self.created,
-            "failed",
-            Value::Null,
-            std::mem::take(&mut self.output),
-            None,
-        );
-        body["error"] = respond::failed_error(error);
+        self.event("error", error_event(error), out);
+        let output = std::mem::take(&mut self.output);
+        let mut body = response_object(&self.stamp(), "failed", Value::Null, output, None);
+        body["error"] = failed_error(error);
         self.event("response.failed", json!({"response": body}), out);
     }
 }

@@ -58,6 +58,14 @@ pub const OTHER_ITEMS: &str = "other_items";
 /// know, which were skipped (absent when there were none).
 pub const UNKNOWN_EVENTS: &str = "unknown_events";
 
+/// What this API's whole response body looks like, for the foreign-body error
+/// (`providers::BUILTINS` collects it).
+pub(crate) const BODY: crate::providers::shared::BodyShape = crate::providers::shared::BodyShape {
+    api: "an OpenAI Responses body: `output` items",
+    fields: "an `output` list",
+    rank: 4,
+    looks: |o| o.get("output").is_some_and(Value::is_array),
+};
 const INFO: ProviderInfo = ProviderInfo {
     kind: ProviderKind::OpenAiResponses,
     base_url: "https://api.openai.com/v1",
