@@ -635,14 +635,14 @@ fn citations_of(block: &Value) -> Vec<Value> {
 
 /// A block of a call Anthropic runs itself: `server_tool_use` (web search, web fetch, code
 /// execution, tool search) and `mcp_tool_use` (the MCP connector).
-fn is_hosted_use(kind: &str) -> bool {
+pub(super) fn is_hosted_use(kind: &str) -> bool {
     matches!(kind, "server_tool_use" | "mcp_tool_use")
 }
 
 /// The result block of such a call: `web_search_tool_result`, `web_fetch_tool_result`,
 /// `code_execution_tool_result`, `bash_code_execution_tool_result`,
 /// `tool_search_tool_result`, `mcp_tool_result`, … (a client `tool_result` never comes back).
-fn is_hosted_result(kind: &str) -> bool {
+pub(super) fn is_hosted_result(kind: &str) -> bool {
     kind != "tool_result" && kind.ends_with("_tool_result")
 }
 

@@ -463,8 +463,12 @@ fn turn(
                             .ok_or_else(|| Error::input(format!("{at}.id"), "field required"))?;
                         let name = b.string("name")?.unwrap_or_default();
                         let input = b.take("input").unwrap_or_else(|| json!({}));
+                        let caller = b.take(super::CALLER).filter(Value::is_object);
                         b.finish()?;
                         let (id, mut extra) = uncarry_id(&id, &format!("{at}.id"))?;
+                        if let Some(caller) = caller {
+                            extra.insert(super::CALLER.into(), caller);
+                        }
                         let mut call = ToolCall::new(id, name.clone(), input.to_string());
                         if !thinking.is_empty() && !extra.contains_key(THINKING_BLOCKS) {
                             extra.insert(
@@ -477,12 +481,49 @@ fn turn(
                         names.insert(call.id.clone(), name);
                         a.tool_calls.push(call);
                     }
+                    // A call Anthropic ran (or one the gateway handed over translated, its
+                    // original sealed in the id): kept whole, in place.
+                    Some(k) if super::decode::is_hosted_use(k) => {
+                        let text = |key: &str| b.get(key).and_then(Value::as_str);
+                        let call = HostedCall::new(
+                            text("id").unwrap_or_default(),
+                            text("name").unwrap_or_default(),
+                            crate::provider::ProviderKind::Anthropic.name(),
+                        )
+                        .with_input(b.get("input").cloned().unwrap_or_else(|| json!({})))
+                        .with_at(a.content.as_deref().map_or(0, str::len));
+                        a.hosted_calls.push(call.with_blocks([b]));
+                    }
+                    Some(k) if super::decode::is_hosted_result(k) => {
+                        let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
+                        let at_text = a.content.as_deref().map_or(0, str::len);
+                        let result = b.get("content").cloned().unwrap_or(Value::Null);
+                        match a.hosted_calls.iter_mut().rev().find(|c| c.id == id) {
+                            Some(call) => {
+                                call.result = Some(result);
+                                call.blocks.push(b);
+                            }
+                            None => {
+                                let name = k.strip_suffix("_tool_result").unwrap_or(k).to_owned();
+                                let call = HostedCall::new(
+                                    id,
+                                    name,
+                                    crate::provider::ProviderKind::Anthropic.name(),
+                                )
+                                .with_result(result)
+                                .with_at(at_text)
+                                .with_blocks([b]);
+                                a.hosted_calls.push(call);
+                            }
+                        }
+                    }
                     other => {
                         let other = other.shown();
                         return Err(Error::input(
                             format!("{at}.type"),
                             format!(
-                                "{other}: an assistant turn takes thinking, text and tool_use blocks"
+                                "{other}: an assistant turn takes thinking, text, tool_use and \
+                                 server tool blocks"
                             ),
                         ));
                     }
@@ -936,6 +977,18 @@ impl StreamWriter for EventWriter {
                 StreamEvent::HostedCall { index, .. } if self.native.is_some() => {
                     self.flush(out);
                     self.hosted(*index, out);
+                }
+                // A call the upstream ran, made on this wire or translated to it: its blocks,
+                // each sent whole, in place.
+                StreamEvent::HostedCallComplete { call, .. }
+                    if self.native.is_none()
+                        && call.wire == crate::provider::ProviderKind::Anthropic.name() =>
+                {
+                    self.flush(out);
+                    for block in call.blocks.iter().filter(|b| b.is_object()) {
+                        self.begin(Open::Whole, block.clone(), out);
+                    }
+                    self.close(out);
                 }
                 other => {
                     let mut outs = Vec::new();

@@ -24,9 +24,9 @@ use crate::providers::shared::{CallGate, CallOut, Fields, carry_id, settled, unc
 use crate::providers::shared::{SEALED, pending};
 use crate::seal::Seal;
 use crate::types::{
-    AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, Message, Part, Reasoning,
-    ReasoningSummary, ResponseFormat, Source, StreamEvent, ToolCall, ToolChoice, ToolDefinition,
-    ToolResult, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, Content, FinishReason, HostedCall, Message, Part,
+    Reasoning, ReasoningSummary, ResponseFormat, Source, StreamEvent, ToolCall, ToolChoice,
+    ToolDefinition, ToolResult, Usage,
 };
 
 /// Prefix of the `encrypted_content` of a reasoning item that carries the gateway's state,
@@ -327,6 +327,29 @@ fn read_items(items: Vec<Value>, out: &mut Vec<Message>) -> Result<()> {
     let mut names: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for (i, item) in items.into_iter().enumerate() {
         let at = format!("input[{i}]");
+        // A call OpenAI ran (or one the gateway handed over translated, its original sealed
+        // in the id): kept whole, in place.
+        if let Some(ty) = (item.get("type").and_then(Value::as_str))
+            .filter(|ty| super::decode::hosted_item(ty) && item.get("role").is_none())
+        {
+            let (name, input, result) = super::decode::hosted_fields(ty, &item);
+            let id = item
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let m = turn.get();
+            let mut call = HostedCall::new(
+                id,
+                name,
+                crate::provider::ProviderKind::OpenAiResponses.name(),
+            )
+            .with_input(input)
+            .with_at(m.content.as_deref().map_or(0, str::len));
+            call.result = result;
+            m.hosted_calls.push(call.with_blocks([item]));
+            continue;
+        }
         let mut f = Fields::of(item, &at)?;
         let kind = f.string("type")?;
         let role = f.string("role")?;
