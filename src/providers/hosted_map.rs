@@ -564,4 +564,47 @@ mod tests {
         let out = events_for_client(&own, ANTHROPIC, &seal, &mut written, &mut notes);
         assert!(matches!(out, std::borrow::Cow::Borrowed(_)));
     }
+
+    /// The other direction end to end, without IO: Anthropic's answer (the fixture
+    /// `anthropic/hosted_web_search`) handed to a Responses client, whose next request sends
+    /// the `web_search_call` back; the Anthropic request then carries Anthropic's own two
+    /// blocks, byte for byte, where they stood.
+    #[test]
+    fn a_responses_client_sends_back_what_anthropic_gets_as_its_own_blocks() {
+        use crate::provider::Provider;
+        use crate::providers::anthropic::Anthropic;
+        use crate::providers::openai_responses::gateway::read;
+
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/anthropic/hosted_web_search"
+        );
+        let body = std::fs::read(format!("{dir}/response.json")).unwrap();
+        let answer = Anthropic::new().decode(&body).unwrap();
+        let seal = seal();
+        let mut notes = Vec::new();
+        let client = response_for_client(&answer, RESPONSES, &seal, &mut notes).unwrap();
+        let item = client.hosted_calls[0].blocks[0].clone();
+        assert_eq!(item["type"], "web_search_call");
+        assert_eq!(
+            item["action"]["sources"][0]["url"],
+            "https://example.org/lumieres"
+        );
+        let request = json!({"model": "m", "input": [
+            {"role": "user", "content": "When is the festival?"},
+            {"role": "assistant", "content": "I'll look up the festival dates first."},
+            item,
+            {"role": "assistant", "content": "The festival runs from 5 to 8 December 2026."},
+            {"role": "user", "content": "Thanks."}]});
+        let mut asked = read(request.to_string().as_bytes()).unwrap();
+        crate::providers::seal::open_request(&mut asked.request, &seal).unwrap();
+        asked.request.model = "claude-sonnet-4-5".into();
+        let sent = Anthropic::new().encode(&asked.request, false).unwrap();
+        let content = &sent.body["messages"][1]["content"];
+        let original = &answer.hosted_calls[0].blocks;
+        assert_eq!(content[1], original[0], "{content}");
+        assert_eq!(content[2], original[1], "{content}");
+        assert_eq!(content[0]["text"], "I'll look up the festival dates first.");
+        assert!(!sent.body.to_string().contains(SEP));
+    }
 }
