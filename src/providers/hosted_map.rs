@@ -26,6 +26,9 @@
 //! client sends the items back, [`open`] puts the original back, so the upstream gets its own
 //! blocks byte for byte.
 
+// Without the gateway (`server`) only the way back ([`open`]) is used.
+#![cfg_attr(not(feature = "server"), allow(dead_code))]
+
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
