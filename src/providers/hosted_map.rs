@@ -326,8 +326,10 @@ pub(crate) fn response_for_client(
 
 /// A batch of stream events as a client on wire `to` gets them: each
 /// [`StreamEvent::HostedCallComplete`] of a call made on another wire carries its translation
-/// instead, or is left out; `written` lists the calls already handed on (a wire may say a call
-/// is complete twice), so each goes out once. Borrows the batch when nothing changes.
+/// instead, or is left out. A call goes out once (a wire may say a call ended twice, the
+/// first time without its blocks: a Responses status event, then its item), at the first
+/// such event that has what the client's wire needs: its blocks, on its own wire. `written`
+/// lists the calls handed on so far. Borrows the batch when it has no such event.
 pub(crate) fn events_for_client<'e>(
     events: &'e [StreamEvent],
     to: &str,
@@ -335,25 +337,30 @@ pub(crate) fn events_for_client<'e>(
     written: &mut Vec<usize>,
     notes: &mut Vec<String>,
 ) -> std::borrow::Cow<'e, [StreamEvent]> {
-    let foreign = |e: &StreamEvent| matches!(e, StreamEvent::HostedCallComplete { call, .. } if call.wire != to);
-    if !events.iter().any(foreign) {
+    let complete = |e: &StreamEvent| matches!(e, StreamEvent::HostedCallComplete { .. });
+    if !events.iter().any(complete) {
         return std::borrow::Cow::Borrowed(events);
     }
     let mut out = Vec::with_capacity(events.len());
     for e in events {
         match e {
-            StreamEvent::HostedCallComplete { index, call } if call.wire != to => {
+            StreamEvent::HostedCallComplete { index, call } => {
                 if written.contains(index) {
                     continue;
                 }
-                let mut quiet = Vec::new();
-                if let Some(mapped) = for_client(call, to, *index, seal, &mut quiet) {
+                let mut said = Vec::new();
+                let mapped =
+                    for_client(call, to, *index, seal, &mut said).filter(|c| !c.blocks.is_empty());
+                if let Some(mapped) = mapped {
                     written.push(*index);
-                    notes.append(&mut quiet);
+                    notes.append(&mut said);
                     out.push(StreamEvent::HostedCallComplete {
                         index: *index,
                         call: mapped,
                     });
+                } else if call.result.is_some() || !call.blocks.is_empty() {
+                    // Final, and still nothing the client's wire can carry.
+                    notes.append(&mut said);
                 }
             }
             other => out.push(other.clone()),
@@ -562,9 +569,36 @@ mod tests {
         };
         assert_eq!(call.wire, ANTHROPIC);
         assert_eq!(call.blocks[0]["type"], "server_tool_use");
-        // Events of calls on the client's own wire pass as they are, borrowed.
-        let own = [done(anthropic_search())];
+        // A call on the client's own wire goes out as it is, once, when it has its blocks.
+        let mut unfinished = anthropic_search();
+        unfinished.blocks.clear();
+        let mut mine = anthropic_search();
+        mine.id = "srvtoolu_own".into();
+        let own = [
+            StreamEvent::HostedCallComplete {
+                index: 1,
+                call: unfinished,
+            },
+            StreamEvent::HostedCallComplete {
+                index: 1,
+                call: mine.clone(),
+            },
+            StreamEvent::HostedCallComplete {
+                index: 1,
+                call: mine.clone(),
+            },
+        ];
         let out = events_for_client(&own, ANTHROPIC, &seal, &mut written, &mut notes);
+        assert_eq!(
+            *out,
+            [StreamEvent::HostedCallComplete {
+                index: 1,
+                call: mine
+            }]
+        );
+        // A batch without such events is borrowed as it is.
+        let plain = [StreamEvent::TextDelta { text: "b".into() }];
+        let out = events_for_client(&plain, ANTHROPIC, &seal, &mut written, &mut notes);
         assert!(matches!(out, std::borrow::Cow::Borrowed(_)));
     }
 
