@@ -1126,6 +1126,42 @@ mod tests {
     }
 
     #[test]
+    fn server_tool_blocks_and_a_caller_are_kept_in_place() {
+        let search = json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+                            "input": {"query": "q"}});
+        let result = json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+                            "content": []});
+        let fetched = json!({"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_9",
+                             "content": {"type": "web_fetch_result", "url": "https://x.example"}});
+        let caller = json!({"type": "code_execution_20250825", "tool_id": "srvtoolu_1"});
+        let r = req(json!({"model": "m", "max_tokens": 64, "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Looking."}, search, result, fetched,
+                {"type": "text", "text": "Found."},
+                {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}, "caller": caller}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]}]}))
+        .unwrap();
+        let Message::Assistant(a) = &r.request.messages[1] else {
+            panic!("{:?}", r.request.messages)
+        };
+        assert_eq!(a.content.as_deref(), Some("Looking.Found."));
+        let shape: Vec<_> = (a.hosted_calls.iter())
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.at, c.blocks.len()))
+            .collect();
+        // The result joins its call; one whose call came earlier stands alone.
+        assert_eq!(
+            shape,
+            [
+                ("srvtoolu_1", "web_search", 8, 2),
+                ("srvtoolu_9", "web_fetch", 8, 1)
+            ]
+        );
+        assert_eq!(a.hosted_calls[0].blocks, [search, result]);
+        assert_eq!(a.tool_calls[0].extra[super::super::CALLER], caller);
+    }
+
+    #[test]
     fn a_full_request_reads_into_the_canonical_model() {
         let r = req(json!({
             "model": "smart", "max_tokens": 1024, "stream": true,
