@@ -328,6 +328,12 @@ impl Assembler {
                 name: call.name.clone(),
                 status: status.into(),
             });
+            if matches!(status, "completed" | "failed" | "incomplete") {
+                out.push(StreamEvent::HostedCallComplete {
+                    index,
+                    call: call.clone(),
+                });
+            }
         }
     }
 

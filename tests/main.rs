@@ -50,6 +50,7 @@ mod gateway_sdk;
 mod gateway_settings;
 #[cfg(all(feature = "agent", feature = "mock", feature = "client"))]
 mod hosted;
+mod hosted_cross;
 #[cfg(feature = "cli")]
 mod hostile;
 #[cfg(feature = "cli")]

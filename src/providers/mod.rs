@@ -21,6 +21,8 @@ pub mod gemini;
 pub mod gemini_interactions;
 pub mod glm;
 pub(crate) mod hosted;
+#[cfg(feature = "respond")]
+pub(crate) mod hosted_map;
 pub(crate) mod hosted_tools;
 pub mod kimi;
 pub(crate) mod lenient;

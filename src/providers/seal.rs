@@ -17,10 +17,12 @@ use crate::types::{ChatRequest, Message};
 /// carried moves onto its turn. A state whose seal does not match is an error
 /// naming its field.
 pub fn open_request(request: &mut ChatRequest, seal: &Seal) -> Result<()> {
-    for message in &mut request.messages {
+    for (i, message) in request.messages.iter_mut().enumerate() {
         let Message::Assistant(a) = message else {
             continue;
         };
+        // Hosted calls the gateway translated for the client: the upstream's own back.
+        super::hosted_map::open(a, seal, &format!("messages[{i}]"))?;
         if let Some(p) = a.extra.remove(SEALED) {
             let state = open_pending(&p, seal)?;
             a.extra.extend(state);

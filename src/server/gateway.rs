@@ -615,12 +615,21 @@ async fn serve_in(
             let answer = Answer::new(&id, &model, now())
                 .with_seal(seal)
                 .with_namespaced(&asked.namespaced);
+            // Calls the upstream ran, as this client wire's own hosted items where it has them.
+            let mut notes = Vec::new();
+            let client = wire.get().provider.name();
+            let mapped =
+                providers::hosted_map::response_for_client(&response, client, seal, &mut notes);
+            let response = mapped.as_ref().unwrap_or(&response);
+            notes
+                .iter()
+                .for_each(|n| tracing::debug!(note = n.as_str(), "hosted call"));
             let mut response = (
                 [(
                     header::CONTENT_TYPE,
                     HeaderValue::from_static("application/json"),
                 )],
-                (wire.get().body)(&response, &answer),
+                (wire.get().body)(response, &answer),
             )
                 .into_response();
             name_dropped(&mut response, dropped.as_ref());
@@ -651,6 +660,9 @@ async fn serve_in(
         ended: bool,
         /// Bytes written to the client (an estimate of the output when usage is unknown).
         written: usize,
+        /// The upstream's hosted calls as this client wire has them: the wire, the key
+        /// sealing the originals, the calls handed on so far.
+        hosted: (&'static str, Seal, Vec<usize>),
         charge: Option<Charge>,
         _guard: OpenStream,
     }
@@ -670,6 +682,7 @@ async fn serve_in(
         done: false,
         ended: false,
         written: 0,
+        hosted: (wire.get().provider.name(), seal.clone(), Vec::new()),
         charge,
         _guard: guard,
     };
@@ -706,6 +719,14 @@ async fn serve_in(
                         }
                     }
                 }
+                let (client, key, handed) = &mut run.hosted;
+                let mut notes = Vec::new();
+                let events = providers::hosted_map::events_for_client(
+                    &events, client, key, handed, &mut notes,
+                );
+                notes
+                    .iter()
+                    .for_each(|n| tracing::debug!(note = n.as_str(), "hosted call"));
                 run.writer.events(&events, &mut out);
                 if let Some(e) = failed {
                     let mut api = upstream_error(&e);

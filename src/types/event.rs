@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{FinishReason, ToolCall, Usage};
+use super::{FinishReason, HostedCall, ToolCall, Usage};
 
 /// One step of a streamed turn.
 ///
@@ -94,6 +94,17 @@ pub enum StreamEvent {
         /// `running` when the call starts, `completed` when its result arrived (or the wire's
         /// own status word: `searching`, `in_progress`, `failed`, …).
         status: String,
+    },
+    /// A call the provider runs itself ended (completed, failed or cut off): the call as it
+    /// stands then, with its result and its wire's blocks, right after the
+    /// [`StreamEvent::HostedCall`] that says so. A wire may say so more than once (a Responses
+    /// item's status event, then the item); the last one holds the most. A writer of the
+    /// call's wire writes it from this.
+    HostedCallComplete {
+        /// Position of the call in [`crate::ChatResponse::hosted_calls`].
+        index: usize,
+        /// The call as it stands.
+        call: HostedCall,
     },
     /// Token counts so far (the last one wins).
     Usage {

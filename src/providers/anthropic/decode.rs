@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use super::wire::{Block, Delta, Event, Message, Usage as WireUsage};
 use super::{
-    CACHE_CREATION_INPUT_TOKENS, CACHE_READ_INPUT_TOKENS, STOP_DETAILS, STOP_SEQUENCE,
-    THINKING_BLOCKS, UNKNOWN_EVENTS,
+    CACHE_CREATION_INPUT_TOKENS, CACHE_READ_INPUT_TOKENS, CALLER, STOP_DETAILS, STOP_SEQUENCE,
+    TEXT_CITATIONS, THINKING_BLOCKS, UNKNOWN_EVENTS,
 };
 use crate::assemble::Assembler;
 use crate::error::{ApiError, Error, Result};
@@ -62,7 +62,11 @@ fn usage(u: &WireUsage) -> Option<Usage> {
 /// A content block between its `content_block_start` and `content_block_stop`.
 #[derive(Debug)]
 enum Open {
-    Text,
+    /// A text block: where it starts in the turn's text, and its citations so far.
+    Text {
+        at: usize,
+        citations: Vec<Value>,
+    },
     Thinking {
         text: String,
         signature: String,
@@ -113,6 +117,10 @@ pub(crate) struct Decoder {
     unknown_events: u64,
     /// The hosted calls by id, for their result blocks.
     hosted_ids: HashMap<String, usize>,
+    /// Bytes of visible text so far (where the next text block starts).
+    text_len: usize,
+    /// The text blocks that carried citations: `{"at", "len", "citations"}` each.
+    citations: Vec<Value>,
 }
 
 impl Decoder {
@@ -128,6 +136,34 @@ impl Decoder {
             stop: Stop::default(),
             unknown_events: 0,
             hosted_ids: HashMap::new(),
+            text_len: 0,
+            citations: Vec::new(),
+        }
+    }
+
+    /// Visible text of the open (or a whole) text block.
+    fn text(&mut self, text: &str, out: &mut Vec<StreamEvent>) {
+        self.text_len += text.len();
+        self.turn.text(text, out);
+    }
+
+    /// A text block that ended: its citations, if any, kept with the span of text they cite.
+    fn cited(&mut self, at: usize, citations: Vec<Value>) {
+        if !citations.is_empty() {
+            let mut span = Map::new();
+            span.insert("at".into(), Value::from(at));
+            span.insert("len".into(), Value::from(self.text_len - at));
+            span.insert("citations".into(), Value::Array(citations));
+            self.citations.push(Value::Object(span));
+        }
+    }
+
+    /// A `tool_use` block's `caller` (programmatic tool calling), onto its call.
+    fn caller(&mut self, slot: usize, block: &Value) {
+        if let Some(caller) = block.get(CALLER).filter(|c| c.is_object())
+            && let Some(extra) = self.turn.call_extra(slot)
+        {
+            extra.insert(CALLER.into(), caller.clone());
         }
     }
 
@@ -206,7 +242,9 @@ impl Decoder {
         match block.kind.as_deref() {
             Some("text") => {
                 self.content_seen = true;
-                self.turn.text(block.text.as_deref().unwrap_or(""), out);
+                let at = self.text_len;
+                self.text(block.text.as_deref().unwrap_or(""), out);
+                self.cited(at, citations_of(value));
             }
             Some("thinking") => {
                 self.turn
@@ -223,6 +261,7 @@ impl Decoder {
                 self.content_seen = true;
                 let name = tool_name(&block, at)?;
                 let slot = self.start_call(block.id.as_deref(), name, out);
+                self.caller(slot, value);
                 let raw = input_text(block.input.as_ref());
                 self.turn.append_arguments(slot, &raw, out);
                 self.turn.complete_call(slot, out);
@@ -307,8 +346,12 @@ impl Decoder {
         let open = match block.kind.as_deref() {
             Some("text") => {
                 self.content_seen = true;
-                self.turn.text(block.text.as_deref().unwrap_or(""), out);
-                Open::Text
+                let at = self.text_len;
+                self.text(block.text.as_deref().unwrap_or(""), out);
+                Open::Text {
+                    at,
+                    citations: citations_of(&value),
+                }
             }
             Some("thinking") => {
                 let text = block.thinking.unwrap_or_default();
@@ -328,6 +371,7 @@ impl Decoder {
                 self.content_seen = true;
                 let name = tool_name(&block, "content_block_start")?;
                 let slot = self.start_call(block.id.as_deref(), name, out);
+                self.caller(slot, &value);
                 Open::Call {
                     slot,
                     streamed: false,
@@ -376,7 +420,12 @@ impl Decoder {
         };
         let piece = text(delta).unwrap_or_default();
         match (kind, open) {
-            ("text_delta", Open::Text) => self.turn.text(&piece, out),
+            ("text_delta", Open::Text { .. }) => self.text(&piece, out),
+            ("citations_delta", Open::Text { citations, .. }) => {
+                if let Some(c) = delta.citation.clone().filter(Value::is_object) {
+                    citations.push(c);
+                }
+            }
             ("thinking_delta", Open::Thinking { text, .. }) => {
                 text.push_str(&piece);
                 self.turn.reasoning(&piece, out);
@@ -471,7 +520,8 @@ impl Decoder {
                 }
                 self.turn.hosted_done(index, None, "input", out);
             }
-            Some(Open::Text | Open::Other) | None => {}
+            Some(Open::Text { at, citations }) => self.cited(at, citations),
+            Some(Open::Other) | None => {}
         }
         Ok(())
     }
@@ -507,6 +557,10 @@ impl Decoder {
         blocks.append(&mut self.pending);
         if !blocks.is_empty() {
             self.turn.set_extra(THINKING_BLOCKS, Value::Array(blocks));
+        }
+        if !self.citations.is_empty() {
+            let spans = std::mem::take(&mut self.citations);
+            self.turn.set_extra(TEXT_CITATIONS, Value::Array(spans));
         }
         if let Some(s) = self.stop.sequence.take() {
             self.turn.set_extra(STOP_SEQUENCE, Value::String(s));
@@ -559,7 +613,7 @@ impl Decoder {
 impl Open {
     fn name(&self) -> &'static str {
         match self {
-            Self::Text => "text block",
+            Self::Text { .. } => "text block",
             Self::Thinking { .. } => "thinking block",
             Self::Redacted(_) => "redacted_thinking block",
             Self::Call { .. } => "tool_use block",
@@ -569,16 +623,26 @@ impl Open {
     }
 }
 
+/// A text block's `citations`, each an object, as sent (none when absent or not a list).
+fn citations_of(block: &Value) -> Vec<Value> {
+    let list = block.get("citations").and_then(Value::as_array);
+    list.into_iter()
+        .flatten()
+        .filter(|c| c.is_object())
+        .cloned()
+        .collect()
+}
+
 /// A block of a call Anthropic runs itself: `server_tool_use` (web search, web fetch, code
 /// execution, tool search) and `mcp_tool_use` (the MCP connector).
-fn is_hosted_use(kind: &str) -> bool {
+pub(super) fn is_hosted_use(kind: &str) -> bool {
     matches!(kind, "server_tool_use" | "mcp_tool_use")
 }
 
 /// The result block of such a call: `web_search_tool_result`, `web_fetch_tool_result`,
 /// `code_execution_tool_result`, `bash_code_execution_tool_result`,
 /// `tool_search_tool_result`, `mcp_tool_result`, … (a client `tool_result` never comes back).
-fn is_hosted_result(kind: &str) -> bool {
+pub(super) fn is_hosted_result(kind: &str) -> bool {
     kind != "tool_result" && kind.ends_with("_tool_result")
 }
 
@@ -834,5 +898,37 @@ mod tests {
         ])
         .unwrap_err();
         assert!(matches!(err, Error::Decode { .. }), "{err}");
+    }
+
+    #[test]
+    fn streamed_citations_and_a_caller_are_kept() {
+        let (_, r) = stream(&[
+            START,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Hi. "}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":"","citations":[]}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"citations_delta","citation":{"type":"char_location","cited_text":"a"}}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"It is "}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"citations_delta","citation":{"type":"char_location","cited_text":"b"}}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"so."}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_a","name":"f","input":{},"caller":{"type":"code_execution_20250825","tool_id":"srvtoolu_x"}}}"#,
+            r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{}"}}"#,
+            r#"{"type":"content_block_stop","index":2}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":5}}"#,
+            r#"{"type":"message_stop"}"#,
+        ])
+        .unwrap();
+        assert_eq!(r.text.as_deref(), Some("Hi. It is so."));
+        assert_eq!(
+            r.extra[TEXT_CITATIONS],
+            serde_json::json!([{"at": 4, "len": 9, "citations": [
+                {"type": "char_location", "cited_text": "a"},
+                {"type": "char_location", "cited_text": "b"}]}])
+        );
+        assert_eq!(
+            r.tool_calls[0].extra[CALLER],
+            serde_json::json!({"type": "code_execution_20250825", "tool_id": "srvtoolu_x"})
+        );
     }
 }

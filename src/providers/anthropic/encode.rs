@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{API_VERSION, THINKING_BLOCKS, anthropic_name};
+use super::{API_VERSION, CALLER, TEXT_CITATIONS, THINKING_BLOCKS, anthropic_name};
 use crate::error::{Error, Result};
 use crate::provider::{HttpRequest, NameMap, ProviderKind};
 use crate::providers::hosted::{Piece, foreign_as_text, interleave};
@@ -281,23 +281,93 @@ fn call_input(call: &ToolCall) -> Value {
 fn assistant_blocks(a: &AssistantMessage, names: &NameMap, ids: &NameMap) -> Vec<Value> {
     let mut blocks: Vec<Value> = thinking_blocks(&a.extra).cloned().collect();
     // Text, with the server tool blocks Anthropic sent (only its own: `history` turned other
-    // wires' calls into text) back in their places, verbatim.
+    // wires' calls into text) back in their places, verbatim; each span that had citations is
+    // its own text block with them.
+    let spans = cited_spans(&a.extra);
+    let mut from = 0;
     for piece in interleave(a.content.as_deref(), &a.hosted_calls) {
         match piece {
-            Piece::Text(text) => blocks.push(json!({"type": "text", "text": text})),
+            Piece::Text(text) => {
+                text_blocks(text, from, &spans, &mut blocks);
+                from += text.len();
+            }
             Piece::Hosted(call) => blocks.extend(call.blocks.iter().cloned()),
         }
     }
     for call in &a.tool_calls {
         blocks.extend(thinking_blocks(&call.extra).cloned());
-        blocks.push(json!({
+        let mut block = json!({
             "type": "tool_use",
             "id": ids.wire(&call.id),
             "name": names.wire(&call.name),
             "input": call_input(call),
-        }));
+        });
+        if let Some(caller) = call.extra.get(CALLER).filter(|c| c.is_object()) {
+            block[CALLER] = caller.clone();
+        }
+        blocks.push(block);
     }
     blocks
+}
+
+/// The cited spans kept on a turn ([`TEXT_CITATIONS`]): `(start, end, citations)` each, in
+/// order; a span that is not two counts and a list of objects, or that overlaps the one
+/// before, is left out (the turn may come from a user's file).
+fn cited_spans(extra: &Map<String, Value>) -> Vec<(usize, usize, &Vec<Value>)> {
+    let list = extra.get(TEXT_CITATIONS).and_then(Value::as_array);
+    let mut out: Vec<(usize, usize, &Vec<Value>)> = Vec::new();
+    for span in list.into_iter().flatten() {
+        let count = |k: &str| {
+            span.get(k)
+                .and_then(Value::as_u64)
+                .and_then(|n| usize::try_from(n).ok())
+        };
+        let citations = span.get("citations").and_then(Value::as_array);
+        let (Some(at), Some(len), Some(citations)) = (count("at"), count("len"), citations) else {
+            continue;
+        };
+        let after = out.last().map_or(0, |(_, end, _)| *end);
+        if let Some(end) = at.checked_add(len)
+            && at >= after
+            && len > 0
+            && citations.iter().all(Value::is_object)
+        {
+            out.push((at, end, citations));
+        }
+    }
+    out
+}
+
+/// `text` (standing at byte `from` of the turn's text) as text blocks: each cited span that
+/// lies whole inside it on character boundaries a block with its citations, the text around
+/// them plain blocks.
+fn text_blocks(
+    text: &str,
+    from: usize,
+    spans: &[(usize, usize, &Vec<Value>)],
+    out: &mut Vec<Value>,
+) {
+    let mut done = 0;
+    for (at, end, citations) in spans {
+        let (Some(start), Some(end)) = (at.checked_sub(from), end.checked_sub(from)) else {
+            continue;
+        };
+        if start < done
+            || end > text.len()
+            || !text.is_char_boundary(start)
+            || !text.is_char_boundary(end)
+        {
+            continue;
+        }
+        if start > done {
+            out.push(json!({"type": "text", "text": &text[done..start]}));
+        }
+        out.push(json!({"type": "text", "text": &text[start..end], "citations": citations}));
+        done = end;
+    }
+    if done < text.len() || text.is_empty() {
+        out.push(json!({"type": "text", "text": &text[done..]}));
+    }
 }
 
 /// A result's `content`: a string output as is, other JSON as its text; a failure leads with
@@ -852,5 +922,38 @@ mod tests {
         );
         let err = part_block(&Part::file("text/plain", "//8=", "bin.txt"), "p").unwrap_err();
         assert!(matches!(err, Error::Input { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn cited_spans_split_the_text_and_odd_spans_are_left_out() {
+        let c = json!([{"type": "char_location", "cited_text": "x"}]);
+        let turn = AssistantMessage::default()
+            .with_content("héllo world")
+            .with_extra(
+                TEXT_CITATIONS,
+                json!([
+                    {"at": 0, "len": 3, "citations": c},
+                    // Overlaps the one before: left out.
+                    {"at": 1, "len": 2, "citations": c},
+                    // Ends inside nothing valid (past the text): left out.
+                    {"at": 6, "len": 99, "citations": c},
+                    {"at": usize::MAX, "len": 5, "citations": c},
+                    // Not a list of objects: left out.
+                    {"at": 7, "len": 2, "citations": [1]},
+                ]),
+            );
+        let names = NameMap::default();
+        let blocks = assistant_blocks(&turn, &names, &names);
+        assert_eq!(
+            blocks,
+            [
+                json!({"type": "text", "text": "hé", "citations": c}),
+                json!({"type": "text", "text": "llo world"}),
+            ]
+        );
+        // A span that cuts a character is left out; the text stays whole.
+        let turn = turn.with_extra(TEXT_CITATIONS, json!([{"at": 0, "len": 2, "citations": c}]));
+        let blocks = assistant_blocks(&turn, &names, &names);
+        assert_eq!(blocks, [json!({"type": "text", "text": "héllo world"})]);
     }
 }

@@ -463,8 +463,12 @@ fn turn(
                             .ok_or_else(|| Error::input(format!("{at}.id"), "field required"))?;
                         let name = b.string("name")?.unwrap_or_default();
                         let input = b.take("input").unwrap_or_else(|| json!({}));
+                        let caller = b.take(super::CALLER).filter(Value::is_object);
                         b.finish()?;
                         let (id, mut extra) = uncarry_id(&id, &format!("{at}.id"))?;
+                        if let Some(caller) = caller {
+                            extra.insert(super::CALLER.into(), caller);
+                        }
                         let mut call = ToolCall::new(id, name.clone(), input.to_string());
                         if !thinking.is_empty() && !extra.contains_key(THINKING_BLOCKS) {
                             extra.insert(
@@ -477,12 +481,49 @@ fn turn(
                         names.insert(call.id.clone(), name);
                         a.tool_calls.push(call);
                     }
+                    // A call Anthropic ran (or one the gateway handed over translated, its
+                    // original sealed in the id): kept whole, in place.
+                    Some(k) if super::decode::is_hosted_use(k) => {
+                        let text = |key: &str| b.get(key).and_then(Value::as_str);
+                        let call = HostedCall::new(
+                            text("id").unwrap_or_default(),
+                            text("name").unwrap_or_default(),
+                            crate::provider::ProviderKind::Anthropic.name(),
+                        )
+                        .with_input(b.get("input").cloned().unwrap_or_else(|| json!({})))
+                        .with_at(a.content.as_deref().map_or(0, str::len));
+                        a.hosted_calls.push(call.with_blocks([b]));
+                    }
+                    Some(k) if super::decode::is_hosted_result(k) => {
+                        let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
+                        let at_text = a.content.as_deref().map_or(0, str::len);
+                        let result = b.get("content").cloned().unwrap_or(Value::Null);
+                        match a.hosted_calls.iter_mut().rev().find(|c| c.id == id) {
+                            Some(call) => {
+                                call.result = Some(result);
+                                call.blocks.push(b);
+                            }
+                            None => {
+                                let name = k.strip_suffix("_tool_result").unwrap_or(k).to_owned();
+                                let call = HostedCall::new(
+                                    id,
+                                    name,
+                                    crate::provider::ProviderKind::Anthropic.name(),
+                                )
+                                .with_result(result)
+                                .with_at(at_text)
+                                .with_blocks([b]);
+                                a.hosted_calls.push(call);
+                            }
+                        }
+                    }
                     other => {
                         let other = other.shown();
                         return Err(Error::input(
                             format!("{at}.type"),
                             format!(
-                                "{other}: an assistant turn takes thinking, text and tool_use blocks"
+                                "{other}: an assistant turn takes thinking, text, tool_use and \
+                                 server tool blocks"
                             ),
                         ));
                     }
@@ -937,6 +978,18 @@ impl StreamWriter for EventWriter {
                     self.flush(out);
                     self.hosted(*index, out);
                 }
+                // A call the upstream ran, made on this wire or translated to it: its blocks,
+                // each sent whole, in place.
+                StreamEvent::HostedCallComplete { call, .. }
+                    if self.native.is_none()
+                        && call.wire == crate::provider::ProviderKind::Anthropic.name() =>
+                {
+                    self.flush(out);
+                    for block in call.blocks.iter().filter(|b| b.is_object()) {
+                        self.begin(Open::Whole, block.clone(), out);
+                    }
+                    self.close(out);
+                }
                 other => {
                     let mut outs = Vec::new();
                     self.calls.event(other, &mut outs);
@@ -1070,6 +1123,42 @@ mod tests {
 
     fn req(body: Value) -> Result<MessagesRequest> {
         decode_request(body.to_string().as_bytes())
+    }
+
+    #[test]
+    fn server_tool_blocks_and_a_caller_are_kept_in_place() {
+        let search = json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+                            "input": {"query": "q"}});
+        let result = json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+                            "content": []});
+        let fetched = json!({"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_9",
+                             "content": {"type": "web_fetch_result", "url": "https://x.example"}});
+        let caller = json!({"type": "code_execution_20250825", "tool_id": "srvtoolu_1"});
+        let r = req(json!({"model": "m", "max_tokens": 64, "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Looking."}, search, result, fetched,
+                {"type": "text", "text": "Found."},
+                {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}, "caller": caller}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]}]}))
+        .unwrap();
+        let Message::Assistant(a) = &r.request.messages[1] else {
+            panic!("{:?}", r.request.messages)
+        };
+        assert_eq!(a.content.as_deref(), Some("Looking.Found."));
+        let shape: Vec<_> = (a.hosted_calls.iter())
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.at, c.blocks.len()))
+            .collect();
+        // The result joins its call; one whose call came earlier stands alone.
+        assert_eq!(
+            shape,
+            [
+                ("srvtoolu_1", "web_search", 8, 2),
+                ("srvtoolu_9", "web_fetch", 8, 1)
+            ]
+        );
+        assert_eq!(a.hosted_calls[0].blocks, [search, result]);
+        assert_eq!(a.tool_calls[0].extra[super::super::CALLER], caller);
     }
 
     #[test]

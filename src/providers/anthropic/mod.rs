@@ -27,6 +27,22 @@ use crate::types::{ChatRequest, ChatResponse, SchemaMode, ToolDefinition};
 /// came between an earlier block and that call (interleaved thinking). Echoed in place.
 pub const THINKING_BLOCKS: &str = "thinking_blocks";
 
+/// Key (on [`ChatResponse::extra`], and so on the
+/// [`AssistantMessage`](crate::AssistantMessage)) of the citations of the turn's text blocks:
+/// an array of `{"at", "len", "citations"}`, one per text block that had citations, `at` and
+/// `len` the byte span of that block in the turn's text, `citations` the block's list verbatim
+/// (whole, or gathered from its `citations_delta` events). Echoed on the text block with that
+/// span, so a citation survives the next turn
+/// (<https://platform.claude.com/docs/en/build-with-claude/citations>).
+pub const TEXT_CITATIONS: &str = "text_citations";
+
+/// Key (on [`ToolCall::extra`](crate::ToolCall)) of a `tool_use` block's `caller`, verbatim:
+/// `{"type": "direct"}`, or `{"type": "code_execution_20250825", "tool_id": …}` when code
+/// Anthropic ran called the tool (programmatic tool calling,
+/// <https://platform.claude.com/docs/en/agents-and-tools/tool-use/programmatic-tool-calling>).
+/// Written back on the `tool_use` block when the turn is echoed.
+pub const CALLER: &str = "caller";
+
 /// Key (on [`ChatResponse::extra`]) of the `stop_sequence` that ended the turn.
 pub const STOP_SEQUENCE: &str = "stop_sequence";
 

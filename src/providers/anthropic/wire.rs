@@ -120,4 +120,7 @@ pub(crate) struct Delta {
     pub stop_sequence: Option<String>,
     #[serde(default)]
     pub stop_details: Option<Value>,
+    /// A `citations_delta`'s one citation.
+    #[serde(default)]
+    pub citation: Option<Value>,
 }

@@ -61,7 +61,7 @@ const HOSTED_EVENTS: [&str; 6] = [
 ];
 
 /// An output item OpenAI ran itself.
-fn hosted_item(ty: &str) -> bool {
+pub(super) fn hosted_item(ty: &str) -> bool {
     matches!(
         ty,
         "web_search_call"
@@ -79,7 +79,7 @@ fn hosted_item(ty: &str) -> bool {
 /// name (the item type without `_call`; an MCP call's own tool name), what it was asked
 /// (`action`, `queries`, `code`, `arguments`), and what it gave (`results`, `outputs`,
 /// `output`, `tools`, `result`; `None` when the item carries none, as a web search's).
-fn hosted_fields(ty: &str, item: &Value) -> (String, Value, Option<Value>) {
+pub(super) fn hosted_fields(ty: &str, item: &Value) -> (String, Value, Option<Value>) {
     let pick = |keys: &[&str]| {
         let mut m = serde_json::Map::new();
         for k in keys {

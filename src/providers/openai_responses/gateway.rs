@@ -354,6 +354,29 @@ fn read_items(items: Vec<Value>, out: &mut Vec<Message>) -> Result<()> {
     let mut names: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for (i, item) in items.into_iter().enumerate() {
         let at = format!("input[{i}]");
+        // A call OpenAI ran (or one the gateway handed over translated, its original sealed
+        // in the id): kept whole, in place.
+        if let Some(ty) = (item.get("type").and_then(Value::as_str))
+            .filter(|ty| super::decode::hosted_item(ty) && item.get("role").is_none())
+        {
+            let (name, input, result) = super::decode::hosted_fields(ty, &item);
+            let id = item
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let m = turn.get();
+            let mut call = HostedCall::new(
+                id,
+                name,
+                crate::provider::ProviderKind::OpenAiResponses.name(),
+            )
+            .with_input(input)
+            .with_at(m.content.as_deref().map_or(0, str::len));
+            call.result = result;
+            m.hosted_calls.push(call.with_blocks([item]));
+            continue;
+        }
         let mut f = Fields::of(item, &at)?;
         let kind = f.string("type")?;
         let role = f.string("role")?;
@@ -1000,8 +1023,9 @@ fn whole(response: &ChatResponse, stamp: &Stamp<'_>) -> Vec<u8> {
     let mut output = reasoning_items(response, reasoning, false);
     if native {
         output.extend(other_items(response));
-        output.extend(response.hosted_calls.iter().flat_map(hosted_items));
     }
+    // Hosted calls made on this wire, or translated to it for this client.
+    output.extend(response.hosted_calls.iter().flat_map(hosted_items));
     let text = (response.text.as_deref()).filter(|t| !native || !t.is_empty());
     let refusal = (response.extra.get(super::REFUSAL))
         .and_then(Value::as_str)
@@ -1740,6 +1764,44 @@ impl EventWriter {
     }
 }
 
+impl EventWriter {
+    /// The items of a hosted call the upstream ran (speaking as the gateway): each announced
+    /// in progress, then a web search's status events as the Responses streaming reference
+    /// lists them (`response.web_search_call.in_progress`, `.searching`, `.completed` — the
+    /// last only when it did complete), then the item done; any other item sent whole.
+    fn hosted_done(&mut self, call: &HostedCall, out: &mut Vec<u8>) {
+        self.close(out);
+        self.before_item(false, out);
+        for item in hosted_items(call) {
+            if item.get("type").and_then(Value::as_str) != Some("web_search_call") {
+                self.whole_item(item, out);
+                continue;
+            }
+            let index = self.index();
+            let id = item.get("id").cloned().unwrap_or(Value::Null);
+            let mut opening = item.clone();
+            if let Some(map) = opening.as_object_mut() {
+                map.insert("status".into(), json!("in_progress"));
+            }
+            let at = json!({"output_index": index, "item": opening});
+            self.event("response.output_item.added", at, out);
+            let completed = item.get("status").and_then(Value::as_str) == Some("completed");
+            let steps: &[&str] = if completed {
+                &["in_progress", "searching", "completed"]
+            } else {
+                &["in_progress", "searching"]
+            };
+            for step in steps {
+                let at = json!({"output_index": index, "item_id": id});
+                self.event(&format!("response.web_search_call.{step}"), at, out);
+            }
+            let at = json!({"output_index": index, "item": item});
+            self.event("response.output_item.done", at, out);
+            self.output.push(item);
+        }
+    }
+}
+
 fn merge(a: &Value, b: Value) -> Value {
     let mut m = a.as_object().cloned().unwrap_or_default();
     if let Value::Object(b) = b {
@@ -1789,6 +1851,15 @@ impl StreamWriter for EventWriter {
                 StreamEvent::HostedCall { index, .. } if self.native.is_some() => {
                     self.flush(out);
                     self.hosted(*index, out);
+                }
+                // A call the upstream ran, made on this wire or translated to it: its items,
+                // in place.
+                StreamEvent::HostedCallComplete { call, .. }
+                    if self.native.is_none()
+                        && call.wire == ProviderKind::OpenAiResponses.name() =>
+                {
+                    self.flush(out);
+                    self.hosted_done(call, out);
                 }
                 other => {
                     let mut outs = Vec::new();
