@@ -39,6 +39,8 @@
 mod body;
 #[cfg(feature = "server")]
 mod raw;
+#[cfg(feature = "server")]
+pub(crate) use raw::Route;
 mod record;
 mod retry;
 mod router;
@@ -418,6 +420,8 @@ impl ClientBuilder {
                 limits: self.limits,
                 recorder,
                 signer,
+                #[cfg(feature = "server")]
+                routes: raw::Routes::default(),
             }),
         })
     }
@@ -493,6 +497,9 @@ pub(crate) struct Inner {
     recorder: Option<Recorder>,
     /// Signs each attempt (SigV4), when set.
     signer: Option<Arc<dyn RequestSigner>>,
+    /// The routes of raw sends, kept per model.
+    #[cfg(feature = "server")]
+    routes: raw::Routes,
 }
 
 impl fmt::Debug for Client {

@@ -3,7 +3,8 @@
 //! and extra headers, its answer handed back as it came (status, headers, body chunks). Nothing
 //! is encoded or decoded here; the caller may read the body alongside with [`Client::reader`].
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -49,13 +50,66 @@ impl RawAnswer {
     }
 }
 
+/// Where raw sends of one model's turns go: the provider's path and headers for the turn, and
+/// the whole URL parsed once (`None` when it does not parse: sending then fails with reqwest's
+/// own error, as any send to a bad base URL does).
+#[derive(Debug)]
+pub(crate) struct Route {
+    model: String,
+    stream: bool,
+    /// The path (and query) the provider's encoder writes for a turn.
+    pub(crate) path: String,
+    headers: Vec<(String, String)>,
+    url: Option<reqwest::Url>,
+}
+
+/// How many routes a client keeps: the models of a gateway's roles, and a few more
+/// PROVIDER/MODEL strings; past it the oldest goes.
+const ROUTES: usize = 32;
+
+/// The routes a client computed, newest last (a few entries, searched in order).
+#[derive(Debug, Default)]
+pub(crate) struct Routes(Mutex<VecDeque<Arc<Route>>>);
+
 impl Client {
     /// The path and provider headers this client posts a turn to (`stream` or not) for
-    /// `model`: those its provider's encoder writes for the smallest request. Computed once per
-    /// request by the caller and handed to [`Client::send_raw_at`].
-    pub(crate) fn route(&self, model: &str, stream: bool) -> Result<HttpRequest> {
+    /// `model`: those its provider's encoder writes for the smallest request, computed once per
+    /// model and kept ([`ROUTES`] of them), with the URL parsed.
+    pub(crate) fn route(&self, model: &str, stream: bool) -> Result<Arc<Route>> {
+        let inner = &self.inner;
+        let kept = |routes: &VecDeque<Arc<Route>>| {
+            (routes.iter())
+                .find(|r| r.stream == stream && r.model == model)
+                .cloned()
+        };
+        if let Some(found) = kept(
+            &inner
+                .routes
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        ) {
+            return Ok(found);
+        }
         let probe = ChatRequest::new(model, vec![Message::user(".")]);
-        self.inner.provider.encode(&probe, stream)
+        let wire = inner.provider.encode(&probe, stream)?;
+        let route = Arc::new(Route {
+            model: model.to_owned(),
+            stream,
+            url: reqwest::Url::parse(&inner.url(&wire)).ok(),
+            path: wire.path,
+            headers: wire.headers,
+        });
+        let mut routes = inner
+            .routes
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if routes.len() >= ROUTES {
+            routes.pop_front();
+        }
+        routes.push_back(Arc::clone(&route));
+        Ok(route)
     }
 
     /// A reader of this client's answers, for reading a raw answer alongside.
@@ -71,21 +125,25 @@ impl Client {
     /// its status; only a failure to get one (connect, first-byte deadline) is an error.
     pub(crate) async fn send_raw_at(
         &self,
-        mut route: HttpRequest,
+        route: &Route,
         suffix: &str,
         body: Bytes,
         stream: bool,
         headers: &[(String, String)],
     ) -> Result<RawAnswer> {
-        if !suffix.is_empty() {
-            let (path, query) = route.path.split_once('?').unwrap_or((&route.path, ""));
-            route.path = if query.is_empty() {
-                format!("{path}{suffix}")
-            } else {
-                format!("{path}{suffix}?{query}")
-            };
+        if suffix.is_empty()
+            && let Some(url) = &route.url
+        {
+            return (self.send_wire(url.clone(), &route.headers, body, stream, headers)).await;
         }
-        self.send_wire(&route, body, stream, headers).await
+        let (path, query) = route.path.split_once('?').unwrap_or((&route.path, ""));
+        let path = if query.is_empty() {
+            format!("{path}{suffix}")
+        } else {
+            format!("{path}{suffix}?{query}")
+        };
+        let url = self.inner.url(&HttpRequest::new(path, serde_json::Value::Null));
+        (self.send_wire(url, &route.headers, body, stream, headers)).await
     }
 
     /// The provider's own count of `req`'s input tokens ([`Provider::encode_count_tokens`]):
@@ -100,7 +158,9 @@ impl Client {
         };
         let body = serde_json::to_vec(&wire.body)
             .map_err(|e| Error::input("request", format!("not serialisable: {e}")))?;
-        let mut answer = self.send_wire(&wire, Bytes::from(body), false, &[]).await?;
+        let url = self.inner.url(&wire);
+        let mut answer =
+            (self.send_wire(url, &wire.headers, Bytes::from(body), false, &[])).await?;
         let mut bytes = Vec::new();
         while let Some(chunk) = std::future::poll_fn(|cx| answer.poll_chunk(cx)).await {
             bytes.extend_from_slice(&chunk?);
@@ -112,26 +172,27 @@ impl Client {
         provider.decode_count_tokens(&bytes).map(Some)
     }
 
-    /// Posts `body` to `wire`'s path with its headers, then `headers`, then the client's auth,
+    /// Posts `body` to `url` with `route_headers`, then `headers`, then the client's auth,
     /// signing and extra headers; see [`Client::send_raw_at`].
     async fn send_wire(
         &self,
-        wire: &HttpRequest,
+        url: impl reqwest::IntoUrl + AsRef<str>,
+        route_headers: &[(String, String)],
         body: Bytes,
         stream: bool,
         headers: &[(String, String)],
     ) -> Result<RawAnswer> {
         let inner = &self.inner;
-        let url = inner.url(wire);
         let t = &inner.timeouts;
         let total = after(t.total);
         let first_byte = after(t.first_byte).min(total);
+        let signing = inner.signer.as_ref().map(|_| url.as_ref().to_owned());
         let mut request = inner
             .http
-            .post(&url)
+            .post(url)
             .header(CONTENT_TYPE, "application/json");
         let mut all: Vec<(&str, &str)> = Vec::new();
-        for (name, value) in wire.headers.iter().chain(headers) {
+        for (name, value) in route_headers.iter().chain(headers) {
             all.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
             all.push((name, value));
         }
@@ -147,7 +208,8 @@ impl Client {
             request = request.header(name, value);
         }
         if let Some(signer) = &inner.signer {
-            request = inner.signed(signer.as_ref(), request, &url, &body)?;
+            let url = signing.as_deref().unwrap_or_default();
+            request = inner.signed(signer.as_ref(), request, url, &body)?;
         }
         if let Some((name, value)) = &inner.auth {
             request = request.header(name.clone(), value.clone());

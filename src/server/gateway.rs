@@ -839,7 +839,7 @@ async fn same_wire(
             );
         }
     });
-    match passthrough::forward(&client, route, body, head.stream, read, &sent, guard, done).await {
+    match passthrough::forward(&client, &route, body, head.stream, read, &sent, guard, done).await {
         Ok(response) => {
             if !response.status().is_success() {
                 counters.upstream_errors.fetch_add(1, Ordering::Relaxed);
@@ -955,7 +955,7 @@ pub(crate) async fn count_tokens(
             let done: super::passthrough::Done = Box::new(|_| {});
             return match super::passthrough::forward_at(
                 &client,
-                route,
+                &route,
                 "/count_tokens",
                 body,
                 false,

@@ -16,9 +16,9 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::client::Client;
+use crate::client::{Client, Route};
 use crate::error::Error;
-use crate::provider::{HttpRequest, ProviderKind};
+use crate::provider::ProviderKind;
 use crate::turn::TurnReader;
 use crate::types::ChatResponse;
 
@@ -84,7 +84,7 @@ pub(crate) fn splice(body: &[u8], range: &Range<usize>, model: &str) -> Vec<u8> 
 pub(crate) fn same_wire(
     (route, provider): (&str, ProviderKind),
     client: &Client,
-    wire: &HttpRequest,
+    wire: &Route,
 ) -> bool {
     if client.provider().info().kind != provider {
         return false;
@@ -149,7 +149,7 @@ pub(crate) type Done = Box<dyn FnOnce(Option<&ChatResponse>) + Send>;
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn forward(
     client: &Client,
-    wire: HttpRequest,
+    wire: &Route,
     body: Vec<u8>,
     stream: bool,
     read: bool,
@@ -164,7 +164,7 @@ pub(crate) async fn forward(
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn forward_at(
     client: &Client,
-    wire: HttpRequest,
+    wire: &Route,
     suffix: &str,
     body: Vec<u8>,
     stream: bool,
