@@ -142,7 +142,9 @@ impl Client {
         } else {
             format!("{path}{suffix}?{query}")
         };
-        let url = self.inner.url(&HttpRequest::new(path, serde_json::Value::Null));
+        let url = self
+            .inner
+            .url(&HttpRequest::new(path, serde_json::Value::Null));
         (self.send_wire(url, &route.headers, body, stream, headers)).await
     }
 
