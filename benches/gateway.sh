@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # toolwire's gateway and LiteLLM's proxy in front of the same fake upstream
 # (examples/gateway_upstream.rs: an OpenAI Chat Completions server answering at once, keeping
-# connections alive), loaded with oha in the same run. Prints the Markdown table the README
+# connections alive), loaded with oha in the same run, beside the floor (examples/bare_proxy.rs:
+# a proxy of the same parts that forwards and does nothing else). Prints the Markdown table the README
 # publishes, one row per gateway path: toolwire on the same wire (a Chat client to the
 # OpenAI-compatible upstream: the body passed through, only `model` spliced), toolwire across
 # wires (a Messages client to the same upstream: read, translated, re-encoded), both again built
@@ -15,7 +16,7 @@
 #
 # Run: bash benches/gateway.sh   (needs python3, curl, bc; installs oha with cargo, LiteLLM's
 # proxy into a venv under the target dir and redis-server with apt-get when missing. RATE=500
-# SECS=10 STREAMS=200 N=200. BIN=a dir holding toolwire and examples/gateway_upstream, SYS_BIN=
+# SECS=10 STREAMS=200 N=200. BIN=a dir holding toolwire, examples/gateway_upstream and examples/bare_proxy, SYS_BIN=
 # a dir holding a toolwire built without jemalloc: those builds instead of release ones;
 # SYS_BIN= (empty) leaves the system-allocator rows out.)
 set -euo pipefail
@@ -31,7 +32,8 @@ if [[ ! ${BIN:-} ]]; then
         mkdir -p "$target/sysalloc"
         cp "$target/release/toolwire" "$target/sysalloc/toolwire"
     fi
-    cargo build --release --quiet --features cli,jemalloc,redis --bin toolwire --example gateway_upstream
+    cargo build --release --quiet --features cli,jemalloc,redis --bin toolwire --example gateway_upstream \
+        --example bare_proxy
 fi
 bin=${BIN:-$target/release}
 sys_bin=${SYS_BIN-${BIN:-$target/sysalloc}} # empty: no system-allocator rows
@@ -58,11 +60,15 @@ cleanup() {
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-up_port=18101 tw_port=18102 ll_port=18103 ts_port=18104 tm_port=18105 tr_port=18106
+up_port=18101 tw_port=18102 ll_port=18103 ts_port=18104 tm_port=18105 tr_port=18106 bp_port=18107
 redis_port=$(free_port)
 "$bin/examples/gateway_upstream" $up_port >/dev/null &
 pids+=($!)
 up="http://127.0.0.1:$up_port"
+# The floor: a proxy of the same parts (axum, reqwest, two workers) that does nothing else.
+"$bin/examples/bare_proxy" $bp_port "$up" >/dev/null &
+bp_pid=$!
+pids+=($bp_pid)
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$dir/redis.log" 2>&1 &
 pids+=($!)
 cat >"$dir/roles.toml" <<EOF
@@ -155,6 +161,7 @@ ready() { # $1: base URL
     return 1
 }
 ready "$up"
+ready "http://127.0.0.1:$bp_port"
 ready "http://127.0.0.1:$tw_port"
 if [[ $ts_pid ]]; then ready "http://127.0.0.1:$ts_port"; fi
 auth=(-H "authorization: Bearer $gateway_key")
@@ -173,7 +180,7 @@ rss() {
 }
 declare -A idle
 # (An empty $ts_pid is no word.)
-for p in $tw_pid $ts_pid $tm_pid $tr_pid $ll_pid; do idle[$p]=$(rss "$p"); done
+for p in $bp_pid $tw_pid $ts_pid $tm_pid $tr_pid $ll_pid; do idle[$p]=$(rss "$p"); done
 
 if oha --help | grep -q -- '--output-format'; then json=(--output-format json); else json=(-j); fi
 # oha run: prints "p50_ms p99_ms rps success_rate".
@@ -213,12 +220,13 @@ per_stream() { # $1: URL, $2: pid
 
 # Each path: its URL, client wire, process, and whether it needs the gateway key.
 declare -A lat ttf rps srps mem
-whos=(direct toolwire toolwire-cross limit-memory limit-redis litellm)
+whos=(direct bare toolwire toolwire-cross limit-memory limit-redis litellm)
 if [[ $ts_pid ]]; then whos+=(sys sys-cross); fi
 for who in "${whos[@]}"; do
     wire=chat auth=() pid=
     case $who in
         direct) url=$up ;;
+        bare) url="http://127.0.0.1:$bp_port" pid=$bp_pid ;;
         toolwire) url="http://127.0.0.1:$tw_port" pid=$tw_pid ;;
         toolwire-cross) url="http://127.0.0.1:$tw_port" wire=messages pid=$tw_pid ;;
         sys) url="http://127.0.0.1:$ts_port" pid=$ts_pid ;;
@@ -259,6 +267,7 @@ echo "upstream alone: p50 ${d50} ms, p99 ${d99} ms at ${rate}/s; first byte ${dt
 echo
 echo "| gateway | added p50 at ${rate}/s | added p99 | achieved | added first byte (stream) | req/s at 32 conns | streams/s at 32 conns | RSS idle | RSS per open stream |"
 echo "|---|---|---|---|---|---|---|---|---|"
+row bare $bp_pid "the floor: a bare axum + reqwest proxy (examples/bare_proxy.rs)"
 row toolwire $tw_pid "toolwire, same wire (Chat to OpenAI-compatible, passed through)"
 row toolwire-cross $tw_pid "toolwire, across wires (Messages to Chat, translated)"
 if [[ $ts_pid ]]; then
