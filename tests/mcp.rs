@@ -143,6 +143,35 @@ impl Drop for HttpServer {
     }
 }
 
+/// An agent over a mock OpenAI model whose first answer is `call` and whose second is the text
+/// `then`, with `connection`'s tools mounted under `mount`. The mock is handed back to keep it
+/// up while the agent runs.
+pub(crate) async fn agent_calling(
+    connection: &toolwire::mcp::Connection,
+    mount: &str,
+    call: toolwire::ToolCall,
+    then: &str,
+) -> (toolwire::agent::Agent, toolwire::mock::MockServer) {
+    use toolwire::mock::{MockReply, MockServer, Script};
+    let registry = toolwire::tools::ToolRegistry::new();
+    connection
+        .register(&registry, &toolwire::mcp::Mount::new(mount))
+        .await
+        .unwrap();
+    let script = Script::new()
+        .then(MockReply::tool_calls([call]))
+        .then(MockReply::text(then));
+    let mock = MockServer::start(toolwire::ProviderKind::OpenAi, script)
+        .await
+        .unwrap();
+    let client = toolwire::Client::builder(toolwire::ProviderKind::OpenAi)
+        .base_url(mock.url())
+        .api_key("test")
+        .build()
+        .unwrap();
+    (toolwire::agent::Agent::new(client, registry), mock)
+}
+
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

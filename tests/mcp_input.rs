@@ -167,32 +167,12 @@ async fn agent_run(
     answer: Option<fn(&toolwire::tools::InputReply) -> Vec<String>>,
 ) -> (Value, Vec<String>, usize) {
     use futures::StreamExt;
-    use toolwire::agent::{Agent, AgentEvent};
-    use toolwire::mock::{MockReply, MockServer, Script};
-    use toolwire::{ChatRequest, Client, Message, ProviderKind};
+    use toolwire::agent::AgentEvent;
+    use toolwire::{ChatRequest, Message};
 
     let connection = Connection::connect(&endpoint()).await.unwrap();
-    let registry = ToolRegistry::new();
-    connection
-        .register(&registry, &Mount::new("air"))
-        .await
-        .unwrap();
-    let script = Script::new()
-        .then(MockReply::tool_calls([ToolCall::new(
-            "call_7",
-            "air_book",
-            r#"{"flight":"BA5"}"#,
-        )]))
-        .then(MockReply::text("booked"));
-    let mock = MockServer::start(ProviderKind::OpenAi, script)
-        .await
-        .unwrap();
-    let client = Client::builder(ProviderKind::OpenAi)
-        .base_url(mock.url())
-        .api_key("test")
-        .build()
-        .unwrap();
-    let agent = Agent::new(client, registry);
+    let call = ToolCall::new("call_7", "air_book", r#"{"flight":"BA5"}"#);
+    let (agent, _mock) = crate::mcp::agent_calling(&connection, "air", call, "booked").await;
     let request = ChatRequest::new("gpt-4.1", vec![Message::user("book it")]);
     let mut run = agent.run(request);
     let (mut errors, mut asked) = (Vec::new(), 0);

@@ -308,9 +308,8 @@ fn dropping_a_task_call_cancels_the_task() {
 /// dropped while the task runs (after its progress arrived as events) cancels it too.
 #[test]
 fn a_timeout_or_a_dropped_agent_run_cancels_the_task() {
-    use toolwire::agent::{Agent, AgentEvent};
-    use toolwire::mock::{MockReply, MockServer, Script};
-    use toolwire::{ChatRequest, Client, Message, ProviderKind};
+    use toolwire::agent::AgentEvent;
+    use toolwire::{ChatRequest, Message};
 
     runtime().block_on(async {
         let (url, seen) = serve().await;
@@ -335,27 +334,8 @@ fn a_timeout_or_a_dropped_agent_run_cancels_the_task() {
         .await;
         assert_eq!(seen.cancels.lock().unwrap().len(), 1);
 
-        let script = Script::new()
-            .then(MockReply::tool_calls([ToolCall::new(
-                "call_1",
-                "t_crunch",
-                r#"{"steps":100,"step_ms":50}"#,
-            )]))
-            .then(MockReply::text("done"));
-        let mock = MockServer::start(ProviderKind::OpenAi, script)
-            .await
-            .unwrap();
-        let client = Client::builder(ProviderKind::OpenAi)
-            .base_url(mock.url())
-            .api_key("test")
-            .build()
-            .unwrap();
-        let registry = ToolRegistry::new();
-        connection
-            .register(&registry, &Mount::new("t"))
-            .await
-            .unwrap();
-        let agent = Agent::new(client, registry);
+        let call = ToolCall::new("call_1", "t_crunch", r#"{"steps":100,"step_ms":50}"#);
+        let (agent, _mock) = crate::mcp::agent_calling(&connection, "t", call, "done").await;
         let mut run = agent.run(ChatRequest::new("gpt-4.1", vec![Message::user("go")]));
         let (mut progress, mut summaries) = (0, 0);
         while let Some(event) = run.next().await {
@@ -394,9 +374,8 @@ fn a_timeout_or_a_dropped_agent_run_cancels_the_task() {
 /// task; without anyone to ask, it is declined.
 #[test]
 fn a_task_asks_for_input_and_the_answer_reaches_it() {
-    use toolwire::agent::{Agent, AgentEvent};
-    use toolwire::mock::{MockReply, MockServer, Script};
-    use toolwire::{ChatRequest, Client, Message, ProviderKind};
+    use toolwire::agent::AgentEvent;
+    use toolwire::{ChatRequest, Message};
 
     runtime().block_on(async {
         let (url, _seen) = serve().await;
@@ -406,25 +385,8 @@ fn a_task_asks_for_input_and_the_answer_reaches_it() {
         let said: Value = serde_json::from_str(result.content[0].as_text().unwrap()).unwrap();
         assert_eq!(said["action"], "decline", "{said}");
 
-        let script = Script::new()
-            .then(MockReply::tool_calls([ToolCall::new(
-                "call_9", "t_pick", "{}",
-            )]))
-            .then(MockReply::text("picked"));
-        let mock = MockServer::start(ProviderKind::OpenAi, script)
-            .await
-            .unwrap();
-        let client = Client::builder(ProviderKind::OpenAi)
-            .base_url(mock.url())
-            .api_key("test")
-            .build()
-            .unwrap();
-        let registry = ToolRegistry::new();
-        connection
-            .register(&registry, &Mount::new("t"))
-            .await
-            .unwrap();
-        let agent = Agent::new(client, registry);
+        let call = ToolCall::new("call_9", "t_pick", "{}");
+        let (agent, _mock) = crate::mcp::agent_calling(&connection, "t", call, "picked").await;
         let mut run = agent.run(ChatRequest::new("gpt-4.1", vec![Message::user("go")]));
         let mut asked = 0;
         while let Some(event) = run.next().await {
