@@ -79,6 +79,7 @@ pub(crate) fn allowed(map: Map<String, Value>) -> Map<String, Value> {
                 value.is_boolean().then_some(value)
             }
             anthropic::THINKING_BLOCKS => each(value, anthropic::gateway::thinking_block),
+            anthropic::CALLER => caller(value),
             openai_responses::REASONING_ITEMS => each(value, reasoning_item),
             bedrock::REASONING_BLOCKS => each(value, reasoning_block),
             gemini_interactions::STEPS => each(value, step),
@@ -102,6 +103,19 @@ pub(crate) fn allowed(map: Map<String, Value>) -> Map<String, Value> {
 }
 
 /// The array `value` with each element passed through `keep` (dropped when it gives `None`).
+/// A `tool_use` block's `caller` (Anthropic's programmatic tool calling,
+/// <https://platform.claude.com/docs/en/agents-and-tools/tool-use/programmatic-tool-calling>):
+/// its `type` and, when a tool Anthropic ran made the call, that tool's `tool_id`; strings only.
+fn caller(value: Value) -> Option<Value> {
+    let Value::Object(map) = value else {
+        return None;
+    };
+    let kept: Map<String, Value> = (map.into_iter())
+        .filter(|(k, v)| matches!(k.as_str(), "type" | "tool_id") && v.is_string())
+        .collect();
+    kept.contains_key("type").then_some(Value::Object(kept))
+}
+
 fn each(value: Value, keep: fn(&Map<String, Value>) -> Option<Value>) -> Option<Value> {
     let Value::Array(items) = value else {
         return None;
@@ -289,6 +303,8 @@ mod tests {
                 {"type": "tool_use", "id": "x", "name": "n", "input": {}}
             ],
             "thought_signature": "sig",
+            "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_1",
+                       "container": {"id": "c"}},
             "item_id": {"not": "a string"},
             "other_items": [{"type": "computer_call_output"}],
             "toolwire_turn": {"reasoning_items": [{"type": "web_search_call"}],
@@ -310,6 +326,7 @@ mod tests {
                     {"type": "redacted_thinking", "data": "d"}
                 ],
                 "thought_signature": "sig",
+                "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"},
                 "toolwire_turn": {"reasoning_items": []}
             })
         );
