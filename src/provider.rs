@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::error::{ApiError, Error, Result};
 use crate::text_calls::TextCalls;
 pub use crate::types::ProviderKind;
-use crate::types::{ChatRequest, ChatResponse, SchemaMode, StreamEvent, ToolDefinition};
+use crate::types::{ChatRequest, ChatResponse, SchemaMode, StreamEvent, ToolDefinition, Usage};
 
 /// How the API key goes on the request. Never in the URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,6 +282,14 @@ pub trait Provider: Send + Sync + fmt::Debug {
     fn encode_count_tokens(&self, req: &ChatRequest) -> Result<Option<HttpRequest>> {
         let _ = req;
         Ok(None)
+    }
+
+    /// The usage of a whole answer body, read without the rest of the turn: what a gateway
+    /// counts against token limits on a route that passes the answer through untouched.
+    /// `None` when the body holds none or cannot be read. The default decodes the whole body;
+    /// a provider whose body keeps its usage in one field reads only that.
+    fn decode_usage(&self, body: &[u8]) -> Option<Usage> {
+        self.decode(body).ok().and_then(|r| r.usage)
     }
 
     /// The input-token count in a successful answer to [`Provider::encode_count_tokens`]'s

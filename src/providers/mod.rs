@@ -380,6 +380,39 @@ mod tests {
     /// The foreign-body hint reads the shapes the built-ins declare: shapes of different APIs
     /// are tried in a strict order (no two share a rank), every provider that declares a shape
     /// is a speaker of its own API, and an API is named by the first shape that fits.
+    /// A body's usage read alone is the usage of the whole decoded turn, for every fixture
+    /// answer that decodes (the gateway's same-wire routes count token limits with it).
+    #[test]
+    fn a_bodys_usage_read_alone_is_the_decoded_turns() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let (mut checked, mut counted) = (0, 0);
+        for entry in std::fs::read_dir(&root).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Ok(kind) = name.parse::<ProviderKind>() else {
+                continue;
+            };
+            let Ok(provider) = provider_for(kind) else {
+                continue;
+            };
+            for case in std::fs::read_dir(entry.path()).unwrap().flatten() {
+                let Ok(body) = std::fs::read(case.path().join("response.json")) else {
+                    continue;
+                };
+                let Ok(whole) = provider.decode(&body) else {
+                    continue;
+                };
+                let alone = provider.decode_usage(&body);
+                assert_eq!(alone, whole.usage, "{}", case.path().display());
+                checked += 1;
+                counted += usize::from(alone.is_some());
+            }
+        }
+        assert!(
+            checked > 50 && counted > 20,
+            "{checked} bodies, {counted} with usage"
+        );
+    }
+
     #[test]
     fn body_shapes_come_from_the_table() {
         let mut shapes: Vec<&shared::BodyShape> = BUILTINS.iter().filter_map(|b| b.body).collect();

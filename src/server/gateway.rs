@@ -826,11 +826,11 @@ async fn same_wire(
     // the debug log of the turn. Otherwise its bytes pass untouched.
     let read = charge.is_some() || tracing::enabled!(tracing::Level::DEBUG);
     let model = head.model;
-    let done: passthrough::Done = Box::new(move |response| {
+    let done: passthrough::Done = Box::new(move |usage| {
         if let Some(charge) = charge {
-            charge.settle(response.and_then(|r| r.usage.as_ref()), 0);
+            charge.settle(usage.as_ref(), 0);
         }
-        if let Some(usage) = response.and_then(|r| r.usage) {
+        if let Some(usage) = usage {
             tracing::debug!(
                 model = model.as_str(),
                 input_tokens = usage.input_tokens,

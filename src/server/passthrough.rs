@@ -20,7 +20,7 @@ use crate::client::{Client, Route};
 use crate::error::Error;
 use crate::provider::ProviderKind;
 use crate::turn::TurnReader;
-use crate::types::ChatResponse;
+use crate::types::Usage;
 
 /// What the gateway needs of a body before reading it: the model asked for, where its value
 /// stands in the bytes, and whether a stream was asked.
@@ -138,9 +138,9 @@ fn forwarded(name: &HeaderName) -> bool {
         || n.starts_with("openai-")
 }
 
-/// Called once the answer's body ended: the turn as the upstream's reader read it (`None` when
-/// it was not read, the answer was an error, could not be read, or the client left first).
-pub(crate) type Done = Box<dyn FnOnce(Option<&ChatResponse>) + Send>;
+/// Called once the answer's body ended: the usage read alongside (`None` when it was not read,
+/// the answer was an error, held none or could not be read, or the client left first).
+pub(crate) type Done = Box<dyn FnOnce(Option<Usage>) + Send>;
 
 /// Sends `body` to `client` at `wire` (its [`Client::route`]) as it is and answers with the
 /// upstream's answer as it comes, read alongside by the upstream's reader when `read`.
@@ -189,19 +189,28 @@ pub(crate) async fn forward_at(
         out.headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     }
+    /// How the answer is read alongside: a stream by the upstream's own reader, event by
+    /// event; a whole body kept (within the client's body limit) for its usage alone.
+    enum Reading {
+        Stream(Box<TurnReader<'static>>),
+        Whole(Vec<u8>, Client),
+    }
     struct Run {
-        reader: Option<TurnReader<'static>>,
+        reading: Option<Reading>,
         done: Option<Done>,
         _guard: Box<dyn Send>,
     }
     impl Run {
         fn end(&mut self) {
-            let response = self.reader.take().and_then(|mut r| {
-                let mut events = Vec::new();
-                r.finish(&mut events).ok()
-            });
+            let usage = match self.reading.take() {
+                Some(Reading::Stream(mut r)) => {
+                    r.finish(&mut Vec::new()).ok().and_then(|r| r.usage)
+                }
+                Some(Reading::Whole(body, client)) => client.provider().decode_usage(&body),
+                None => None,
+            };
             if let Some(done) = self.done.take() {
-                done(response.as_ref());
+                done(usage);
             }
         }
     }
@@ -214,7 +223,13 @@ pub(crate) async fn forward_at(
         }
     }
     let mut run = Run {
-        reader: (ok && read).then(|| client.reader()),
+        reading: (ok && read).then(|| {
+            if stream {
+                Reading::Stream(Box::new(client.reader()))
+            } else {
+                Reading::Whole(Vec::new(), client.clone())
+            }
+        }),
         done: Some(done),
         _guard: guard,
     };
@@ -222,19 +237,24 @@ pub(crate) async fn forward_at(
         let next = std::task::ready!(answer.poll_chunk(cx));
         std::task::Poll::Ready(match next {
             Some(Ok(chunk)) => {
-                if let Some(reader) = &mut run.reader {
-                    let mut events = Vec::new();
-                    if reader.push(&chunk, &mut events).is_err() {
-                        // Not readable alongside: it still goes to the client as it came.
-                        run.reader = None;
+                let unreadable = match &mut run.reading {
+                    Some(Reading::Stream(reader)) => reader.push(&chunk, &mut Vec::new()).is_err(),
+                    Some(Reading::Whole(body, _)) => {
+                        body.extend_from_slice(&chunk);
+                        false
                     }
+                    None => false,
+                };
+                if unreadable {
+                    // Not readable alongside: it still goes to the client as it came.
+                    run.reading = None;
                 }
                 Some(Ok::<Bytes, std::io::Error>(chunk))
             }
             Some(Err(e)) => {
                 // The upstream broke off: the client's connection is broken off too, so a
                 // truncated answer never reads as a complete one.
-                run.reader = None;
+                run.reading = None;
                 run.end();
                 Some(Err(std::io::Error::other(e.to_string())))
             }

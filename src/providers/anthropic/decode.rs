@@ -38,6 +38,18 @@ pub(crate) fn finish_reason(wire: &str) -> FinishReason {
 /// input, as the other wires count it; the cache parts, when the wire sends them, are
 /// `cached_input_tokens` (`cache_read_input_tokens`) and `cache_creation_input_tokens` (and
 /// stay in `extra` too, as before).
+/// The usage of a whole body read alone ([`crate::provider::Provider::decode_usage`]): its
+/// `usage` field, the rest of the body skipped unread.
+pub(super) fn body_usage(body: &[u8]) -> Option<Usage> {
+    #[derive(Deserialize)]
+    struct Counted {
+        #[serde(default, deserialize_with = "crate::providers::lenient::object")]
+        usage: Option<WireUsage>,
+    }
+    let counted: Counted = serde_json::from_slice(body).ok()?;
+    counted.usage.as_ref().and_then(usage)
+}
+
 fn usage(u: &WireUsage) -> Option<Usage> {
     if *u == WireUsage::default() {
         return None;

@@ -62,6 +62,18 @@ fn keep_native(turn: &mut Assembler, choice: &Choice<'_>) {
     }
 }
 
+/// The usage of a whole body read alone ([`crate::provider::Provider::decode_usage`]): its
+/// `usage` field, the rest of the body skipped unread.
+pub(super) fn body_usage(body: &[u8]) -> Option<Usage> {
+    #[derive(serde::Deserialize)]
+    struct Counted {
+        #[serde(default, deserialize_with = "crate::providers::lenient::object")]
+        usage: Option<super::wire::Usage>,
+    }
+    let counted: Counted = serde_json::from_slice(body).ok()?;
+    counted.usage.as_ref().map(usage)
+}
+
 fn usage(u: &super::wire::Usage) -> Usage {
     Usage {
         input_tokens: u.prompt_tokens.unwrap_or(0),

@@ -87,6 +87,11 @@ impl Provider for OpenAi {
         decode::decode_body(self.dialect, body, None)
     }
 
+    /// The body's `usage` alone.
+    fn decode_usage(&self, body: &[u8]) -> Option<crate::types::Usage> {
+        decode::body_usage(body)
+    }
+
     fn decoder(&self) -> Box<dyn StreamDecoder> {
         Box::new(decode::Decoder::new(self.dialect, None))
     }

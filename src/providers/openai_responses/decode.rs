@@ -126,6 +126,18 @@ pub(crate) fn finish_reason(status: Option<&str>, reason: Option<&str>) -> Finis
     }
 }
 
+/// The usage of a whole body read alone ([`crate::provider::Provider::decode_usage`]): its
+/// `usage` field, the rest of the body skipped unread.
+pub(super) fn body_usage(body: &[u8]) -> Option<Usage> {
+    #[derive(Deserialize)]
+    struct Counted {
+        #[serde(default, deserialize_with = "crate::providers::lenient::object")]
+        usage: Option<WireUsage>,
+    }
+    let counted: Counted = serde_json::from_slice(body).ok()?;
+    counted.usage.as_ref().map(usage)
+}
+
 fn usage(u: &WireUsage) -> Usage {
     Usage {
         input_tokens: u.input_tokens.unwrap_or(0),

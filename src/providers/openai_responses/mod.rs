@@ -100,6 +100,11 @@ impl Provider for OpenAiResponses {
         decode::decode_body(body)
     }
 
+    /// The body's `usage` alone.
+    fn decode_usage(&self, body: &[u8]) -> Option<crate::types::Usage> {
+        decode::body_usage(body)
+    }
+
     fn decoder(&self) -> Box<dyn StreamDecoder> {
         Box::new(decode::Decoder::new())
     }
