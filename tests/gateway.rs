@@ -19,11 +19,7 @@ use toolwire::{ApiError, ChatResponse, FinishReason, Provider, ProviderKind, Too
 const KEY_VAR: &str = "CARGO_PKG_NAME";
 
 fn http() -> reqwest::Client {
-    toolwire::client::http_client_builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap()
+    crate::support::http(Duration::from_secs(60))
 }
 
 /// Two parallel calls; the Gemini one carries a thought signature the next turn must return.

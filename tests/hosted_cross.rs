@@ -20,11 +20,7 @@ use toolwire::{ChatResponse, FinishReason, Provider, ProviderKind};
 const KEY_VAR: &str = "CARGO_PKG_NAME";
 
 fn http() -> reqwest::Client {
-    toolwire::client::http_client_builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap()
+    crate::support::http(Duration::from_secs(60))
 }
 
 async fn gateway(kind: ProviderKind, upstream: &MockServer) -> ServerHandle {

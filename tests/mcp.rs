@@ -172,6 +172,22 @@ pub(crate) async fn agent_calling(
     (toolwire::agent::Agent::new(client, registry), mock)
 }
 
+/// The text of an agent run's first tool result, read as JSON; panics when the result is an
+/// error or its text is not JSON.
+pub(crate) fn first_result_json(outcome: &toolwire::agent::AgentOutcome) -> serde_json::Value {
+    let result = outcome
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            toolwire::Message::Tool(r) => Some(r.clone()),
+            _ => None,
+        })
+        .expect("a tool result");
+    assert!(!result.is_error, "{result:?}");
+    let text: String = result.content.iter().filter_map(|p| p.as_text()).collect();
+    serde_json::from_str(&text).unwrap_or_else(|_| panic!("{result:?}"))
+}
+
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -200,17 +200,7 @@ async fn agent_run(
         }
     };
     assert_eq!(outcome.response.text.as_deref(), Some("booked"));
-    let result = outcome
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            Message::Tool(r) => Some(r.clone()),
-            _ => None,
-        })
-        .unwrap();
-    assert!(!result.is_error, "{result:?}");
-    let text: String = result.content.iter().filter_map(|p| p.as_text()).collect();
-    let said = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{result:?}"));
+    let said = crate::mcp::first_result_json(&outcome);
     connection.close().await;
     (said, errors, asked)
 }

@@ -408,17 +408,7 @@ fn a_task_asks_for_input_and_the_answer_reaches_it() {
         }
         assert_eq!(asked, 1);
         let outcome = run.finish().await.unwrap();
-        let result = outcome
-            .messages
-            .iter()
-            .find_map(|m| match m {
-                Message::Tool(r) => Some(r.clone()),
-                _ => None,
-            })
-            .unwrap();
-        assert!(!result.is_error, "{result:?}");
-        let text: String = result.content.iter().filter_map(|p| p.as_text()).collect();
-        let said: Value = serde_json::from_str(&text).unwrap();
+        let said = crate::mcp::first_result_json(&outcome);
         assert_eq!(
             said,
             json!({"action": "accept", "content": {"colour": "blue"}})

@@ -30,11 +30,7 @@ use toolwire::tools::ToolRegistry;
 // Helpers
 
 fn http() -> reqwest::Client {
-    toolwire::client::http_client_builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap()
+    crate::support::http(Duration::from_secs(60))
 }
 
 async fn start(config: ServerConfig) -> ServerHandle {
